@@ -1,0 +1,89 @@
+"""The async engine and the transaction helpers every service uses."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+
+from valuerank.db.url import DatabaseURL, normalize_database_url
+
+# Execution option asking SQLite to take the write lock at BEGIN (BEGIN IMMEDIATE):
+# a read-then-write transaction cannot then fail half-way with "database is locked".
+SQLITE_BEGIN_OPTION = "sqlite_begin"
+
+
+@dataclass
+class Database:
+    """One database: its URL and its async engine."""
+
+    url: DatabaseURL
+    engine: AsyncEngine
+
+    @property
+    def dialect(self) -> str:
+        return self.url.dialect
+
+    @asynccontextmanager
+    async def transaction(self, *, immediate: bool = False) -> AsyncIterator[AsyncConnection]:
+        """A connection inside one transaction: committed on success, rolled back on error.
+
+        `immediate=True` takes SQLite's write lock up front (no effect on PostgreSQL).
+        """
+        async with self.engine.connect() as conn:
+            if immediate and self.url.is_sqlite:
+                conn = await conn.execution_options(**{SQLITE_BEGIN_OPTION: "IMMEDIATE"})
+            async with conn.begin():
+                yield conn
+
+    async def dispose(self) -> None:
+        await self.engine.dispose()
+
+
+def _install_sqlite_pragmas(engine: AsyncEngine, busy_timeout_ms: int, wal: bool) -> None:
+    """WAL, a busy timeout, foreign keys, and transactions that SQLAlchemy really controls."""
+
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Hand transaction control to SQLAlchemy (pysqlite's own is unreliable).
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        cursor.execute("PRAGMA foreign_keys = ON")
+        if wal:
+            cursor.execute("PRAGMA journal_mode = WAL")
+            cursor.execute("PRAGMA synchronous = NORMAL")
+        cursor.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _on_begin(conn: Any) -> None:
+        mode = conn.get_execution_options().get(SQLITE_BEGIN_OPTION, "DEFERRED")
+        conn.exec_driver_sql(f"BEGIN {mode}")
+
+
+def create_database(
+    raw_url: str,
+    *,
+    busy_timeout_ms: int = 5000,
+    echo: bool = False,
+    connect_args: dict[str, Any] | None = None,
+) -> Database:
+    """Build the engine for a plain or driver-qualified URL (SQLite or PostgreSQL)."""
+    url = normalize_database_url(raw_url)
+    kwargs: dict[str, Any] = {"echo": echo, "connect_args": dict(connect_args or {})}
+    if url.is_sqlite:
+        path = url.sqlite_path
+        if path is not None:
+            Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        kwargs["connect_args"].setdefault("timeout", busy_timeout_ms / 1000)
+    else:
+        kwargs["pool_pre_ping"] = True
+    engine = create_async_engine(url.url, **kwargs)
+    if url.is_sqlite:
+        _install_sqlite_pragmas(engine, busy_timeout_ms, wal=url.sqlite_path is not None)
+    return Database(url=url, engine=engine)

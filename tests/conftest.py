@@ -1,0 +1,114 @@
+"""Shared fixtures: every storage test runs on SQLite and on PostgreSQL, each on a clean schema.
+
+PostgreSQL is found at VALUERANK_TEST_DATABASE_URL (default: the local server, database
+`test`). Each test gets its own schema (dropped afterwards) through the connection's
+search_path. Locally an unreachable PostgreSQL skips those tests, saying why; in CI
+(CI=true) it fails them.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+import psycopg
+import pytest
+
+from valuerank.db import Database, create_database
+from valuerank.db.migrate import upgrade
+from valuerank.orgs import ensure_org
+
+PG_URL = os.environ.get(
+    "VALUERANK_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test"
+)
+COMPAT_ENV = "VALUERANK_COMPAT_DIR"
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _libpq_url(url: str) -> str:
+    """psycopg wants a libpq URL: no SQLAlchemy driver suffix."""
+    scheme, rest = url.split("://", 1)
+    return "postgresql://" + rest if scheme.startswith("postgres") else url
+
+
+_pg_checked: str | None = None
+
+
+def _require_postgres() -> None:
+    global _pg_checked
+    if _pg_checked is None:
+        try:
+            with psycopg.connect(_libpq_url(PG_URL), connect_timeout=5) as conn:
+                conn.execute("select 1")
+            _pg_checked = ""
+        except psycopg.Error as exc:
+            _pg_checked = f"PostgreSQL unreachable at {PG_URL}: {exc}".strip()
+    if _pg_checked:
+        if os.environ.get("CI"):
+            pytest.fail(_pg_checked + " (CI requires PostgreSQL)")
+        pytest.skip(_pg_checked)
+
+
+@dataclass
+class TestDatabase:
+    """A database for one test: the URL the CLI can use, and a ready `Database`."""
+
+    __test__ = False
+    backend: str
+    url: str
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[TestDatabase]:
+    """An empty database (no tables) on each backend."""
+    if request.param == "sqlite":
+        yield TestDatabase("sqlite", f"sqlite:///{tmp_path / 'valuerank.db'}")
+        return
+    _require_postgres()
+    schema = f"vr_test_{uuid.uuid4().hex[:16]}"
+    with psycopg.connect(_libpq_url(PG_URL), autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+    sep = "&" if "?" in PG_URL else "?"
+    try:
+        yield TestDatabase("postgresql", f"{PG_URL}{sep}options={quote(f'-csearch_path={schema}')}")
+    finally:
+        with psycopg.connect(_libpq_url(PG_URL), autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+@pytest.fixture
+async def empty_db(database_url: TestDatabase) -> AsyncIterator[Database]:
+    db = create_database(database_url.url)
+    try:
+        yield db
+    finally:
+        await db.dispose()
+
+
+@pytest.fixture
+async def db(empty_db: Database) -> Database:
+    """A migrated database."""
+    await upgrade(empty_db)
+    return empty_db
+
+
+@pytest.fixture
+async def org_id(db: Database) -> str:
+    async with db.transaction() as conn:
+        return await ensure_org(conn, "default")
+
+
+@pytest.fixture
+def compat_dir() -> Path:
+    """The original CLI's real files; tests using them skip where the env var is unset."""
+    value = os.environ.get(COMPAT_ENV)
+    if not value:
+        pytest.skip(f"{COMPAT_ENV} is not set: point it at shared/compat/valuerank-cli to run")
+    path = Path(value)
+    if not path.is_dir():
+        pytest.fail(f"{COMPAT_ENV}={value} is not a directory")
+    return path
