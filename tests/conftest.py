@@ -22,9 +22,7 @@ from valuerank.db import Database, create_database
 from valuerank.db.migrate import upgrade
 from valuerank.orgs import ensure_org
 
-PG_URL = os.environ.get(
-    "VALUERANK_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test"
-)
+PG_URL = os.environ.get("VALUERANK_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test")
 COMPAT_ENV = "VALUERANK_COMPAT_DIR"
 FIXTURES = Path(__file__).parent / "fixtures"
 

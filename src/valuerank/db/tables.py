@@ -41,9 +41,7 @@ def _id() -> Column[str]:
 
 
 def _created_at() -> Column[object]:
-    return Column(
-        "created_at", DateTime(timezone=True), nullable=False, server_default=func.now()
-    )
+    return Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now())
 
 
 def _org_id() -> Column[str]:

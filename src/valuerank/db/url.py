@@ -62,4 +62,6 @@ def normalize_database_url(raw: str) -> DatabaseURL:
             "ValueRank runs on SQLite (sqlite:///file.db) or PostgreSQL (postgresql://…)"
         )
     dialect: Dialect = "sqlite" if backend == "sqlite" else "postgresql"
-    return DatabaseURL(url=url.set(drivername=f"{dialect}+{_ASYNC_DRIVERS[dialect]}"), dialect=dialect)
+    return DatabaseURL(
+        url=url.set(drivername=f"{dialect}+{_ASYNC_DRIVERS[dialect]}"), dialect=dialect
+    )
