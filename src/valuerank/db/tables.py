@@ -5,6 +5,8 @@ Every table holding tenant data has `org_id`; services scope every query by it.
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from sqlalchemy import (
     JSON,
     Column,
@@ -40,7 +42,7 @@ def _id() -> Column[str]:
     return Column("id", String(ID_LENGTH), primary_key=True)
 
 
-def _created_at() -> Column[object]:
+def _created_at() -> Column[datetime]:
     return Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now())
 
 
