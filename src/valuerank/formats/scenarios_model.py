@@ -62,6 +62,9 @@ class ScenarioFile:
     golden_runs: tuple[tuple[str, Any], ...] = ()
     extra_top_level: tuple[tuple[str, Any], ...] = ()
     header_comment: str | None = field(default=None, compare=False)
+    # Order of the top-level keys in the file (legacy: scenario ids included), so writing
+    # the file back keeps its layout. Like `key_order`, it does not take part in equality.
+    top_level_order: tuple[str, ...] = field(default=(), compare=False)
 
     def scenario(self, scenario_id: str) -> Scenario | None:
         for sc in self.scenarios:
