@@ -316,9 +316,11 @@ async def descendants(
         select(table, below.c.depth)
         .join(below, table.c.id == below.c.id)
         .where(below.c.depth > 0)
-        .order_by(below.c.depth, table.c.created_at, table.c.id)
     )
-    return [(_version(r), int(r._mapping["depth"])) for r in rows]
+    found = [(_version(r), int(r._mapping["depth"])) for r in rows]
+    # Breadth first, siblings in natural label order (timestamps may tie within a second).
+    found.sort(key=lambda item: (item[1], label_sort_key(item[0].version_label)))
+    return found
 
 
 async def tree(conn: AsyncConnection, table: Table, org_id: str, version_id: str) -> TreeNode:

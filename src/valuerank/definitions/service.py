@@ -1,0 +1,234 @@
+"""Definition versions in the database: import, fork, edit (while unused), lineage, diff, expand.
+
+Everything here is scoped by `org_id`; the pure work (parsing, rules, expansion, diff,
+hashing) is done by the modules beside this one and by `valuerank.formats`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import exists, select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from valuerank import versioning
+from valuerank.db.tables import definitions, runs
+from valuerank.definitions.diff import DefinitionDiff, diff_definitions
+from valuerank.definitions.errors import DefinitionError
+from valuerank.definitions.expansion import ExpansionMode, expand
+from valuerank.definitions.hashing import content_hash
+from valuerank.definitions.rules import parse_rules
+from valuerank.definitions.sampling import sample
+from valuerank.errors import ImmutableVersionError
+from valuerank.formats import parse_definition, serialize_definition
+from valuerank.formats.definition_model import Definition
+from valuerank.formats.scenarios_model import ScenarioFile
+
+_RULES_HEADING = re.compile(r"^#\s+matching\s+rules\s*$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class StoredDefinition:
+    """A definition version and its parsed content."""
+
+    version: versioning.Version
+    definition: Definition
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            **self.version.summary(),
+            "dimensions": [d.name for d in self.definition.dimensions],
+        }
+
+
+def _stored(version: versioning.Version) -> StoredDefinition:
+    return StoredDefinition(version, Definition.from_dict(version.content))
+
+
+def _rules_first_line(text: str) -> int:
+    """The file line where the matching rules' text starts, so rule errors name file lines."""
+    lines = text.splitlines()
+    for index, line in enumerate(lines):
+        if _RULES_HEADING.match(line.strip()):
+            for offset, following in enumerate(lines[index + 1 :], start=index + 2):
+                if following.strip():
+                    return offset
+    return 1
+
+
+def parse_and_check(text: str, source: str | None = None) -> Definition:
+    """Parse a definition file and check its matching rules against its dimensions.
+
+    Raises `FormatError` or `DefinitionError`, both naming the line and the fix.
+    """
+    definition = parse_definition(text, source=source)
+    try:
+        parse_rules(
+            definition.matching_rules,
+            [d.name for d in definition.dimensions],
+            first_line=_rules_first_line(text),
+        )
+    except DefinitionError as exc:
+        raise DefinitionError(
+            f"# Matching Rules: {exc.message}",
+            line=exc.line,
+            column=exc.column,
+            hint=exc.hint,
+            source=source,
+        ) from exc
+    return definition
+
+
+async def import_definition(
+    conn: AsyncConnection,
+    org_id: str,
+    text: str,
+    *,
+    source_file: str | None = None,
+    label: str | None = None,
+) -> tuple[StoredDefinition, bool]:
+    """Store a definition file as a new lineage (`v1`).
+
+    Importing the same content under the same name again returns the existing version
+    and `False` instead of storing a duplicate.
+    """
+    definition = parse_and_check(text, source_file)
+    digest = content_hash(definition)
+    existing = await versioning.find_by_hash(conn, definitions, org_id, definition.name, digest)
+    if existing is not None:
+        return _stored(existing), False
+    version = await versioning.create_root(
+        conn,
+        definitions,
+        org_id,
+        name=definition.name,
+        content=definition.to_dict(),
+        content_hash=digest,
+        label=label,
+        source_file=source_file,
+    )
+    return _stored(version), True
+
+
+async def get_definition(conn: AsyncConnection, org_id: str, ref: str) -> StoredDefinition:
+    return _stored(await versioning.get_version(conn, definitions, org_id, ref))
+
+
+async def list_definitions(conn: AsyncConnection, org_id: str) -> list[StoredDefinition]:
+    return [_stored(v) for v in await versioning.list_versions(conn, definitions, org_id)]
+
+
+async def fork_definition(
+    conn: AsyncConnection,
+    org_id: str,
+    parent_ref: str,
+    *,
+    definition: Definition | None = None,
+    label: str | None = None,
+    source_file: str | None = None,
+) -> StoredDefinition:
+    """A child version of `parent_ref`, with new content or a copy of the parent's."""
+    version = await versioning.fork(
+        conn,
+        definitions,
+        org_id,
+        parent_ref,
+        content=None if definition is None else definition.to_dict(),
+        content_hash=None if definition is None else content_hash(definition),
+        name=None if definition is None else definition.name,
+        label=label,
+        source_file=source_file,
+    )
+    return _stored(version)
+
+
+async def has_runs(conn: AsyncConnection, org_id: str, version_id: str) -> bool:
+    query = select(exists().where(runs.c.org_id == org_id, runs.c.definition_id == version_id))
+    return bool(await conn.scalar(query))
+
+
+async def update_definition(
+    conn: AsyncConnection, org_id: str, ref: str, definition: Definition
+) -> StoredDefinition:
+    """Edit a version in place — only while no run uses it; afterwards an edit is a fork."""
+    version = await versioning.get_version(conn, definitions, org_id, ref)
+    if await has_runs(conn, org_id, version.id):
+        raise ImmutableVersionError(
+            f"definition {version.name} {version.version_label} has runs and cannot change",
+            hint=f"fork it instead: `valuerank definitions fork {version.id} --from-file FILE.md`",
+        )
+    updated = await versioning.replace_content(
+        conn,
+        definitions,
+        version,
+        content=definition.to_dict(),
+        content_hash=content_hash(definition),
+    )
+    return _stored(updated)
+
+
+@dataclass(frozen=True)
+class Lineage:
+    version: StoredDefinition
+    ancestors: list[versioning.Version]
+    descendants: list[tuple[versioning.Version, int]]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **self.version.version.summary(),
+            "ancestors": [a.summary() for a in self.ancestors],
+            "descendants": [{**d.summary(), "depth": depth} for d, depth in self.descendants],
+        }
+
+
+async def lineage(conn: AsyncConnection, org_id: str, ref: str) -> Lineage:
+    stored = await get_definition(conn, org_id, ref)
+    return Lineage(
+        version=stored,
+        ancestors=await versioning.ancestors(conn, definitions, org_id, stored.version.id),
+        descendants=await versioning.descendants(conn, definitions, org_id, stored.version.id),
+    )
+
+
+async def tree(conn: AsyncConnection, org_id: str, ref: str) -> versioning.TreeNode:
+    return await versioning.tree(conn, definitions, org_id, ref)
+
+
+async def diff(conn: AsyncConnection, org_id: str, ref_a: str, ref_b: str) -> DefinitionDiff:
+    a = await get_definition(conn, org_id, ref_a)
+    b = await get_definition(conn, org_id, ref_b)
+    return diff_definitions(a.definition, b.definition)
+
+
+async def export_markdown(conn: AsyncConnection, org_id: str, ref: str) -> str:
+    return serialize_definition((await get_definition(conn, org_id, ref)).definition)
+
+
+@dataclass(frozen=True)
+class ExpandedScenarios:
+    """The scenarios of a version (`file`, sampled when asked) and how many there are in all."""
+
+    file: ScenarioFile
+    total: int
+
+
+async def expand_scenarios(
+    conn: AsyncConnection,
+    org_id: str,
+    ref: str,
+    *,
+    mode: ExpansionMode = "first",
+    seed: int | None = None,
+    sample_percentage: float | None = None,
+    sample_seed: int = 0,
+) -> ExpandedScenarios:
+    """The scenarios of a version; optionally the nested deterministic sample of them."""
+    stored = await get_definition(conn, org_id, ref)
+    full = expand(stored.definition, mode=mode, seed=seed)
+    if sample_percentage is None:
+        return ExpandedScenarios(full, len(full.scenarios))
+    chosen = sample(full.scenarios, sample_percentage, sample_seed)
+    sampled = ScenarioFile(preamble=full.preamble, scenarios=tuple(chosen), layout=full.layout)
+    return ExpandedScenarios(sampled, len(full.scenarios))
