@@ -1,0 +1,40 @@
+"""The `valuerank` command line: Typer commands over the same services the API uses."""
+
+from __future__ import annotations
+
+import typer
+
+from valuerank import __version__
+from valuerank.cli import db_cmd, definitions_cmd, formats_cmd, rubrics_cmd, scenarios_cmd
+
+app = typer.Typer(
+    name="valuerank",
+    help="Measure how AI models prioritise human values in moral dilemmas.\n\n"
+    "Data lives in VALUERANK_DATABASE_URL (default: sqlite:///./valuerank.db).",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="rich",
+)
+app.add_typer(db_cmd.app, name="db")
+app.add_typer(formats_cmd.app, name="formats")
+app.add_typer(definitions_cmd.app, name="definitions")
+app.add_typer(scenarios_cmd.app, name="scenarios")
+app.add_typer(rubrics_cmd.app, name="rubrics")
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"valuerank {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Show the version and exit."
+    ),
+) -> None:
+    """ValueRank."""
+
+
+__all__ = ["app"]

@@ -1,0 +1,143 @@
+"""What every command shares: the database session, output (Rich or `--json`), errors."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import tempfile
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from valuerank.config import Settings, get_settings
+from valuerank.db import Database, create_database
+from valuerank.db.migrate import SchemaOutOfDateError, ensure_schema
+from valuerank.db.url import DatabaseURLError
+from valuerank.definitions.errors import DefinitionError
+from valuerank.errors import ValueRankError
+from valuerank.formats.errors import FormatError
+from valuerank.orgs import ensure_org
+
+T = TypeVar("T")
+
+console = Console()
+err_console = Console(stderr=True)
+
+JsonOption = typer.Option(False, "--json", help="Print machine-readable JSON on stdout.")
+
+
+def print_json(data: Any) -> None:
+    """JSON on stdout, unwrapped, for scripts."""
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+def fail(message: str, *, code: str, as_json: bool, hint: str | None = None) -> NoReturn:
+    """Report an error (JSON on stdout with --json, else red on stderr) and exit 1."""
+    if as_json:
+        payload: dict[str, Any] = {"success": False, "error": message, "code": code}
+        if hint:
+            payload["hint"] = hint
+        print_json(payload)
+    else:
+        # soft_wrap: never break a file path or an id across lines.
+        err_console.print("[bold red]error:[/]", escape(message), soft_wrap=True, highlight=False)
+        if hint:
+            err_console.print("[dim]hint:[/]", escape(hint), soft_wrap=True, highlight=False)
+    raise typer.Exit(1)
+
+
+def run(coro: Awaitable[T], *, as_json: bool = False) -> T:
+    """Run a command's coroutine, turning every anticipated error into a clear exit 1."""
+    try:
+        return asyncio.run(_await(coro))
+    except (FormatError, DefinitionError) as exc:
+        fail(exc.render(), code="INVALID_FILE", as_json=as_json)
+    except ValueRankError as exc:
+        fail(exc.message, code=exc.code, as_json=as_json, hint=exc.hint)
+    except DatabaseURLError as exc:
+        fail(str(exc), code="INVALID_DATABASE_URL", as_json=as_json)
+    except SchemaOutOfDateError as exc:
+        fail(str(exc), code="SCHEMA_OUT_OF_DATE", as_json=as_json)
+    except (OperationalError, DBAPIError) as exc:
+        fail(
+            f"database error: {exc.orig if exc.orig is not None else exc}",
+            code="DATABASE_UNAVAILABLE",
+            as_json=as_json,
+            hint="check VALUERANK_DATABASE_URL and that the database server is running",
+        )
+    except OSError as exc:
+        fail(f"{exc.strerror or exc}: {exc.filename}", code="FILE_ERROR", as_json=as_json)
+
+
+async def _await(coro: Awaitable[T]) -> T:
+    return await coro
+
+
+@dataclass
+class Session:
+    """An open transaction on the configured database, in the configured organisation."""
+
+    db: Database
+    conn: AsyncConnection
+    org_id: str
+    settings: Settings
+
+
+@asynccontextmanager
+async def session() -> AsyncIterator[Session]:
+    """Open the configured database (upgrading an embedded SQLite one), one transaction."""
+    settings = get_settings()
+    db = create_database(settings.database_url, busy_timeout_ms=settings.sqlite_busy_timeout_ms)
+    try:
+        await ensure_schema(db)
+        async with db.transaction() as conn:
+            org_id = await ensure_org(conn, settings.default_org)
+            yield Session(db=db, conn=conn, org_id=org_id, settings=settings)
+    finally:
+        await db.dispose()
+
+
+def read_text(path: Path) -> str:
+    """A user's file as text, with errors that name it."""
+    if not path.exists():
+        raise FileNotFoundError(2, "no such file", str(path))
+    if path.is_dir():
+        raise IsADirectoryError(21, "is a directory, expected a file", str(path))
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise FormatError(
+            f"not UTF-8 text (byte {exc.start})",
+            source=str(path),
+            hint="save the file as UTF-8",
+        ) from exc
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write the whole file or nothing: a temporary file renamed over the target."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def command_runner(as_json: bool) -> Callable[[Awaitable[T]], T]:
+    def _run(coro: Awaitable[T]) -> T:
+        return run(coro, as_json=as_json)
+
+    return _run

@@ -1,0 +1,94 @@
+"""`valuerank scenarios …`: expand a definition version into scenario variants."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+
+import typer
+
+from valuerank.cli.common import (
+    JsonOption,
+    console,
+    err_console,
+    print_json,
+    run,
+    session,
+    write_atomically,
+)
+from valuerank.definitions import service
+from valuerank.formats import serialize_scenarios
+
+app = typer.Typer(help="Scenario variants generated from definitions.", no_args_is_help=True)
+
+
+class Mode(StrEnum):
+    first = "first"
+    all = "all"
+    random = "random"
+
+
+@app.command("expand")
+def expand(
+    ref: str = typer.Argument(..., help="Definition version id (or a unique prefix)."),
+    output: Path | None = typer.Option(
+        None, "-o", "--output", help="Scenarios file to write (default: stdout)."
+    ),
+    sample_percentage: float | None = typer.Option(
+        None,
+        "--sample-percentage",
+        min=0.0,
+        max=100.0,
+        help="Keep only this percentage (nested: the 10% sample is inside the 50% one).",
+    ),
+    sample_seed: int = typer.Option(0, "--sample-seed", help="Seed of the sample."),
+    mode: Mode = typer.Option(
+        Mode.first,
+        "--mode",
+        help="first: first option of each level (as the CLI); all: every option; "
+        "random: one random option per level.",
+    ),
+    seed: int | None = typer.Option(None, "--seed", help="Seed of --mode random."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Write the scenarios YAML (exp-NNN.*.yaml) of a definition version."""
+
+    async def _go() -> None:
+        async with session() as s:
+            result = await service.expand_scenarios(
+                s.conn,
+                s.org_id,
+                ref,
+                mode=mode.value,
+                seed=seed,
+                sample_percentage=sample_percentage,
+                sample_seed=sample_seed,
+            )
+        chosen = result.file
+        text = serialize_scenarios(chosen)
+        if output is not None:
+            write_atomically(output, text)
+        if as_json:
+            print_json(
+                {
+                    "definition": ref,
+                    "mode": mode.value,
+                    "total": result.total,
+                    "selected": len(chosen.scenarios),
+                    "sample_percentage": sample_percentage,
+                    "sample_seed": sample_seed if sample_percentage is not None else None,
+                    "output": str(output) if output else None,
+                    "scenario_ids": [sc.id for sc in chosen.scenarios],
+                }
+            )
+        elif output is None:
+            console.file.write(text)
+        else:
+            note = ""
+            if sample_percentage is not None:
+                note = f" ({sample_percentage:g}% sample, seed {sample_seed})"
+            err_console.print(
+                f"wrote {len(chosen.scenarios)} of {result.total} scenarios{note} to {output}"
+            )
+
+    run(_go(), as_json=as_json)
