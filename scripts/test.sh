@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Install ValueRank with its development tools into .venv, then lint, type-check and test.
+# Storage tests run on SQLite and on PostgreSQL (VALUERANK_TEST_DATABASE_URL, default
+# postgresql://postgres@127.0.0.1:5432/test).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+  "$PYTHON" -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --upgrade pip
+.venv/bin/python -m pip install --quiet -e ".[dev]"
+
+.venv/bin/ruff check src tests
+.venv/bin/mypy
+.venv/bin/pytest -q "$@"
