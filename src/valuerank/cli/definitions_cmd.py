@@ -76,10 +76,12 @@ def list_(as_json: bool = JsonOption) -> None:
             console.print("no definitions yet: `valuerank definitions import FILE.md`")
             return
         table = Table("id", "name", "version", "parent", "dimensions", "created")
+        table.columns[0].no_wrap = True
+        table.columns[1].overflow = "fold"
         for item in items:
             v = item.version
             table.add_row(
-                v.id,
+                v.id[:8],  # a unique prefix is enough for every command, as in Git
                 v.name,
                 v.version_label,
                 (v.parent_id or "")[:8],

@@ -76,7 +76,7 @@ def list_(as_json: bool = JsonOption) -> None:
         table = Table("id", "name", "version", "values", "created")
         for v in items:
             table.add_row(
-                v.id,
+                v.id[:8],
                 v.name,
                 v.version_label,
                 str(len(v.content.get("values", {}))),
