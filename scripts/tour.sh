@@ -4,12 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PYTHON="${PYTHON:-python3}"
-if [ ! -x .venv/bin/python ]; then
-  "$PYTHON" -m venv .venv
-fi
-.venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -e .
+source scripts/bootstrap.sh ""
 vr=.venv/bin/valuerank
 export VALUERANK_DATABASE_URL="${VALUERANK_DATABASE_URL:-sqlite:///./valuerank.db}"
 

@@ -15,7 +15,7 @@ from pathlib import PurePath
 from typing import Any
 
 from .definition_model import DEFAULT_BASE_ID, Definition, Dimension, Level
-from .errors import FormatError, FormatWarning
+from .errors import FormatWarning, ParseContext
 from .yaml_io import dump_readable, split_front_matter
 
 PREAMBLE = "preamble"
@@ -66,18 +66,7 @@ def _is_separator(cells: list[str]) -> bool:
     return bool(cells) and all(_SEPARATOR_CELL.match(c.replace(" ", "")) for c in cells)
 
 
-class _Parser:
-    def __init__(self, source: str | None, warnings: list[FormatWarning] | None) -> None:
-        self.source = source
-        self.warnings = warnings
-
-    def error(self, message: str, line: int | None, hint: str) -> FormatError:
-        return FormatError(message, source=self.source, line=line, hint=hint)
-
-    def warn(self, message: str, line: int | None) -> None:
-        if self.warnings is not None:
-            self.warnings.append(FormatWarning(message, line))
-
+class _Parser(ParseContext):
     # -- sections -------------------------------------------------------------------------
 
     def split_sections(self, body: str, first_line: int) -> dict[str, tuple[int, list[Line]]]:

@@ -98,7 +98,5 @@ class Definition:
             template=str(data["template"]),
             dimensions=tuple(Dimension.from_dict(d) for d in data.get("dimensions", [])),
             matching_rules=data.get("matching_rules"),
-            extra_front_matter=tuple(
-                (str(k), v) for k, v in data.get("extra_front_matter", [])
-            ),
+            extra_front_matter=tuple((str(k), v) for k, v in data.get("extra_front_matter", [])),
         )

@@ -52,3 +52,18 @@ class FormatWarning:
         if self.line is not None:
             where = f"{where}:{self.line}"
         return f"{where}: warning: {self.message}"
+
+
+class ParseContext:
+    """What a parser of one file carries: the file's name and where warnings go."""
+
+    def __init__(self, source: str | None, warnings: list[FormatWarning] | None) -> None:
+        self.source = source
+        self.warnings = warnings
+
+    def error(self, message: str, line: int | None, hint: str) -> FormatError:
+        return FormatError(message, source=self.source, line=line, hint=hint)
+
+    def warn(self, message: str, line: int | None) -> None:
+        if self.warnings is not None:
+            self.warnings.append(FormatWarning(message, line))

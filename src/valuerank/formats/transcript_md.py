@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
 
-from .errors import FormatError, FormatWarning
+from .errors import FormatWarning, ParseContext
 from .yaml_io import dump_cli, split_front_matter
 
 FILE_VERSION = "v0.1"
@@ -135,18 +135,7 @@ def serialize_transcript(transcript: Transcript) -> str:
     return "\n".join(parts).strip() + "\n"
 
 
-class _Reader:
-    def __init__(self, source: str | None, warnings: list[FormatWarning] | None) -> None:
-        self.source = source
-        self.warnings = warnings
-
-    def error(self, message: str, line: int | None, hint: str) -> FormatError:
-        return FormatError(message, source=self.source, line=line, hint=hint)
-
-    def warn(self, message: str, line: int | None) -> None:
-        if self.warnings is not None:
-            self.warnings.append(FormatWarning(message, line))
-
+class _Reader(ParseContext):
     def turn(self, number: int, label: str, line: int, block: str) -> Turn:
         if not block.startswith(_PROBE):
             raise self.error(
