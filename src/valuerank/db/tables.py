@@ -9,17 +9,21 @@ from datetime import datetime
 
 from sqlalchemy import (
     JSON,
+    Boolean,
     Column,
     DateTime,
     ForeignKey,
     Index,
+    Integer,
     MetaData,
     PrimaryKeyConstraint,
     String,
     Table,
     Text,
     UniqueConstraint,
+    false,
     func,
+    text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 
@@ -137,4 +141,115 @@ runs = Table(
     Column("config", JSONDocument, nullable=False, server_default="{}"),
     _created_at(),
     Index("ix_runs_org_id_definition_id", "org_id", "definition_id"),
+)
+
+
+# --- The job queue (valuerank.queue) ------------------------------------------------------
+# Generic: a job is (kind, payload) in a partition (e.g. a run id); see queue/ for the SQL.
+# Rows of global scope (global/provider controls and caps) have org_id NULL.
+
+QUEUED_WHERE = text("status = 'queued'")
+RUNNING_WHERE = text("status = 'running'")
+
+
+def _ts(name: str, *, nullable: bool = True) -> Column[datetime]:
+    return Column(name, DateTime(timezone=True), nullable=nullable)
+
+
+jobs = Table(
+    "jobs",
+    metadata,
+    _id(),
+    _org_id(),
+    Column("partition", String(200), nullable=False),
+    Column("item_key", String(300), nullable=False),
+    Column("kind", String(100), nullable=False),
+    Column("payload", JSONDocument, nullable=False),
+    Column("status", String(16), nullable=False, server_default="queued"),
+    Column("priority", Integer, nullable=False, server_default="0"),
+    Column("run_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("attempts", Integer, nullable=False, server_default="0"),
+    Column("max_attempts", Integer, nullable=False, server_default="3"),
+    Column("lease_token", String(ID_LENGTH), nullable=True),
+    _ts("lease_expires_at"),
+    Column("locked_by", String(200), nullable=True),
+    Column("cancel_requested", Boolean, nullable=False, server_default=false()),
+    Column("provider", String(100), nullable=True),
+    Column("model", String(200), nullable=True),
+    # The concurrency slots this attempt holds, so release frees exactly what claim took.
+    Column("slot_keys", JSONDocument, nullable=True),
+    Column("result", JSONDocument, nullable=True),
+    Column("last_error", Text, nullable=True),
+    _created_at(),
+    _ts("started_at"),
+    _ts("finished_at"),
+    UniqueConstraint("partition", "item_key"),
+    Index(
+        "ix_jobs_running",
+        "org_id",
+        "partition",
+        postgresql_where=RUNNING_WHERE,
+        sqlite_where=RUNNING_WHERE,
+    ),
+)
+
+# The claim's scan: queued jobs, highest priority first, then oldest.
+Index(
+    "ix_jobs_queued",
+    jobs.c.priority.desc(),
+    jobs.c.run_at,
+    postgresql_where=QUEUED_WHERE,
+    sqlite_where=QUEUED_WHERE,
+)
+
+job_errors = Table(
+    "job_errors",
+    metadata,
+    _id(),
+    Column("job_id", String(ID_LENGTH), ForeignKey("jobs.id", ondelete="CASCADE"), nullable=False),
+    _org_id(),
+    Column("attempt", Integer, nullable=False),
+    Column("category", String(32), nullable=False),  # transient | rate_limited | permanent | …
+    Column("error_class", String(200), nullable=False),
+    Column("message", Text, nullable=False),
+    _created_at(),
+    Index("ix_job_errors_job_id", "job_id"),
+)
+
+queue_slots = Table(
+    "queue_slots",
+    metadata,
+    Column("key", String(400), primary_key=True),
+    Column("scope", String(16), nullable=False),  # global | org | provider | model
+    Column("org_id", String(ID_LENGTH), ForeignKey("orgs.id", ondelete="CASCADE"), nullable=True),
+    Column("provider", String(100), nullable=True),
+    Column("model", String(200), nullable=True),
+    Column("in_use", Integer, nullable=False, server_default="0"),
+    Column("max", Integer, nullable=False),
+)
+
+queue_controls = Table(
+    "queue_controls",
+    metadata,
+    Column("scope", String(16), nullable=False),  # global | partition | provider
+    Column("key", String(200), nullable=False),
+    Column("org_id", String(ID_LENGTH), ForeignKey("orgs.id", ondelete="CASCADE"), nullable=True),
+    Column("paused", Boolean, nullable=False, server_default=false()),
+    Column("cancel_requested", Boolean, nullable=False, server_default=false()),
+    # Last event sequence number of a partition; bumping it serialises that partition's events.
+    Column("last_seq", Integer, nullable=False, server_default="0"),
+    _ts("updated_at"),
+    PrimaryKeyConstraint("scope", "key"),
+)
+
+events = Table(
+    "events",
+    metadata,
+    Column("partition", String(200), nullable=False),
+    Column("seq", Integer, nullable=False),
+    _org_id(),
+    Column("type", String(40), nullable=False),
+    Column("data", JSONDocument, nullable=False),
+    _created_at(),
+    PrimaryKeyConstraint("partition", "seq"),
 )

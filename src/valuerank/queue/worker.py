@@ -1,0 +1,309 @@
+"""The asyncio worker: claims jobs, runs their handlers, keeps their leases alive, settles them.
+
+Handlers are registered per kind: `async def handler(job: Job) -> result`. A handler is
+cancelled (asyncio.CancelledError) when the job's cancellation is requested or its lease is
+lost, and `job.cancel_requested` is set for handlers that prefer to check a flag. No database
+transaction is open while a handler runs: claiming, each heartbeat and the settling of an
+outcome are short transactions of their own. If a settling write fails, the lease expires and
+the reaper takes the job back: at-least-once, never lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import random
+import socket
+import time
+import uuid
+from collections.abc import Callable, Coroutine, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from valuerank.db.engine import Database
+from valuerank.queue import lease as leases
+from valuerank.queue.claim import claim
+from valuerank.queue.job import Job
+from valuerank.queue.reaper import reap
+from valuerank.queue.settings import QueueSettings
+from valuerank.queue.slots import apply_global_cap
+from valuerank.queue.states import JobStatus
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[Job], Coroutine[Any, Any, Any]]
+
+
+@dataclass(frozen=True)
+class HandlerResult:
+    """What a handler may return instead of a bare result, to add fields to the
+    `task_complete` event (e.g. a scenario id)."""
+
+    value: Any
+    event_data: Mapping[str, Any] | None = None
+
+
+class StopReason(StrEnum):
+    CANCEL = "cancel"  # cancellation requested: the job ends cancelled
+    LOST = "lost"  # lease lost: someone else owns the job now, write nothing
+    SHUTDOWN = "shutdown"  # worker stopping: give the job back
+
+
+@dataclass
+class WorkerStats:
+    claimed: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    retried: int = 0
+    cancelled: int = 0
+    released: int = 0
+    lost: int = 0
+    reaped: int = 0
+
+
+@dataclass
+class _Running:
+    job: Job
+    handler_task: asyncio.Task[Any]
+    reason: StopReason | None = None
+    task: asyncio.Task[None] | None = field(default=None)
+
+    def stop(self, reason: StopReason) -> None:
+        if self.reason is None or reason is StopReason.LOST:
+            self.reason = reason
+        self.handler_task.cancel()
+
+
+def default_worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+class Worker:
+    """Runs up to `concurrency` jobs at once in this process."""
+
+    def __init__(
+        self,
+        db: Database,
+        *,
+        settings: QueueSettings | None = None,
+        concurrency: int = 1,
+        worker_id: str | None = None,
+        handlers: Mapping[str, Handler] | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        self.db = db
+        self.settings = settings or QueueSettings()
+        self.concurrency = concurrency
+        self.worker_id = worker_id or default_worker_id()
+        self.stats = WorkerStats()
+        self._handlers: dict[str, Handler] = dict(handlers or {})
+        self._rng = rng
+        self._running: dict[str, _Running] = {}
+        self._wake = asyncio.Event()
+        self._stopping = False
+        self._last_reap = float("-inf")
+
+    # -- registry -------------------------------------------------------------------------
+
+    def register(self, kind: str, handler: Handler) -> None:
+        """Run jobs of `kind` with `handler`; the worker only claims kinds it can run."""
+        self._handlers[kind] = handler
+
+    def handles(self, kind: str) -> Callable[[Handler], Handler]:
+        """Decorator form of `register`."""
+
+        def decorate(handler: Handler) -> Handler:
+            self.register(kind, handler)
+            return handler
+
+        return decorate
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._running)
+
+    # -- main loops -----------------------------------------------------------------------
+
+    async def run_until_idle(self) -> WorkerStats:
+        """Burst mode: run what is runnable now (and what it makes runnable), then return."""
+        await self._start()
+        await self._reap(force=True)
+        while True:
+            await self._fill()
+            if not self._running:
+                return self.stats
+            await asyncio.wait(
+                [r.task for r in self._running.values() if r.task is not None],
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+            await self._reap()
+
+    async def run_forever(self) -> WorkerStats:
+        """Claim and run until `stop()`; then stop claiming, give running jobs
+        `shutdown_grace_seconds` to finish, and release the rest back to the queue."""
+        self._stopping = False
+        grace = self.settings.shutdown_grace_seconds
+        await self._start()
+        try:
+            while not self._stopping:
+                await self._reap()
+                saturated = await self._fill()
+                if saturated and self.in_flight < self.concurrency:
+                    continue  # there may be more to claim right away
+                self._wake.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), self.settings.poll_seconds)
+        except asyncio.CancelledError:
+            grace = 0.0
+            raise
+        finally:
+            await self._shutdown(grace)
+        return self.stats
+
+    def stop(self) -> None:
+        """Ask `run_forever` to stop gracefully."""
+        self._stopping = True
+        self._wake.set()
+
+    # -- internals ------------------------------------------------------------------------
+
+    async def _start(self) -> None:
+        """Apply the settings' global cap (the per-organisation default is applied by claim)."""
+        if self.settings.global_concurrency is not None:
+            async with self.db.transaction(immediate=True) as conn:
+                await apply_global_cap(conn, self.settings.global_concurrency)
+
+    async def _reap(self, *, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self._last_reap < self.settings.reap_seconds:
+            return
+        self._last_reap = now
+        try:
+            async with self.db.transaction(immediate=True) as conn:
+                reaped = await reap(conn, self.settings)
+            self.stats.reaped += reaped.total
+        except Exception:
+            log.exception("reaper failed; will try again")
+
+    async def _fill(self) -> bool:
+        """Claim for the free capacity; True if it got all it asked for."""
+        free = self.concurrency - self.in_flight
+        if free <= 0 or self._stopping or not self._handlers:
+            return False
+        try:
+            jobs = await claim(
+                self.db,
+                worker_id=self.worker_id,
+                limit=free,
+                settings=self.settings,
+                kinds=sorted(self._handlers),
+            )
+        except Exception:
+            log.exception("claim failed; will try again")
+            return False
+        for job in jobs:
+            self.stats.claimed += 1
+            handler_task = asyncio.create_task(self._handlers[job.kind](job))
+            running = _Running(job, handler_task)
+            running.task = asyncio.create_task(self._supervise(running))
+            self._running[job.id] = running
+        return len(jobs) == free
+
+    async def _supervise(self, running: _Running) -> None:
+        beat = asyncio.create_task(self._heartbeat(running))
+        try:
+            await asyncio.wait([running.handler_task])
+            beat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await beat
+            await self._settle(running)
+        finally:
+            beat.cancel()
+            self._running.pop(running.job.id, None)
+            self._wake.set()
+
+    async def _heartbeat(self, running: _Running) -> None:
+        job = running.job
+        while True:
+            await asyncio.sleep(self.settings.heartbeat_seconds)
+            try:
+                async with self.db.transaction(immediate=True) as conn:
+                    state = await leases.heartbeat(
+                        conn, job.lease, lease_seconds=self.settings.lease_seconds
+                    )
+            except Exception:
+                log.exception("heartbeat of job %s failed; retrying", job.id)
+                continue
+            if not state.held:
+                log.warning("job %s: lease lost, abandoning the attempt", job.id)
+                running.stop(StopReason.LOST)
+                return
+            if state.cancel_requested and not job.cancel_requested:
+                job.cancel_requested = True
+                running.stop(StopReason.CANCEL)
+
+    async def _settle(self, running: _Running) -> None:
+        job, task, reason = running.job, running.handler_task, running.reason
+        try:
+            async with self.db.transaction(immediate=True) as conn:
+                if not task.cancelled() and task.exception() is None:
+                    value = task.result()
+                    event_data = None
+                    if isinstance(value, HandlerResult):
+                        value, event_data = value.value, value.event_data
+                    ok = await leases.complete(conn, job.lease, value, event_data=event_data)
+                    self._count(JobStatus.SUCCEEDED if ok else None)
+                elif reason is StopReason.LOST:
+                    self._count(None)
+                elif reason is StopReason.CANCEL:
+                    ok = await leases.cancel(conn, job.lease)
+                    self._count(JobStatus.CANCELLED if ok else None)
+                elif reason is StopReason.SHUTDOWN:
+                    ok = await leases.release(conn, job.lease)
+                    if ok:
+                        self.stats.released += 1
+                    else:
+                        self._count(None)
+                else:
+                    exc: BaseException = (
+                        asyncio.CancelledError("handler cancelled itself")
+                        if task.cancelled()
+                        else task.exception()  # type: ignore[assignment]
+                    )
+                    if not isinstance(exc, asyncio.CancelledError):
+                        log.info("job %s (%s) raised %r", job.id, job.kind, exc)
+                    status = await leases.settle_error(
+                        conn, job, exc, settings=self.settings, rng=self._rng
+                    )
+                    self._count(status)
+        except Exception:
+            log.exception("could not record the outcome of job %s; its lease will expire", job.id)
+
+    def _count(self, status: JobStatus | None) -> None:
+        if status is None:
+            self.stats.lost += 1
+        elif status is JobStatus.SUCCEEDED:
+            self.stats.succeeded += 1
+        elif status is JobStatus.FAILED:
+            self.stats.failed += 1
+        elif status is JobStatus.CANCELLED:
+            self.stats.cancelled += 1
+        else:
+            self.stats.retried += 1
+
+    async def _shutdown(self, grace: float) -> None:
+        """Wait up to `grace` seconds for running jobs, then release the rest."""
+        self._stopping = True
+        tasks = [r.task for r in self._running.values() if r.task is not None]
+        if tasks and grace > 0:
+            await asyncio.wait(tasks, timeout=grace)
+        for running in list(self._running.values()):
+            running.stop(StopReason.SHUTDOWN)
+        tasks = [r.task for r in self._running.values() if r.task is not None]
+        if tasks:
+            await asyncio.wait(tasks)

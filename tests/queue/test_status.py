@@ -1,0 +1,57 @@
+"""Queue status: counts per status, per provider and per live partition, oldest wait."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from valuerank.orgs import ensure_org
+from valuerank.queue import (
+    SlotScope,
+    complete,
+    pause_partition,
+    pause_provider,
+    queue_status,
+    set_cap,
+)
+
+if TYPE_CHECKING:
+    from conftest import Kit
+
+
+async def test_status_snapshot(kit: Kit) -> None:
+    await kit.put(3, prefix="o", provider="openai")
+    await kit.put(2, prefix="a", provider="anthropic", partition="run-2")
+    await kit.age("run_at", 30, None)  # these have waited 30 s; the next one is not due
+    await kit.put(1, prefix="later", provider="openai", delay_seconds=3600)
+    (first,) = await kit.take()
+    async with kit.db.transaction(immediate=True) as conn:
+        other = await ensure_org(conn, "other")
+    await kit.put(1, prefix="theirs", org_id=other, partition="run-x")
+    async with kit.db.transaction(immediate=True) as conn:
+        await set_cap(conn, SlotScope.PROVIDER, 8, provider="openai")
+        await pause_provider(conn, "anthropic")
+        await pause_partition(conn, kit.org_id, "run-2")
+        status = await queue_status(conn, org_id=kit.org_id)
+        everyone = await queue_status(conn)
+    assert status.counts == {
+        "queued": 5,
+        "running": 1,
+        "succeeded": 0,
+        "failed": 0,
+        "cancelled": 0,
+    }
+    assert everyone.counts["queued"] == 6
+    openai = status.providers["openai"]
+    assert (openai.queue_length, openai.in_flight, openai.paused) == (3, 1, False)
+    assert status.providers["anthropic"].paused
+    assert set(status.partitions) == {"run-1", "run-2"}
+    assert status.partitions["run-2"].paused and status.partitions["run-2"].counts["queued"] == 2
+    assert status.oldest_waiting_seconds is not None
+    assert 25 < status.oldest_waiting_seconds < 120
+    assert not status.paused
+    assert [c.key for c in status.caps] == ["provider:openai"]
+    assert status.to_dict()["caps"][0]["scope"] == "provider"
+
+    async with kit.db.transaction(immediate=True) as conn:
+        await complete(conn, first.lease)
+        assert (await queue_status(conn, org_id=kit.org_id)).counts["succeeded"] == 1

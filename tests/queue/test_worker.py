@@ -1,0 +1,205 @@
+"""The worker end to end: handlers, burst mode, errors, cancellation, lost leases, graceful stop."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from valuerank.queue import (
+    HandlerResult,
+    Job,
+    JobStatus,
+    Permanent,
+    RateLimited,
+    Transient,
+    Worker,
+    cancel_partition,
+    reap,
+)
+
+if TYPE_CHECKING:
+    from conftest import Kit
+
+
+async def _until(check: Callable[[], Awaitable[bool]], timeout: float = 5.0) -> None:
+    async with asyncio.timeout(timeout):
+        while not await check():
+            await asyncio.sleep(0.01)
+
+
+async def test_burst_mode_runs_everything_runnable(kit: Kit) -> None:
+    ids = await kit.put(12)
+    (other_kind,) = await kit.put(prefix="x", kind="unknown")
+    active = 0
+    peak = 0
+
+    async def double(job: Job) -> Any:
+        nonlocal active, peak
+        active += 1
+        peak = max(peak, active)
+        await asyncio.sleep(0.01)
+        active -= 1
+        return {"double": job.payload["i"] * 2}
+
+    worker = Worker(kit.db, settings=kit.settings, concurrency=3, handlers={"echo": double})
+    stats = await worker.run_until_idle()
+    assert stats.claimed == stats.succeeded == 12
+    assert 1 < peak <= 3
+    for n, job_id in enumerate(ids):
+        job = await kit.load(job_id)
+        assert job.status is JobStatus.SUCCEEDED and job.result == {"double": 2 * n}
+    assert (await kit.load(other_kind)).status is JobStatus.QUEUED  # no handler: not claimed
+
+
+async def test_global_concurrency_from_settings_caps_the_worker(kit: Kit) -> None:
+    await kit.put(6)
+    active = peak = 0
+
+    async def handler(job: Job) -> Any:
+        nonlocal active, peak
+        active += 1
+        peak = max(peak, active)
+        await asyncio.sleep(0.01)
+        active -= 1
+
+    settings = kit.settings.model_copy(update={"global_concurrency": 2})
+    worker = Worker(kit.db, settings=settings, concurrency=5, handlers={"echo": handler})
+    assert (await worker.run_until_idle()).succeeded == 6
+    assert peak == 2
+    assert await kit.slots_in_use() == {"global": 0}
+
+
+async def test_errors_follow_the_policy(kit: Kit) -> None:
+    (flaky,) = await kit.put(prefix="flaky", kind="flaky", max_attempts=3)
+    (limited,) = await kit.put(prefix="limited", kind="limited", max_attempts=1)
+    (broken,) = await kit.put(prefix="broken", kind="broken", max_attempts=5)
+    (buggy,) = await kit.put(prefix="buggy", kind="buggy", max_attempts=2)
+    calls: dict[str, int] = {}
+
+    def counted(kind: str, fail_times: int, exc: Exception) -> Callable[[Job], Any]:
+        async def handler(job: Job) -> Any:
+            calls[kind] = calls.get(kind, 0) + 1
+            if calls[kind] <= fail_times:
+                raise exc
+            return HandlerResult("ok", event_data={"scenario_id": kind})
+
+        return handler
+
+    worker = Worker(kit.db, settings=kit.settings, concurrency=2)
+    worker.register("flaky", counted("flaky", 2, Transient("503")))
+    worker.register("limited", counted("limited", 3, RateLimited(retry_after=0)))
+    worker.register("broken", counted("broken", 99, Permanent("401")))
+    worker.register("buggy", counted("buggy", 99, ZeroDivisionError("oops")))
+    stats = await worker.run_until_idle()
+
+    assert [(await kit.load(i)).status for i in (flaky, limited, broken, buggy)] == [
+        JobStatus.SUCCEEDED,
+        JobStatus.SUCCEEDED,
+        JobStatus.FAILED,
+        JobStatus.FAILED,
+    ]
+    assert (await kit.load(flaky)).attempts == 3
+    assert (await kit.load(limited)).attempts == 1  # three 429s cost nothing
+    assert calls == {"flaky": 3, "limited": 4, "broken": 1, "buggy": 2}
+    assert (stats.succeeded, stats.failed, stats.retried) == (2, 2, 6)
+    done = [e for e in await kit.events() if e.type == "task_complete"]
+    assert {e.data["scenario_id"] for e in done} == {"flaky", "limited"}
+
+
+async def test_cancellation_reaches_the_handler(kit: Kit) -> None:
+    (job_id,) = await kit.put()
+    started = asyncio.Event()
+    seen: list[str] = []
+
+    async def slow(job: Job) -> Any:
+        started.set()
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            seen.append(f"cancelled, flag={job.cancel_requested}")
+            raise
+
+    worker = Worker(kit.db, settings=kit.settings, handlers={"echo": slow})
+    run = asyncio.create_task(worker.run_until_idle())
+    await asyncio.wait_for(started.wait(), 5)
+    async with kit.db.transaction(immediate=True) as conn:
+        await cancel_partition(conn, kit.org_id, "run-1")
+    stats = await asyncio.wait_for(run, 5)
+    assert seen == ["cancelled, flag=True"]
+    assert stats.cancelled == 1
+    assert (await kit.load(job_id)).status is JobStatus.CANCELLED
+    assert [e.type for e in await kit.events()][-2:] == ["task_cancelled", "partition_complete"]
+
+
+async def test_a_lost_lease_abandons_the_attempt(kit: Kit) -> None:
+    (job_id,) = await kit.put()
+    runs = 0
+    first_started = asyncio.Event()
+
+    async def handler(job: Job) -> Any:
+        nonlocal runs
+        runs += 1
+        if runs == 1:
+            first_started.set()
+            await asyncio.sleep(30)  # stalls; its lease will be taken away
+        return "second try"
+
+    worker = Worker(kit.db, settings=kit.settings, handlers={"echo": handler})
+    run = asyncio.create_task(worker.run_until_idle())
+    await asyncio.wait_for(first_started.wait(), 5)
+    await kit.age("lease_expires_at", 1)
+    async with kit.db.transaction(immediate=True) as conn:
+        assert (await reap(conn, kit.settings)).requeued == [job_id]
+    stats = await asyncio.wait_for(run, 5)
+    assert stats.lost == 1 and stats.succeeded == 1
+    job = await kit.load(job_id)
+    assert job.status is JobStatus.SUCCEEDED and job.result == "second try" and job.attempts == 2
+
+
+async def test_graceful_stop_waits_then_gives_jobs_back(kit: Kit) -> None:
+    quick_id, stuck_id = await kit.put(2)
+    started: set[str] = set()
+
+    async def handler(job: Job) -> Any:
+        started.add(job.id)
+        if job.id == quick_id:
+            await asyncio.sleep(0.02)  # finishes within the grace period
+            return "done"
+        await asyncio.sleep(30)  # does not
+
+    worker = Worker(kit.db, settings=kit.settings, concurrency=2, handlers={"echo": handler})
+    run = asyncio.create_task(worker.run_forever())
+
+    async def both_started() -> bool:
+        return len(started) == 2
+
+    await _until(both_started)
+    worker.stop()
+    stats = await asyncio.wait_for(run, 5)
+    assert (stats.succeeded, stats.released) == (1, 1)
+    assert (await kit.load(quick_id)).status is JobStatus.SUCCEEDED
+    stuck = await kit.load(stuck_id)
+    assert stuck.status is JobStatus.QUEUED and stuck.attempts == 0
+    assert set((await kit.slots_in_use()).values()) <= {0}
+
+
+async def test_run_forever_picks_up_new_work(kit: Kit) -> None:
+    done: list[int] = []
+
+    async def handler(job: Job) -> Any:
+        done.append(job.payload["i"])
+
+    worker = Worker(kit.db, settings=kit.settings, concurrency=2, handlers={"echo": handler})
+    run = asyncio.create_task(worker.run_forever())
+    await asyncio.sleep(0.05)  # idle, polling
+    await kit.put(3)
+
+    async def all_done() -> bool:
+        return len(done) == 3
+
+    await _until(all_done)
+    worker.stop()
+    stats = await asyncio.wait_for(run, 5)
+    assert stats.succeeded == 3 and sorted(done) == [0, 1, 2]
+    assert await kit.status_counts() == {"succeeded": 3}
