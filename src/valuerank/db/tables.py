@@ -12,6 +12,7 @@ from sqlalchemy import (
     Boolean,
     Column,
     DateTime,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -24,6 +25,7 @@ from sqlalchemy import (
     false,
     func,
     text,
+    true,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 
@@ -252,4 +254,86 @@ events = Table(
     Column("data", JSONDocument, nullable=False),
     _created_at(),
     PrimaryKeyConstraint("partition", "seq"),
+)
+
+# Token buckets per (provider, model, credential), shared by every worker through the
+# database: requests per minute and tokens per minute, a minimum spacing between requests,
+# a block until the provider's announced reset, and an adaptive concurrency limit.
+rate_buckets = Table(
+    "rate_buckets",
+    metadata,
+    Column("key", String(400), primary_key=True),
+    Column("org_id", String(ID_LENGTH), ForeignKey("orgs.id", ondelete="CASCADE"), nullable=True),
+    Column("provider", String(100), nullable=False),
+    Column("model", String(200), nullable=False, server_default=""),
+    Column("credential", String(100), nullable=False, server_default=""),
+    Column("rpm_limit", Float, nullable=True),
+    Column("tpm_limit", Float, nullable=True),
+    Column("request_tokens", Float, nullable=False, server_default="0"),
+    Column("token_tokens", Float, nullable=False, server_default="0"),
+    _ts("refilled_at"),
+    Column("min_interval_ms", Integer, nullable=False, server_default="0"),
+    _ts("last_request_at"),
+    _ts("blocked_until"),
+    Column("concurrency_limit", Integer, nullable=True),
+    Column("concurrency_floor", Integer, nullable=False, server_default="1"),
+    Column("concurrency_ceiling", Integer, nullable=True),
+    Column("clean_streak", Integer, nullable=False, server_default="0"),
+    Column("rate_limited_total", Integer, nullable=False, server_default="0"),
+    _ts("updated_at"),
+)
+
+webhooks = Table(
+    "webhooks",
+    metadata,
+    _id(),
+    _org_id(),
+    Column("url", Text, nullable=False),
+    Column("secret", Text, nullable=True),  # signing secret, stored encrypted by the service
+    Column("event_types", JSONDocument, nullable=False),  # list of event types, [] = all
+    Column("active", Boolean, nullable=False, server_default=true()),
+    _created_at(),
+)
+
+# Notifications written in the same transaction as the state change that causes them.
+outbox = Table(
+    "outbox",
+    metadata,
+    _id(),
+    _org_id(),
+    Column(
+        "webhook_id",
+        String(ID_LENGTH),
+        ForeignKey("webhooks.id", ondelete="CASCADE"),
+        nullable=True,
+    ),
+    Column("topic", String(100), nullable=False),
+    Column("payload", JSONDocument, nullable=False),
+    Column(
+        "status", String(16), nullable=False, server_default="pending"
+    ),  # pending|delivered|dead
+    Column("attempts", Integer, nullable=False, server_default="0"),
+    Column("max_attempts", Integer, nullable=False, server_default="8"),
+    Column("next_attempt_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("lease_token", String(ID_LENGTH), nullable=True),
+    _ts("lease_expires_at"),
+    Column("last_error", Text, nullable=True),
+    Column("last_status_code", Integer, nullable=True),
+    _created_at(),
+    _ts("delivered_at"),
+    Index("ix_outbox_status_next_attempt_at", "status", "next_attempt_at"),
+)
+
+maintenance_runs = Table(
+    "maintenance_runs",
+    metadata,
+    _id(),
+    Column("org_id", String(ID_LENGTH), ForeignKey("orgs.id", ondelete="CASCADE"), nullable=True),
+    Column("worker_id", String(200), nullable=True),
+    Column("status", String(16), nullable=False),  # succeeded | failed
+    Column("actions", JSONDocument, nullable=False),  # {"pruned_jobs": n, "reaped": {...}, …}
+    Column("error", Text, nullable=True),
+    _ts("started_at", nullable=False),
+    _ts("finished_at", nullable=False),
+    Column("duration_ms", Integer, nullable=False),
 )
