@@ -24,6 +24,13 @@ round cannot overshoot a cap it read; the slots are then taken under row locks i
 transaction (`slots.take_slots`) and a job whose slots were taken meanwhile by a concurrent
 claimer is put back as if never claimed. Each round is its own short transaction: no
 transaction is ever held while a handler runs.
+
+Rate limits (`ratelimit.py`): jobs whose bucket can grant nothing now (blocked, minimum
+interval not passed, out of requests/tokens, or refused earlier in this claim) are left out
+by the statement itself, so they never stand in front of other providers' jobs. The claimed
+jobs' buckets are then locked and each job reserves 1 request + its estimated tokens in
+order; a refused job is put back as if never claimed, its bucket is closed for the rest of
+this claim and another round is tried (bounded: each extra round closes one more bucket).
 """
 
 from __future__ import annotations
@@ -39,6 +46,14 @@ from valuerank.db.tables import jobs, queue_controls
 from valuerank.queue.dialect import db_now, db_now_plus
 from valuerank.queue.events import EventType, emit_job_event
 from valuerank.queue.job import Job, job_from_row
+from valuerank.queue.ratelimit import (
+    BucketState,
+    exclusion_clauses,
+    job_bucket_keys,
+    load_buckets,
+    plan_reservations,
+    write_reservations,
+)
 from valuerank.queue.settings import QueueSettings
 from valuerank.queue.slots import (
     Cap,
@@ -87,7 +102,14 @@ def _not_capped(j: Any, full: list[Cap]) -> list[ColumnElement[bool]]:
     return clauses
 
 
-def _candidates(dialect: str, n: int, kinds: list[str] | None, full: list[Cap]) -> Any:
+def _candidates(
+    dialect: str,
+    n: int,
+    kinds: list[str] | None,
+    full: list[Cap],
+    closed: list[BucketState] | None = None,
+    buckets: list[BucketState] | None = None,
+) -> Any:
     """SELECT the ids of the n best eligible jobs (locked, skipping locked ones, on PostgreSQL)."""
     j = jobs.alias("j")
     running = jobs.alias("r")
@@ -109,6 +131,7 @@ def _candidates(dialect: str, n: int, kinds: list[str] | None, full: list[Cap]) 
         j.c.partition.not_in(_paused_keys("partition", or_cancelled=True)),
         or_(j.c.provider.is_(None), j.c.provider.not_in(_paused_keys("provider"))),
         *_not_capped(j, full),
+        *exclusion_clauses(j, closed or [], buckets or []),
     ]
     if kinds is not None:
         where.append(j.c.kind.in_(kinds) if kinds else false())
@@ -149,9 +172,13 @@ def claim_statement(
     lease_seconds: float,
     kinds: list[str] | None = None,
     full: list[Cap] | None = None,
+    closed: list[BucketState] | None = None,
+    buckets: list[BucketState] | None = None,
 ) -> Any:
-    """The single claiming statement for `dialect` (exposed for EXPLAIN and tests)."""
-    candidates = _candidates(dialect, n, kinds, full or [])
+    """The single claiming statement for `dialect` (exposed for EXPLAIN and tests).
+
+    `closed` rate buckets (among all `buckets`) leave their jobs out."""
+    candidates = _candidates(dialect, n, kinds, full or [], closed, buckets)
     values = {
         "status": JobStatus.RUNNING.value,
         "lease_token": _lease_token(dialect),
@@ -213,10 +240,15 @@ async def _claim_round(
     worker_id: str,
     settings: QueueSettings,
     kinds: list[str] | None,
+    closed_buckets: set[str],
 ) -> tuple[list[Job], bool]:
-    """One claiming transaction; returns (jobs, whether more could be claimed right now)."""
+    """One claiming transaction; returns (jobs, whether more could be claimed right now).
+
+    Adds to `closed_buckets` the rate buckets that refused a job in this round."""
     if await _global_paused(conn):
         return [], False
+    buckets = await load_buckets(conn)
+    closed = [b for b in buckets.values() if b.exhausted or b.key in closed_buckets]
     caps = await list_caps(conn)
     full = [c for c in caps if c.room <= 0]
     if any(c.scope is SlotScope.GLOBAL for c in full):
@@ -231,11 +263,26 @@ async def _claim_round(
         lease_seconds=settings.lease_seconds,
         kinds=kinds,
         full=full,
+        closed=closed,
+        buckets=list(buckets.values()),
     )
     claimed = sorted((job_from_row(r) for r in await conn.execute(stmt)), key=_claim_order)
     more = len(claimed) == limit
     if not claimed:
         return [], False
+    locked: dict[str, BucketState] | None = None
+    if buckets:
+        locked = await load_buckets(conn, job_bucket_keys(buckets, claimed), lock=True)
+        plan = plan_reservations(locked, claimed, closed_buckets)
+        if plan.refused:
+            await _unclaim(conn, plan.refused)
+            new = plan.refused_buckets - closed_buckets
+            closed_buckets |= new
+            more = bool(new)  # try again without the buckets that just ran dry
+            refused_ids = set(plan.refused)
+            claimed = [j for j in claimed if j.id not in refused_ids]
+            if not claimed:
+                return [], more
     capped = bool(caps)
     if settings.org_concurrency is not None:
         await ensure_org_caps(conn, (j.org_id for j in claimed), settings.org_concurrency)
@@ -254,6 +301,10 @@ async def _claim_round(
                 await conn.execute(
                     update(jobs).where(jobs.c.id == job.id).values(slot_keys=job.slot_keys)
                 )
+    if locked is not None:
+        # Write only what the jobs that also got their slots reserve (a subset of a feasible
+        # plan is feasible: same buckets, fewer takings).
+        await write_reservations(conn, plan_reservations(locked, claimed))
     for job in sorted(claimed, key=lambda j: (j.partition, j.id)):
         await emit_job_event(conn, job, EventType.TASK_STARTED, {"worker": worker_id})
     return claimed, more
@@ -274,6 +325,7 @@ async def claim(
     """
     settings = settings or QueueSettings()
     claimed: list[Job] = []
+    closed_buckets: set[str] = set()
     while len(claimed) < limit:
         async with db.transaction(immediate=True) as conn:
             batch, more = await _claim_round(
@@ -282,6 +334,7 @@ async def claim(
                 worker_id=worker_id,
                 settings=settings,
                 kinds=kinds,
+                closed_buckets=closed_buckets,
             )
         claimed.extend(batch)
         if not more:

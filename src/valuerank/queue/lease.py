@@ -29,6 +29,7 @@ from valuerank.queue.errors import (
 )
 from valuerank.queue.events import EventType, complete_if_done, emit_job_event
 from valuerank.queue.job import Job, Lease
+from valuerank.queue.ratelimit import note_completed, note_rate_limited
 from valuerank.queue.settings import QueueSettings
 from valuerank.queue.slots import release_slots
 from valuerank.queue.states import ACTIVE, JobStatus, status_guard
@@ -125,8 +126,12 @@ async def complete(
     result: Any = None,
     *,
     event_data: Mapping[str, Any] | None = None,
+    usage_tokens: float | None = None,
 ) -> bool:
-    """`running → succeeded` with `result`; False if the lease was lost (result discarded)."""
+    """`running → succeeded` with `result`; False if the lease was lost (result discarded).
+
+    A job with a rate bucket counts a clean completion there, and `usage_tokens` (the real
+    token usage) corrects the bucket's token reservation made from its estimate."""
     row = (
         await conn.execute(
             update(jobs)
@@ -143,6 +148,7 @@ async def complete(
     ).first()
     if row is None:
         return False
+    await note_completed(conn, row, usage_tokens=usage_tokens)  # before slots: lock order
     await _left_running(conn, row, extra=event_data)
     return True
 
@@ -186,12 +192,15 @@ async def retry_later(
     category: ErrorCategory = ErrorCategory.TRANSIENT,
     refund_attempt: bool = False,
     reason: str | None = None,
+    block_bucket_seconds: float | None = None,
 ) -> JobStatus | None:
     """`running → queued` to run again after `delay_seconds` (by the database clock).
 
     `refund_attempt` takes back the attempt the claim counted (rate limits, graceful
     shutdown: not the job's fault). A job whose cancellation was requested goes to
-    `cancelled` instead. Returns the new status, or None if the lease was lost.
+    `cancelled` instead. `block_bucket_seconds` (a 429) blocks the job's rate bucket that
+    long, counts the 429 and cuts its adaptive concurrency. Returns the new status, or None
+    if the lease was lost.
     """
     dialect = conn.dialect.name
     cancelled = jobs.c.cancel_requested.is_(True)
@@ -216,6 +225,8 @@ async def retry_later(
     ).first()
     if row is None:
         return None
+    if block_bucket_seconds is not None:
+        await note_rate_limited(conn, row, retry_after=block_bucket_seconds)  # before slots
     await _left_running(
         conn,
         row,
@@ -270,7 +281,8 @@ async def settle_error(
 ) -> JobStatus | None:
     """Apply the error policy to a failed attempt; returns the job's new status (None: lease lost).
 
-    Rate limited → queued after `retry_after`, attempt refunded. Permanent → failed.
+    Rate limited → queued after `retry_after`, attempt refunded, the job's rate bucket blocked
+    until then (its 429 counted, its adaptive concurrency cut). Permanent → failed.
     Anything else → queued after a full-jitter backoff, or failed once attempts are spent.
     """
     category = classify(exc)
@@ -282,6 +294,7 @@ async def settle_error(
             error=exc,
             category=category,
             refund_attempt=True,
+            block_bucket_seconds=exc.retry_after,
         )
     if category is ErrorCategory.PERMANENT or job.attempts >= job.max_attempts:
         ok = await fail(conn, job.lease, exc, category=category)
