@@ -25,6 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.db.tables import events, jobs, queue_controls
 from valuerank.queue.dialect import as_utc, db_now, upsert
+from valuerank.queue.outbox import enqueue_notifications
 from valuerank.queue.states import JobStatus
 
 NOTIFY_CHANNEL = "valuerank_events"
@@ -136,6 +137,9 @@ async def _insert(
             created_at=db_now(conn.dialect.name),
         )
     )
+    # Webhook notifications of this event, in the same transaction (see queue/outbox.py).
+    payload = {"partition": partition, "seq": seq, "type": type.value, "data": data}
+    await enqueue_notifications(conn, org_id, type.value, payload)
     if conn.dialect.name == "postgresql":
         await conn.execute(select(func.pg_notify(NOTIFY_CHANNEL, partition)))
 

@@ -40,6 +40,18 @@ class QueueSettings(BaseModel):
     org_concurrency: int | None = Field(
         default=None, ge=0, description="Default cap of jobs running at once per organisation."
     )
+    retention_days: float = Field(
+        default=14.0,
+        gt=0,
+        description="Finished jobs, delivered notifications and maintenance records older "
+        "than this are pruned by maintenance (events are kept).",
+    )
+    maintenance_interval_seconds: float = Field(
+        default=300.0, gt=0, description="How often a worker runs maintenance (fleet-wide)."
+    )
+    notification_drain_seconds: float = Field(
+        default=5.0, gt=0, description="How often a worker delivers due webhook notifications."
+    )
 
     @model_validator(mode="after")
     def _heartbeat_inside_lease(self) -> QueueSettings:

@@ -27,6 +27,8 @@ from valuerank.db.engine import Database
 from valuerank.queue import lease as leases
 from valuerank.queue.claim import claim
 from valuerank.queue.job import Job
+from valuerank.queue.maintenance import MaintenanceRun, run_maintenance
+from valuerank.queue.outbox import DeliveryReport, deliver_due
 from valuerank.queue.reaper import reap
 from valuerank.queue.settings import QueueSettings
 from valuerank.queue.slots import apply_global_cap
@@ -40,10 +42,12 @@ Handler = Callable[[Job], Coroutine[Any, Any, Any]]
 @dataclass(frozen=True)
 class HandlerResult:
     """What a handler may return instead of a bare result, to add fields to the
-    `task_complete` event (e.g. a scenario id)."""
+    `task_complete` event (e.g. a scenario id), or to report the tokens really used
+    (corrects the rate bucket's estimate)."""
 
     value: Any
     event_data: Mapping[str, Any] | None = None
+    usage_tokens: float | None = None
 
 
 class StopReason(StrEnum):
@@ -107,6 +111,8 @@ class Worker:
         self._wake = asyncio.Event()
         self._stopping = False
         self._last_reap = float("-inf")
+        self._chores: dict[str, asyncio.Task[None]] = {}
+        self._chore_due: dict[str, float] = {}
 
     # -- registry -------------------------------------------------------------------------
 
@@ -152,6 +158,7 @@ class Worker:
         try:
             while not self._stopping:
                 await self._reap()
+                self._schedule_chores()
                 saturated = await self._fill()
                 if saturated and self.in_flight < self.concurrency:
                     continue  # there may be more to claim right away
@@ -163,12 +170,70 @@ class Worker:
             raise
         finally:
             await self._shutdown(grace)
+            await self._stop_chores(grace)
         return self.stats
 
     def stop(self) -> None:
         """Ask `run_forever` to stop gracefully."""
         self._stopping = True
         self._wake.set()
+
+    # -- periodic chores (run_forever only) -----------------------------------------------
+    # `run_forever` runs maintenance every `maintenance_interval_seconds` (the fleet runs it
+    # about once per interval: a run skips when another started within 90 % of the interval)
+    # and delivers due webhook notifications every `notification_drain_seconds`, each as a
+    # background task so a slow webhook never delays claiming; a chore still running when it
+    # comes due again is not started twice; the first run comes one interval after start.
+    # `run_until_idle` (burst mode) does neither: it
+    # must return as soon as the jobs are done, not wait on HTTP; callers that want them
+    # call `maintain()` / `drain_outbox()` themselves.
+
+    async def maintain(self) -> MaintenanceRun | None:
+        """One maintenance run, unless another ran within 90 % of the interval."""
+        return await run_maintenance(
+            self.db,
+            self.settings,
+            worker_id=self.worker_id,
+            skip_if_ran_within=0.9 * self.settings.maintenance_interval_seconds,
+        )
+
+    async def drain_outbox(self, *, limit: int = 50, timeout: float = 10.0) -> DeliveryReport:
+        """Deliver the due webhook notifications, once."""
+        return await deliver_due(self.db, limit=limit, timeout=timeout, rng=self._rng)
+
+    def _schedule_chores(self) -> None:
+        now = time.monotonic()
+        chores: dict[str, tuple[float, Callable[[], Coroutine[Any, Any, Any]]]] = {
+            "maintenance": (self.settings.maintenance_interval_seconds, self.maintain),
+            "outbox": (self.settings.notification_drain_seconds, self.drain_outbox),
+        }
+        for name, (interval, run) in chores.items():
+            running = self._chores.get(name)
+            if running is not None and not running.done():
+                continue
+            due = self._chore_due.setdefault(name, now + interval)  # first: one interval in
+            if now < due:
+                continue
+            self._chore_due[name] = now + interval
+            self._chores[name] = asyncio.create_task(self._chore(name, run))
+
+    async def _chore(self, name: str, run: Callable[[], Coroutine[Any, Any, Any]]) -> None:
+        try:
+            await run()
+        except Exception:
+            log.exception("%s failed; will try again", name)
+
+    async def _stop_chores(self, grace: float) -> None:
+        """After the jobs are settled: let running chores finish for up to `grace` seconds,
+        then cancel them (a cancelled delivery comes back when its lease expires)."""
+        tasks = [t for t in self._chores.values() if not t.done()]
+        if tasks and grace > 0:
+            await asyncio.wait(tasks, timeout=grace)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        self._chores.clear()
 
     # -- internals ------------------------------------------------------------------------
 
@@ -253,10 +318,12 @@ class Worker:
             async with self.db.transaction(immediate=True) as conn:
                 if not task.cancelled() and task.exception() is None:
                     value = task.result()
-                    event_data = None
+                    event_data, usage = None, None
                     if isinstance(value, HandlerResult):
-                        value, event_data = value.value, value.event_data
-                    ok = await leases.complete(conn, job.lease, value, event_data=event_data)
+                        value, event_data, usage = value.value, value.event_data, value.usage_tokens
+                    ok = await leases.complete(
+                        conn, job.lease, value, event_data=event_data, usage_tokens=usage
+                    )
                     self._count(JobStatus.SUCCEEDED if ok else None)
                 elif reason is StopReason.LOST:
                     self._count(None)

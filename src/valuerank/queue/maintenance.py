@@ -1,0 +1,275 @@
+"""Periodic housekeeping: reap, prune what is old, spot stuck partitions, and keep a record.
+
+One maintenance run is one transaction. It takes a lock first so that two workers do not
+run it at the same instant: on PostgreSQL `pg_try_advisory_xact_lock` (keyed by the current
+schema, so schemas sharing a database do not block each other; released at commit), and a
+worker that does not get it skips; on SQLite the transaction is `BEGIN IMMEDIATE`, which
+serialises writers. With `skip_if_ran_within`, a run also skips when another one started
+that recently (read under the lock): every worker can schedule maintenance and the fleet
+still runs it about once per interval. A skipped run returns None.
+
+What a run does, all counted in its `maintenance_runs` row:
+- reap expired leases and overdue jobs (`reaper.reap`);
+- delete finished jobs (succeeded, failed, cancelled) whose `finished_at` is older than
+  `retention_days`, with their `job_errors`; events are kept (they are the run's history);
+- delete delivered outbox rows older than the retention (dead ones stay, to be retried);
+- delete maintenance records older than the retention;
+- count stale partitions: due queued jobs waiting longer than `stale_after_seconds` while no
+  job of the partition started or finished in that time, and the partition not paused.
+Each delete takes at most `batch` rows per run, which bounds the transaction; `more` in the
+record says a next run has more to prune.
+
+If the work fails, the transaction rolls back and a `failed` record with the error is written
+on its own; the record is returned either way.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import and_, delete, exists, func, insert, or_, select, text
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from valuerank.db.engine import Database
+from valuerank.db.tables import job_errors, jobs, maintenance_runs, outbox, queue_controls
+from valuerank.queue.dialect import as_utc, db_now, db_now_plus
+from valuerank.queue.events import PARTITION_SCOPE
+from valuerank.queue.ids import new_id
+from valuerank.queue.outbox import DELIVERED
+from valuerank.queue.reaper import reap
+from valuerank.queue.settings import QueueSettings
+from valuerank.queue.states import JobStatus
+
+log = logging.getLogger(__name__)
+
+SUCCEEDED, FAILED = "succeeded", "failed"
+FINISHED = (JobStatus.SUCCEEDED.value, JobStatus.FAILED.value, JobStatus.CANCELLED.value)
+DEFAULT_BATCH = 5000
+DEFAULT_STALE_AFTER_SECONDS = 3600.0
+STALE_SAMPLE = 20  # partition names kept in the record
+LOCK_NAME = "valuerank.queue.maintenance"
+
+
+@dataclass(frozen=True)
+class MaintenanceRun:
+    id: str
+    worker_id: str | None
+    status: str  # succeeded | failed
+    actions: dict[str, Any]
+    error: str | None
+    started_at: datetime
+    finished_at: datetime
+    duration_ms: int
+
+
+def _record(row: Any) -> MaintenanceRun:
+    return MaintenanceRun(
+        id=row.id,
+        worker_id=row.worker_id,
+        status=row.status,
+        actions=dict(row.actions),
+        error=row.error,
+        started_at=as_utc(row.started_at),
+        finished_at=as_utc(row.finished_at),
+        duration_ms=row.duration_ms,
+    )
+
+
+async def _try_lock(conn: AsyncConnection) -> bool:
+    if conn.dialect.name != "postgresql":
+        return True  # BEGIN IMMEDIATE already holds SQLite's write lock
+    got = await conn.scalar(
+        text("SELECT pg_try_advisory_xact_lock(hashtext(current_schema() || :name))"),
+        {"name": ":" + LOCK_NAME},
+    )
+    return bool(got)
+
+
+async def _ran_within(conn: AsyncConnection, seconds: float) -> bool:
+    recent = await conn.scalar(
+        select(func.count())
+        .select_from(maintenance_runs)
+        .where(maintenance_runs.c.started_at > db_now_plus(conn.dialect.name, -seconds))
+    )
+    return bool(recent)
+
+
+async def _delete_batch(conn: AsyncConnection, table: Any, where: list[Any], batch: int) -> int:
+    ids = select(table.c.id).where(*where).order_by(table.c.id).limit(batch)
+    result = await conn.execute(delete(table).where(table.c.id.in_(ids.scalar_subquery())))
+    return int(result.rowcount or 0)
+
+
+async def prune_jobs(conn: AsyncConnection, *, older_than_seconds: float, batch: int) -> int:
+    """Delete up to `batch` finished jobs older than the cutoff, their errors first."""
+    cutoff = db_now_plus(conn.dialect.name, -older_than_seconds)
+    old = (
+        select(jobs.c.id)
+        .where(jobs.c.status.in_(FINISHED), jobs.c.finished_at < cutoff)
+        .order_by(jobs.c.id)
+        .limit(batch)
+    )
+    ids = list((await conn.execute(old)).scalars())
+    if not ids:
+        return 0
+    await conn.execute(delete(job_errors).where(job_errors.c.job_id.in_(ids)))
+    result = await conn.execute(delete(jobs).where(jobs.c.id.in_(ids), jobs.c.status.in_(FINISHED)))
+    return int(result.rowcount or 0)
+
+
+async def stale_partitions(conn: AsyncConnection, *, stale_after_seconds: float) -> list[str]:
+    """Partitions with due queued jobs waiting longer than the threshold, where no job started
+    or finished within it, and which are not paused: the queue is not serving them."""
+    cutoff = db_now_plus(conn.dialect.name, -stale_after_seconds)
+    active = jobs.alias("active")
+    recent_activity = exists().where(
+        active.c.partition == jobs.c.partition,
+        or_(active.c.started_at > cutoff, active.c.finished_at > cutoff),
+    )
+    paused = exists().where(
+        queue_controls.c.scope == PARTITION_SCOPE,
+        queue_controls.c.key == jobs.c.partition,
+        queue_controls.c.paused.is_(True),
+    )
+    rows = await conn.execute(
+        select(jobs.c.partition)
+        .where(
+            and_(jobs.c.status == JobStatus.QUEUED.value, jobs.c.run_at < cutoff),
+            ~recent_activity,
+            ~paused,
+        )
+        .group_by(jobs.c.partition)
+        .order_by(jobs.c.partition)
+    )
+    return list(rows.scalars())
+
+
+async def _work(
+    conn: AsyncConnection,
+    settings: QueueSettings,
+    *,
+    batch: int,
+    stale_after_seconds: float,
+) -> dict[str, Any]:
+    dialect = conn.dialect.name
+    retention = settings.retention_days * 86400.0
+    cutoff = db_now_plus(dialect, -retention)
+    reaped = await reap(conn, settings)
+    pruned_jobs = await prune_jobs(conn, older_than_seconds=retention, batch=batch)
+    pruned_outbox = await _delete_batch(
+        conn, outbox, [outbox.c.status == DELIVERED, outbox.c.delivered_at < cutoff], batch
+    )
+    pruned_runs = await _delete_batch(
+        conn, maintenance_runs, [maintenance_runs.c.started_at < cutoff], batch
+    )
+    stale = await stale_partitions(conn, stale_after_seconds=stale_after_seconds)
+    return {
+        "reaped": {
+            "requeued": len(reaped.requeued),
+            "failed": len(reaped.failed),
+            "cancelled": len(reaped.cancelled),
+            "timed_out": len(reaped.timed_out),
+        },
+        "pruned_jobs": pruned_jobs,
+        "pruned_outbox": pruned_outbox,
+        "pruned_maintenance_runs": pruned_runs,
+        "stale_partitions": len(stale),
+        "stale_partition_sample": stale[:STALE_SAMPLE],
+        "more": batch in (pruned_jobs, pruned_outbox, pruned_runs),
+    }
+
+
+async def _insert_record(
+    conn: AsyncConnection,
+    *,
+    worker_id: str | None,
+    status: str,
+    actions: dict[str, Any],
+    error: str | None,
+    started_at: datetime,
+    duration_ms: int,
+) -> MaintenanceRun:
+    run_id = new_id()
+    await conn.execute(
+        insert(maintenance_runs).values(
+            id=run_id,
+            org_id=None,
+            worker_id=worker_id,
+            status=status,
+            actions=actions,
+            error=error,
+            started_at=started_at,
+            finished_at=started_at + timedelta(milliseconds=duration_ms),
+            duration_ms=duration_ms,
+        )
+    )
+    row = (
+        await conn.execute(select(maintenance_runs).where(maintenance_runs.c.id == run_id))
+    ).one()
+    return _record(row)
+
+
+async def run_maintenance(
+    db: Database,
+    settings: QueueSettings,
+    *,
+    worker_id: str | None = None,
+    skip_if_ran_within: float | None = None,
+    stale_after_seconds: float = DEFAULT_STALE_AFTER_SECONDS,
+    batch: int = DEFAULT_BATCH,
+) -> MaintenanceRun | None:
+    """One maintenance run (see the module); None if another run holds the lock or (with
+    `skip_if_ran_within`) one started that recently."""
+    clock = time.monotonic()
+    started_at: datetime | None = None
+    try:
+        async with db.transaction(immediate=True) as conn:
+            if not await _try_lock(conn):
+                return None
+            if skip_if_ran_within is not None and await _ran_within(conn, skip_if_ran_within):
+                return None
+            started_at = await conn.scalar(select(db_now(conn.dialect.name)))
+            assert started_at is not None
+            actions = await _work(
+                conn, settings, batch=batch, stale_after_seconds=stale_after_seconds
+            )
+            return await _insert_record(
+                conn,
+                worker_id=worker_id,
+                status=SUCCEEDED,
+                actions=actions,
+                error=None,
+                started_at=started_at,
+                duration_ms=round((time.monotonic() - clock) * 1000),
+            )
+    except Exception as exc:
+        log.exception("maintenance failed")
+        error = f"{type(exc).__name__}: {exc}"[:4000]
+        async with db.transaction(immediate=True) as conn:
+            if started_at is None:
+                started_at = await conn.scalar(select(db_now(conn.dialect.name)))
+                assert started_at is not None
+            return await _insert_record(
+                conn,
+                worker_id=worker_id,
+                status=FAILED,
+                actions={},
+                error=error,
+                started_at=started_at,
+                duration_ms=round((time.monotonic() - clock) * 1000),
+            )
+
+
+async def last_maintenance(conn: AsyncConnection) -> MaintenanceRun | None:
+    row = (
+        await conn.execute(
+            select(maintenance_runs)
+            .order_by(maintenance_runs.c.started_at.desc(), maintenance_runs.c.id.desc())
+            .limit(1)
+        )
+    ).first()
+    return None if row is None else _record(row)

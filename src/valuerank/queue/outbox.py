@@ -1,0 +1,594 @@
+"""The outbox: webhook notifications written with the change they report, delivered later.
+
+`enqueue_notifications` runs in the caller's transaction (every event does it, see
+`events.py`): the notification exists if and only if the change committed. Delivery is
+at-least-once and happens outside any transaction: `deliver_due` claims due rows in one short
+transaction (a lease with a fencing token, like jobs; the claim counts the attempt), POSTs each
+body with no transaction open, then settles each row in its own short transaction
+`WHERE lease_token = :mine`. A worker that dies mid-delivery leaves a row whose
+`next_attempt_at` is its lease expiry, so it comes due again by itself.
+
+Every delivery carries `X-ValueRank-Delivery` (the outbox id, stable across retries: receivers
+deduplicate on it), `X-ValueRank-Event` (the topic) and, when the webhook has a secret,
+`X-ValueRank-Signature: sha256=<hex HMAC-SHA256 of the exact body>`. A 2xx marks the row
+`delivered`; anything else (3xx included: redirects are not followed) reschedules it with
+exponential backoff and full jitter, honouring a receiver's `Retry-After` up to the cap, until
+`max_attempts` is spent and the row goes `dead` (dead letter), keeping `last_error` and
+`last_status_code`. `retry_delivery` sends a dead row back.
+
+A webhook's `secret` is write-only: it is used to sign and is never returned by any function
+here (`Webhook.has_secret` says whether one is set). Outbox rows do not hold it at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import json
+import random
+import urllib.error
+import urllib.request
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+from sqlalchemy import String, cast, delete, func, insert, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from valuerank.db.engine import Database
+from valuerank.db.tables import outbox, webhooks
+from valuerank.errors import InvalidInputError, NotFoundError
+from valuerank.queue.dialect import as_utc, db_now, db_now_plus
+from valuerank.queue.errors import backoff_seconds
+from valuerank.queue.ids import new_id
+
+PENDING, DELIVERED, DEAD = "pending", "delivered", "dead"
+OUTBOX_STATUSES = (PENDING, DELIVERED, DEAD)
+DEFAULT_MAX_ATTEMPTS = 8
+SIGNATURE_HEADER = "X-ValueRank-Signature"
+DELIVERY_HEADER = "X-ValueRank-Delivery"
+EVENT_HEADER = "X-ValueRank-Event"
+USER_AGENT = "ValueRank-Webhooks/1"
+MAX_ERROR_CHARS = 1000
+_RESPONSE_PEEK_BYTES = 500
+
+
+# -- webhooks -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Webhook:
+    """A webhook as shown to anyone: the secret is write-only and never part of it."""
+
+    id: str
+    org_id: str
+    url: str
+    event_types: list[str]
+    active: bool
+    has_secret: bool
+    created_at: datetime
+
+
+def _webhook(row: Any) -> Webhook:
+    return Webhook(
+        id=row.id,
+        org_id=row.org_id,
+        url=row.url,
+        event_types=list(row.event_types or []),
+        active=bool(row.active),
+        has_secret=row.secret is not None,
+        created_at=as_utc(row.created_at),
+    )
+
+
+def _check_url(url: str) -> None:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InvalidInputError(f"invalid webhook url {url!r}", hint="use an http(s):// URL")
+
+
+async def register_webhook(
+    conn: AsyncConnection,
+    org_id: str,
+    url: str,
+    *,
+    event_types: Sequence[str] = (),
+    secret: str | None = None,
+) -> Webhook:
+    """Subscribe `url` to the organisation's notifications of `event_types` (empty: all).
+
+    `secret` is write-only: it signs deliveries and is never returned (see `Webhook`).
+    """
+    _check_url(url)
+    types = list(dict.fromkeys(event_types))
+    if any(not isinstance(t, str) or not t for t in types):
+        raise InvalidInputError("event types must be non-empty strings")
+    if secret is not None and not secret:
+        raise InvalidInputError("an empty secret signs nothing", hint="omit it or give one")
+    webhook_id = new_id()
+    await conn.execute(
+        insert(webhooks).values(
+            id=webhook_id,
+            org_id=org_id,
+            url=url,
+            secret=secret,
+            event_types=types,
+            active=True,
+            created_at=db_now(conn.dialect.name),
+        )
+    )
+    row = (await conn.execute(select(webhooks).where(webhooks.c.id == webhook_id))).one()
+    return _webhook(row)
+
+
+async def list_webhooks(conn: AsyncConnection, org_id: str) -> list[Webhook]:
+    rows = await conn.execute(
+        select(webhooks).where(webhooks.c.org_id == org_id).order_by(webhooks.c.id)
+    )
+    return [_webhook(r) for r in rows]
+
+
+async def set_webhook_active(
+    conn: AsyncConnection, org_id: str, webhook_id: str, active: bool
+) -> None:
+    """Pause (False) or resume a webhook: its pending rows wait while it is inactive, and
+    no new rows are written for it."""
+    result = await conn.execute(
+        update(webhooks)
+        .where(webhooks.c.org_id == org_id, webhooks.c.id == webhook_id)
+        .values(active=active)
+    )
+    if result.rowcount == 0:
+        raise NotFoundError(f"no webhook {webhook_id!r}")
+
+
+async def remove_webhook(conn: AsyncConnection, org_id: str, webhook_id: str) -> None:
+    """Delete a webhook and (by cascade) its outbox rows, delivered or not."""
+    await conn.execute(
+        delete(outbox).where(outbox.c.org_id == org_id, outbox.c.webhook_id == webhook_id)
+    )
+    result = await conn.execute(
+        delete(webhooks).where(webhooks.c.org_id == org_id, webhooks.c.id == webhook_id)
+    )
+    if result.rowcount == 0:
+        raise NotFoundError(f"no webhook {webhook_id!r}")
+
+
+# -- writing notifications --------------------------------------------------------------------
+
+
+async def enqueue_notifications(
+    conn: AsyncConnection,
+    org_id: str,
+    topic: str,
+    payload: Mapping[str, Any],
+    *,
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+) -> list[str]:
+    """One outbox row per active webhook of the organisation subscribed to `topic`, in the
+    caller's transaction; returns their ids. One SELECT when nobody is subscribed."""
+    subscribed = [
+        row.id
+        for row in await conn.execute(
+            select(webhooks.c.id, webhooks.c.event_types).where(
+                webhooks.c.org_id == org_id, webhooks.c.active.is_(True)
+            )
+        )
+        if not row.event_types or topic in row.event_types
+    ]
+    if not subscribed:
+        return []
+    now = db_now(conn.dialect.name)
+    ids = [new_id() for _ in subscribed]
+    body = dict(payload)
+    await conn.execute(
+        insert(outbox).values(created_at=now, next_attempt_at=now),
+        [
+            {
+                "id": outbox_id,
+                "org_id": org_id,
+                "webhook_id": webhook_id,
+                "topic": topic,
+                "payload": body,
+                "status": PENDING,
+                "attempts": 0,
+                "max_attempts": max_attempts,
+            }
+            for outbox_id, webhook_id in zip(ids, subscribed, strict=True)
+        ],
+    )
+    return ids
+
+
+# -- delivery ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """One claimed row, with what is needed to send it (the secret stays in memory only)."""
+
+    id: str
+    org_id: str
+    webhook_id: str
+    topic: str
+    body: bytes
+    attempts: int
+    max_attempts: int
+    lease_token: str
+    url: str
+    secret: str | None
+
+
+@dataclass(frozen=True)
+class Response:
+    status_code: int | None  # None: no HTTP answer (connection refused, timeout, …)
+    error: str | None  # None on success
+    retry_after: float | None = None
+
+
+@dataclass
+class DeliveryReport:
+    claimed: int = 0
+    delivered: int = 0
+    retried: int = 0
+    dead: int = 0
+    lost: int = 0  # the lease ran out and someone else settled the row
+
+
+def sign(secret: str, body: bytes) -> str:
+    """The `X-ValueRank-Signature` value: `sha256=` and the hex HMAC-SHA256 of the body."""
+    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def encode_body(outbox_id: str, topic: str, payload: Mapping[str, Any]) -> bytes:
+    return json.dumps(
+        {"id": outbox_id, "topic": topic, "payload": payload},
+        separators=(",", ":"),
+        sort_keys=True,
+        default=str,
+    ).encode()
+
+
+def _lease_token(dialect: str) -> Any:
+    if dialect == "postgresql":
+        return cast(func.gen_random_uuid(), String)
+    return func.lower(func.hex(func.randomblob(16)))
+
+
+async def claim_deliveries(db: Database, *, limit: int, lease_seconds: float) -> list[Delivery]:
+    """Claim up to `limit` due rows of active webhooks: counts an attempt, sets a lease token
+    and pushes `next_attempt_at` to the lease expiry (a crashed sender's rows come back)."""
+    async with db.transaction() as conn:  # a plain read first: no write lock when idle
+        due = await conn.scalar(
+            select(outbox.c.id)
+            .where(outbox.c.status == PENDING, outbox.c.next_attempt_at <= db_now(db.dialect))
+            .limit(1)
+        )
+    if due is None:
+        return []
+    async with db.transaction(immediate=True) as conn:
+        dialect = conn.dialect.name
+        now = db_now(dialect)
+        candidates = (
+            select(outbox.c.id)
+            .join(webhooks, webhooks.c.id == outbox.c.webhook_id)
+            .where(
+                outbox.c.status == PENDING,
+                outbox.c.next_attempt_at <= now,
+                webhooks.c.active.is_(True),
+            )
+            .order_by(outbox.c.next_attempt_at, outbox.c.id)
+            .limit(limit)
+        )
+        until = db_now_plus(dialect, lease_seconds)
+        values = {
+            "attempts": outbox.c.attempts + 1,
+            "lease_token": _lease_token(dialect),
+            "lease_expires_at": until,
+            "next_attempt_at": until,
+        }
+        if dialect == "postgresql":
+            c = (
+                candidates.with_for_update(skip_locked=True, of=outbox)
+                .cte("c")
+                .prefix_with("MATERIALIZED")
+            )
+            stmt = update(outbox).where(outbox.c.id == c.c.id, outbox.c.status == PENDING)
+        else:
+            stmt = update(outbox).where(
+                outbox.c.id.in_(candidates.scalar_subquery()), outbox.c.status == PENDING
+            )
+        rows = list((await conn.execute(stmt.values(values).returning(*outbox.c))).all())
+        if not rows:
+            return []
+        hooks = {
+            h.id: h
+            for h in await conn.execute(
+                select(webhooks.c.id, webhooks.c.url, webhooks.c.secret).where(
+                    webhooks.c.id.in_({r.webhook_id for r in rows})
+                )
+            )
+        }
+    return [
+        Delivery(
+            id=r.id,
+            org_id=r.org_id,
+            webhook_id=r.webhook_id,
+            topic=r.topic,
+            body=encode_body(r.id, r.topic, r.payload),
+            attempts=r.attempts,
+            max_attempts=r.max_attempts,
+            lease_token=r.lease_token,
+            url=hooks[r.webhook_id].url,
+            secret=hooks[r.webhook_id].secret,
+        )
+        for r in sorted(rows, key=lambda r: r.id)
+    ]
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None  # a 3xx surfaces as an HTTPError: a failed delivery
+
+
+_OPENER = urllib.request.build_opener(_NoRedirect)
+
+
+def _retry_after(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        return None  # an HTTP date: ignored, the backoff applies
+
+
+def _post(url: str, body: bytes, headers: Mapping[str, str], timeout: float) -> Response:
+    """Blocking POST (run in a thread). Never raises."""
+    request = urllib.request.Request(url, data=body, headers=dict(headers), method="POST")
+    try:
+        with _OPENER.open(request, timeout=timeout) as answer:
+            answer.read(_RESPONSE_PEEK_BYTES)
+            return Response(status_code=answer.status, error=None)
+    except urllib.error.HTTPError as exc:
+        text = exc.read(_RESPONSE_PEEK_BYTES).decode("utf-8", "replace").strip()
+        error = f"HTTP {exc.code}" + (f": {text}" if text else "")
+        return Response(exc.code, error, _retry_after(exc.headers.get("Retry-After")))
+    except Exception as exc:  # connection refused, timeout, TLS, bad URL…
+        return Response(None, f"{type(exc).__name__}: {exc}")
+
+
+async def send(delivery: Delivery, *, timeout: float) -> Response:
+    headers = {
+        "Content-Type": "application/json",
+        "User-Agent": USER_AGENT,
+        DELIVERY_HEADER: delivery.id,
+        EVENT_HEADER: delivery.topic,
+    }
+    if delivery.secret:
+        headers[SIGNATURE_HEADER] = sign(delivery.secret, delivery.body)
+    response = await asyncio.to_thread(_post, delivery.url, delivery.body, headers, timeout)
+    if response.error is None and not (
+        response.status_code is not None and 200 <= response.status_code < 300
+    ):
+        return Response(response.status_code, f"HTTP {response.status_code}")
+    return response
+
+
+async def _settle(
+    db: Database,
+    delivery: Delivery,
+    response: Response,
+    *,
+    backoff_base: float,
+    backoff_cap: float,
+    rng: random.Random | None,
+) -> str | None:
+    """Record the outcome under the lease; returns the row's new status (None: lease lost)."""
+    mine = (outbox.c.id == delivery.id, outbox.c.lease_token == delivery.lease_token)
+    off_lease = {"lease_token": None, "lease_expires_at": None}
+    async with db.transaction(immediate=True) as conn:
+        dialect = conn.dialect.name
+        if response.error is None:
+            values: dict[str, Any] = {
+                "status": DELIVERED,
+                "delivered_at": db_now(dialect),
+                "last_status_code": response.status_code,
+            }
+        else:
+            values = {
+                "last_error": response.error[:MAX_ERROR_CHARS],
+                "last_status_code": response.status_code,
+            }
+            if delivery.attempts >= delivery.max_attempts:
+                values["status"] = DEAD
+            else:
+                delay = backoff_seconds(
+                    delivery.attempts, base=backoff_base, cap=backoff_cap, rng=rng
+                )
+                if response.retry_after is not None:
+                    delay = max(delay, min(response.retry_after, backoff_cap))
+                values["next_attempt_at"] = db_now_plus(dialect, delay)
+        result = await conn.execute(
+            update(outbox)
+            .where(*mine, outbox.c.status == PENDING)
+            .values(**values, **off_lease)
+            .returning(outbox.c.status)
+        )
+        return result.scalar_one_or_none()
+
+
+async def deliver_due(
+    db: Database,
+    *,
+    limit: int = 50,
+    timeout: float = 10.0,
+    backoff_base: float = 10.0,
+    backoff_cap: float = 3600.0,
+    rng: random.Random | None = None,
+) -> DeliveryReport:
+    """Claim up to `limit` due notifications, POST them concurrently (no transaction open),
+    and settle each. Safe to run from every worker at once."""
+    report = DeliveryReport()
+    deliveries = await claim_deliveries(db, limit=limit, lease_seconds=2 * timeout + 30.0)
+    report.claimed = len(deliveries)
+
+    async def one(delivery: Delivery) -> None:
+        response = await send(delivery, timeout=timeout)
+        status = await _settle(
+            db,
+            delivery,
+            response,
+            backoff_base=backoff_base,
+            backoff_cap=backoff_cap,
+            rng=rng,
+        )
+        if status is None:
+            report.lost += 1
+        elif status == DELIVERED:
+            report.delivered += 1
+        elif status == DEAD:
+            report.dead += 1
+        else:
+            report.retried += 1
+
+    await asyncio.gather(*(one(d) for d in deliveries))
+    return report
+
+
+# -- administration ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OutboxEntry:
+    id: str
+    org_id: str
+    webhook_id: str | None
+    topic: str
+    payload: dict[str, Any]
+    status: str
+    attempts: int
+    max_attempts: int
+    next_attempt_at: datetime
+    last_error: str | None
+    last_status_code: int | None
+    created_at: datetime
+    delivered_at: datetime | None
+
+
+def _entry(row: Any) -> OutboxEntry:
+    return OutboxEntry(
+        id=row.id,
+        org_id=row.org_id,
+        webhook_id=row.webhook_id,
+        topic=row.topic,
+        payload=row.payload,
+        status=row.status,
+        attempts=row.attempts,
+        max_attempts=row.max_attempts,
+        next_attempt_at=as_utc(row.next_attempt_at),
+        last_error=row.last_error,
+        last_status_code=row.last_status_code,
+        created_at=as_utc(row.created_at),
+        delivered_at=None if row.delivered_at is None else as_utc(row.delivered_at),
+    )
+
+
+async def list_outbox(
+    conn: AsyncConnection,
+    org_id: str,
+    *,
+    status: str | None = None,
+    topic: str | None = None,
+    webhook_id: str | None = None,
+    limit: int = 100,
+) -> list[OutboxEntry]:
+    """The organisation's notifications, newest first, optionally filtered."""
+    if status is not None and status not in OUTBOX_STATUSES:
+        raise InvalidInputError(
+            f"invalid outbox status {status!r}", hint=f"use one of {', '.join(OUTBOX_STATUSES)}"
+        )
+    query = select(outbox).where(outbox.c.org_id == org_id)
+    if status is not None:
+        query = query.where(outbox.c.status == status)
+    if topic is not None:
+        query = query.where(outbox.c.topic == topic)
+    if webhook_id is not None:
+        query = query.where(outbox.c.webhook_id == webhook_id)
+    rows = await conn.execute(query.order_by(outbox.c.id.desc()).limit(limit))
+    return [_entry(r) for r in rows]
+
+
+@dataclass(frozen=True)
+class DeadLetterGroup:
+    topic: str
+    webhook_id: str | None
+    count: int
+    oldest: datetime  # created_at of the oldest dead notification of the group
+    last_error: str | None  # of the newest dead row of the group
+
+
+async def dead_letter_summary(conn: AsyncConnection, org_id: str) -> list[DeadLetterGroup]:
+    """Dead notifications per (topic, webhook): how many, since when, the latest error."""
+    rows = list(
+        await conn.execute(
+            select(
+                outbox.c.topic,
+                outbox.c.webhook_id,
+                func.count(),
+                func.min(outbox.c.created_at),
+                func.max(outbox.c.id),
+            )
+            .where(outbox.c.org_id == org_id, outbox.c.status == DEAD)
+            .group_by(outbox.c.topic, outbox.c.webhook_id)
+            .order_by(outbox.c.topic, outbox.c.webhook_id)
+        )
+    )
+    newest = [r[4] for r in rows]
+    errors: dict[str, str | None] = {}
+    if newest:
+        found = await conn.execute(
+            select(outbox.c.id, outbox.c.last_error).where(outbox.c.id.in_(newest))
+        )
+        errors = {outbox_id: error for outbox_id, error in found}
+    return [
+        DeadLetterGroup(
+            topic=topic,
+            webhook_id=webhook_id,
+            count=int(n),
+            oldest=as_utc(oldest),
+            last_error=errors.get(last_id),
+        )
+        for topic, webhook_id, n, oldest, last_id in rows
+    ]
+
+
+async def retry_delivery(conn: AsyncConnection, org_id: str, outbox_id: str) -> OutboxEntry:
+    """A dead notification back to `pending`, due now, with its attempts reset."""
+    row = (
+        await conn.execute(
+            update(outbox)
+            .where(outbox.c.org_id == org_id, outbox.c.id == outbox_id, outbox.c.status == DEAD)
+            .values(
+                status=PENDING,
+                attempts=0,
+                next_attempt_at=db_now(conn.dialect.name),
+                lease_token=None,
+                lease_expires_at=None,
+            )
+            .returning(*outbox.c)
+        )
+    ).first()
+    if row is None:
+        exists = await conn.scalar(
+            select(outbox.c.status).where(outbox.c.org_id == org_id, outbox.c.id == outbox_id)
+        )
+        if exists is None:
+            raise NotFoundError(f"no notification {outbox_id!r}")
+        raise InvalidInputError(
+            f"notification {outbox_id!r} is {exists}, not dead", hint="only dead ones are retried"
+        )
+    return _entry(row)

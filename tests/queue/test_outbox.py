@@ -1,0 +1,303 @@
+"""The outbox: notifications written with their event, delivered over HTTP, retried, dead."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import json
+import random
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from sqlalchemy import select, update
+
+from valuerank.db.tables import events, outbox
+from valuerank.errors import InvalidInputError, NotFoundError
+from valuerank.orgs import ensure_org
+from valuerank.queue import EventType, Worker
+from valuerank.queue.dialect import db_now_plus
+from valuerank.queue.events import append_event
+from valuerank.queue.outbox import (
+    DELIVERY_HEADER,
+    SIGNATURE_HEADER,
+    dead_letter_summary,
+    deliver_due,
+    enqueue_notifications,
+    list_outbox,
+    list_webhooks,
+    register_webhook,
+    remove_webhook,
+    retry_delivery,
+    set_webhook_active,
+)
+
+if TYPE_CHECKING:
+    from conftest import Kit
+
+SECRET = "whsec-very-secret-value-42"
+
+
+@dataclass
+class Receiver:
+    """A loopback HTTP server that records POSTs and answers with scripted status codes."""
+
+    url: str = ""
+    statuses: list[int] = field(default_factory=list)  # popped per request; then `default`
+    default: int = 200
+    requests: list[tuple[dict[str, str], bytes]] = field(default_factory=list)  # lower-case names
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    state = Receiver()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            state.requests.append(({k.lower(): v for k, v in self.headers.items()}, body))
+            code = state.statuses.pop(0) if state.statuses else state.default
+            self.send_response(code)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    state.url = f"http://127.0.0.1:{server.server_address[1]}/hook"
+    try:
+        yield state
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+class Ceiling(random.Random):
+    """Full jitter at its ceiling, so a backoff is predictable."""
+
+    def uniform(self, a: float, b: float) -> float:
+        return b
+
+
+async def _hook(kit: Kit, url: str, **kwargs: Any) -> str:
+    async with kit.db.transaction() as conn:
+        return (await register_webhook(conn, kit.org_id, url, **kwargs)).id
+
+
+async def _event(kit: Kit, type: EventType = EventType.PARTITION_PAUSED) -> None:
+    async with kit.db.transaction(immediate=True) as conn:
+        await append_event(conn, org_id=kit.org_id, partition="run-1", type=type, data={"x": 1})
+
+
+async def _make_due(kit: Kit) -> None:
+    async with kit.db.transaction(immediate=True) as conn:
+        await conn.execute(
+            update(outbox).values(next_attempt_at=db_now_plus(conn.dialect.name, -1))
+        )
+
+
+async def test_notifications_commit_and_roll_back_with_their_event(kit: Kit) -> None:
+    await _hook(kit, "http://example.invalid/all")
+    await _hook(kit, "http://example.invalid/done", event_types=["task_complete"])
+    off = await _hook(kit, "http://example.invalid/off")
+    async with kit.db.transaction() as conn:
+        await set_webhook_active(conn, kit.org_id, off, False)
+        other_org = await ensure_org(conn, "other")
+        await register_webhook(conn, other_org, "http://example.invalid/other")
+
+    with pytest.raises(RuntimeError):
+        async with kit.db.transaction(immediate=True) as conn:
+            await append_event(
+                conn, org_id=kit.org_id, partition="run-1", type=EventType.PARTITION_PAUSED
+            )
+            assert len(await list_outbox(conn, kit.org_id)) == 1  # visible inside…
+            raise RuntimeError("roll back")
+    async with kit.db.transaction() as conn:  # …and gone with the event
+        assert (await conn.execute(select(events))).first() is None
+        assert await list_outbox(conn, kit.org_id) == []
+
+    await _event(kit)  # subscribed: only the catch-all active webhook of this org
+    await _event(kit, EventType.TASK_COMPLETE)  # both active webhooks
+    async with kit.db.transaction() as conn:
+        rows = await list_outbox(conn, kit.org_id)
+    assert sorted(r.topic for r in rows) == ["partition_paused", "task_complete", "task_complete"]
+    paused = next(r for r in rows if r.topic == "partition_paused")
+    assert paused.status == "pending" and paused.attempts == 0
+    assert paused.payload == {
+        "partition": "run-1",
+        "seq": 1,
+        "type": "partition_paused",
+        "data": {"x": 1},
+    }
+
+
+async def test_delivery_is_signed_and_marked_delivered(kit: Kit, receiver: Receiver) -> None:
+    hook_id = await _hook(kit, receiver.url, secret=SECRET)
+    await _event(kit)
+    report = await deliver_due(kit.db, limit=10, timeout=5)
+    assert (report.claimed, report.delivered) == (1, 1)
+    ((headers, body),) = receiver.requests
+    expected = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
+    assert headers[SIGNATURE_HEADER.lower()] == expected
+    sent = json.loads(body)
+    assert sent["topic"] == "partition_paused" and sent["payload"]["data"] == {"x": 1}
+    assert headers[DELIVERY_HEADER.lower()] == sent["id"]
+    async with kit.db.transaction() as conn:
+        (row,) = await list_outbox(conn, kit.org_id, webhook_id=hook_id)
+    assert row.status == "delivered" and row.last_status_code == 200 and row.delivered_at
+    assert (await deliver_due(kit.db, limit=10, timeout=5)).claimed == 0
+
+
+async def test_unsigned_without_secret(kit: Kit, receiver: Receiver) -> None:
+    await _hook(kit, receiver.url)
+    await _event(kit)
+    assert (await deliver_due(kit.db, limit=10, timeout=5)).delivered == 1
+    ((headers, _),) = receiver.requests
+    assert SIGNATURE_HEADER.lower() not in headers
+
+
+async def test_failures_back_off_then_dead_letter_then_retry(kit: Kit, receiver: Receiver) -> None:
+    receiver.default = 500
+    hook_id = await _hook(kit, receiver.url, secret=SECRET)
+    async with kit.db.transaction() as conn:
+        (outbox_id,) = await enqueue_notifications(
+            conn, kit.org_id, "custom", {"k": "v"}, max_attempts=3
+        )
+    deliver = {"limit": 10, "timeout": 5, "backoff_base": 60.0, "rng": Ceiling()}
+    report = await deliver_due(kit.db, **deliver)  # type: ignore[arg-type]
+    assert (report.claimed, report.retried) == (1, 1)
+    async with kit.db.transaction() as conn:
+        (row,) = await list_outbox(conn, kit.org_id)
+    assert row.status == "pending" and row.attempts == 1
+    assert row.last_status_code == 500 and row.last_error and "HTTP 500" in row.last_error
+    # Full jitter at its ceiling: base · 2^0 = 60 s after the failure.
+    wait = row.next_attempt_at - row.created_at
+    assert timedelta(seconds=55) < wait < timedelta(seconds=65)
+    assert (await deliver_due(kit.db, **deliver)).claimed == 0  # type: ignore[arg-type]
+
+    await _make_due(kit)
+    assert (await deliver_due(kit.db, **deliver)).retried == 1  # type: ignore[arg-type]
+    async with kit.db.transaction() as conn:
+        (row,) = await list_outbox(conn, kit.org_id)
+    wait = row.next_attempt_at - row.created_at  # second failure: 120 s
+    assert timedelta(seconds=110) < wait < timedelta(seconds=130)
+    await _make_due(kit)
+    assert (await deliver_due(kit.db, **deliver)).dead == 1  # type: ignore[arg-type]
+    assert len(receiver.requests) == 3
+    async with kit.db.transaction() as conn:
+        (dead,) = await list_outbox(conn, kit.org_id, status="dead")
+        assert dead.attempts == 3 and dead.last_status_code == 500
+        (group,) = await dead_letter_summary(conn, kit.org_id)
+        assert (group.topic, group.webhook_id, group.count) == ("custom", hook_id, 1)
+        assert group.last_error and "HTTP 500" in group.last_error
+    await _make_due(kit)
+    assert (await deliver_due(kit.db, **deliver)).claimed == 0  # type: ignore[arg-type]
+
+    async with kit.db.transaction() as conn:
+        again = await retry_delivery(conn, kit.org_id, outbox_id)
+        assert again.status == "pending" and again.attempts == 0
+        with pytest.raises(InvalidInputError):
+            await retry_delivery(conn, kit.org_id, outbox_id)  # not dead any more
+        with pytest.raises(NotFoundError):
+            await retry_delivery(conn, kit.org_id, "nope")
+    receiver.default = 200
+    assert (await deliver_due(kit.db, **deliver)).delivered == 1  # type: ignore[arg-type]
+    async with kit.db.transaction() as conn:
+        assert await dead_letter_summary(conn, kit.org_id) == []
+
+
+async def test_unreachable_receiver_is_a_failure_without_status(kit: Kit) -> None:
+    await _hook(kit, "http://127.0.0.1:9/nothing-listens")
+    await _event(kit)
+    report = await deliver_due(kit.db, limit=10, timeout=2)
+    assert report.retried == 1
+    async with kit.db.transaction() as conn:
+        (row,) = await list_outbox(conn, kit.org_id)
+    assert row.last_status_code is None and row.last_error
+
+
+async def test_listing_filters_and_never_shows_the_secret(kit: Kit, receiver: Receiver) -> None:
+    receiver.default = 410
+    hook_id = await _hook(kit, receiver.url, secret=SECRET, event_types=["a", "b"])
+    async with kit.db.transaction() as conn:
+        await enqueue_notifications(conn, kit.org_id, "a", {"n": 1}, max_attempts=1)
+        await enqueue_notifications(conn, kit.org_id, "b", {"n": 2}, max_attempts=1)
+        await enqueue_notifications(conn, kit.org_id, "c", {"n": 3})  # not subscribed
+    assert (await deliver_due(kit.db, limit=10, timeout=5)).dead == 2
+    async with kit.db.transaction() as conn:
+        await enqueue_notifications(conn, kit.org_id, "a", {"n": 4})
+        assert [r.payload for r in await list_outbox(conn, kit.org_id, topic="a")] == [
+            {"n": 4},
+            {"n": 1},
+        ]
+        assert len(await list_outbox(conn, kit.org_id, status="dead")) == 2
+        assert len(await list_outbox(conn, kit.org_id, status="pending", topic="a")) == 1
+        assert await list_outbox(conn, kit.org_id, topic="c") == []
+        assert len(await list_outbox(conn, kit.org_id, limit=1)) == 1
+        with pytest.raises(InvalidInputError):
+            await list_outbox(conn, kit.org_id, status="lost")
+        other = await ensure_org(conn, "other")
+        assert await list_outbox(conn, other) == []
+        hooks = await list_webhooks(conn, kit.org_id)
+        summary = await dead_letter_summary(conn, kit.org_id)
+        listing = await list_outbox(conn, kit.org_id)
+    assert [(h.id, h.has_secret, h.event_types) for h in hooks] == [(hook_id, True, ["a", "b"])]
+    assert [(g.topic, g.count) for g in summary] == [("a", 1), ("b", 1)]
+    for shown in (hooks, summary, listing):
+        assert SECRET not in repr(shown)
+    for wh in hooks:
+        assert not hasattr(wh, "secret")
+
+
+async def test_webhook_validation_and_removal(kit: Kit) -> None:
+    async with kit.db.transaction() as conn:
+        with pytest.raises(InvalidInputError):
+            await register_webhook(conn, kit.org_id, "ftp://example.invalid/x")
+        hook = await register_webhook(conn, kit.org_id, "https://example.invalid/x")
+        await enqueue_notifications(conn, kit.org_id, "t", {})
+        await remove_webhook(conn, kit.org_id, hook.id)
+        assert await list_webhooks(conn, kit.org_id) == []
+        assert await list_outbox(conn, kit.org_id) == []
+        with pytest.raises(NotFoundError):
+            await remove_webhook(conn, kit.org_id, hook.id)
+
+
+async def test_concurrent_drains_deliver_each_notification_once(
+    kit: Kit, receiver: Receiver
+) -> None:
+    await _hook(kit, receiver.url)
+    async with kit.db.transaction() as conn:
+        for i in range(6):
+            await enqueue_notifications(conn, kit.org_id, "t", {"i": i})
+    reports = await asyncio.gather(*(deliver_due(kit.db, limit=3, timeout=5) for _ in range(3)))
+    assert sum(r.delivered for r in reports) == 6
+    assert len(receiver.requests) == 6
+
+
+async def test_the_worker_drains_the_outbox(kit: Kit, receiver: Receiver) -> None:
+    await _hook(kit, receiver.url, event_types=["task_complete"])
+    await kit.put()
+    settings = kit.settings.model_copy(update={"notification_drain_seconds": 0.05})
+    worker = Worker(kit.db, settings=settings, handlers={"echo": _echo})
+    runner = asyncio.create_task(worker.run_forever())
+    for _ in range(200):
+        if receiver.requests:
+            break
+        await asyncio.sleep(0.02)
+    worker.stop()
+    await runner
+    ((_, body),) = receiver.requests
+    assert json.loads(body)["topic"] == "task_complete"
+
+
+async def _echo(job: Any) -> Any:
+    return job.payload
