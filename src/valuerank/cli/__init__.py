@@ -5,7 +5,16 @@ from __future__ import annotations
 import typer
 
 from valuerank import __version__
-from valuerank.cli import db_cmd, definitions_cmd, formats_cmd, rubrics_cmd, scenarios_cmd
+from valuerank.cli import (
+    db_cmd,
+    definitions_cmd,
+    formats_cmd,
+    maintenance_cmd,
+    queue_cmd,
+    rubrics_cmd,
+    scenarios_cmd,
+    worker_cmd,
+)
 
 app = typer.Typer(
     name="valuerank",
@@ -20,6 +29,9 @@ app.add_typer(formats_cmd.app, name="formats")
 app.add_typer(definitions_cmd.app, name="definitions")
 app.add_typer(scenarios_cmd.app, name="scenarios")
 app.add_typer(rubrics_cmd.app, name="rubrics")
+app.add_typer(queue_cmd.app, name="queue")
+app.add_typer(maintenance_cmd.app, name="maintenance")
+worker_cmd.register(app)
 
 
 def _version(value: bool) -> None:

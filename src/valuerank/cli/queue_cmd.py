@@ -1,0 +1,193 @@
+"""`valuerank queue …`: status, pause/resume, enqueue, retry-failed — the operator's view."""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from valuerank.cli.common import JsonOption, console, fail, print_json, run, session
+from valuerank.queue import (
+    JobSpec,
+    enqueue_many,
+    pause_provider,
+    pause_queue,
+    queue_status,
+    requeue_failed,
+    resume_provider,
+    resume_queue,
+)
+
+app = typer.Typer(help="The job queue: status, pause/resume, enqueue, retry.", no_args_is_help=True)
+
+
+class Priority(StrEnum):
+    low = "low"
+    normal = "normal"
+    high = "high"
+
+
+ProviderOption = typer.Option(
+    None, "--provider", help="Only this provider's jobs (default: the whole queue)."
+)
+
+
+@app.command("status")
+def status(
+    all_orgs: bool = typer.Option(
+        False, "--all-orgs", help="Count every organisation's jobs, not only this install's."
+    ),
+    as_json: bool = JsonOption,
+) -> None:
+    """Counts per state, per provider and per live partition; the oldest waiting job."""
+
+    async def _go() -> dict[str, Any]:
+        async with session() as s:
+            result = await queue_status(s.conn, org_id=None if all_orgs else s.org_id)
+        return result.to_dict()
+
+    data = run(_go(), as_json=as_json)
+    if as_json:
+        print_json(data)
+        return
+    state = "[red]paused[/]" if data["paused"] else "[green]running[/]"
+    oldest = data["oldest_waiting_seconds"]
+    console.print(f"queue {state}; oldest waiting: {'-' if oldest is None else f'{oldest:.1f} s'}")
+    console.print("  ".join(f"{k}: {v}" for k, v in data["counts"].items()))
+    if data["providers"]:
+        table = Table("provider", "queued", "in flight", "paused", title="providers")
+        for name, p in data["providers"].items():
+            table.add_row(name, str(p["queue_length"]), str(p["in_flight"]), str(p["paused"]))
+        console.print(table)
+    if data["partitions"]:
+        table = Table("partition", "counts", "paused", "cancelled", title="partitions")
+        for name, p in data["partitions"].items():
+            counts = ", ".join(f"{k} {v}" for k, v in sorted(p["counts"].items()))
+            table.add_row(name, counts, str(p["paused"]), str(p["cancelled"]))
+        console.print(table)
+    for cap in data["caps"]:
+        console.print(f"cap {cap}")
+
+
+def _toggle(paused: bool, provider: str | None, as_json: bool) -> None:
+    async def _go() -> bool:
+        async with session() as s:
+            if provider is None:
+                return await (pause_queue(s.conn) if paused else resume_queue(s.conn))
+            return await (
+                pause_provider(s.conn, provider) if paused else resume_provider(s.conn, provider)
+            )
+
+    changed = run(_go(), as_json=as_json)
+    target = "queue" if provider is None else f"provider {provider}"
+    verb = "paused" if paused else "resumed"
+    if as_json:
+        print_json({"target": target, "paused": paused, "changed": changed})
+    elif changed:
+        console.print(f"{target} {verb}")
+    else:
+        console.print(f"{target} was already {verb}: nothing changed")
+
+
+@app.command("pause")
+def pause(provider: str | None = ProviderOption, as_json: bool = JsonOption) -> None:
+    """Stop claiming (running jobs finish)."""
+    _toggle(True, provider, as_json)
+
+
+@app.command("resume")
+def resume(provider: str | None = ProviderOption, as_json: bool = JsonOption) -> None:
+    """Claim again after a pause."""
+    _toggle(False, provider, as_json)
+
+
+@app.command("enqueue")
+def enqueue_(
+    kind: str = typer.Argument(..., help="Job kind, e.g. noop, sleep, fail."),
+    payload: str = typer.Option("{}", "--payload", help="The job's payload, a JSON object."),
+    partition: str | None = typer.Option(None, "--partition", help="Partition (e.g. a run id)."),
+    item_key: str | None = typer.Option(
+        None, "--item-key", help="Idempotency key (with --count N: KEY-0 … KEY-N-1)."
+    ),
+    priority: Priority = typer.Option(Priority.normal, "--priority"),
+    provider: str | None = typer.Option(None, "--provider", help="Provider label."),
+    model: str | None = typer.Option(None, "--model", help="Model label."),
+    count: int = typer.Option(1, "--count", min=1, help="How many jobs."),
+    max_attempts: int = typer.Option(3, "--max-attempts", min=1, help="Attempts before failed."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Put jobs on the queue (idempotent with --item-key)."""
+    try:
+        body = json.loads(payload)
+    except json.JSONDecodeError as exc:
+        fail(f"--payload is not JSON: {exc}", code="INVALID_INPUT", as_json=as_json)
+    if not isinstance(body, dict):
+        fail("--payload must be a JSON object", code="INVALID_INPUT", as_json=as_json)
+
+    def key(i: int) -> str | None:
+        if item_key is None or count == 1:
+            return item_key
+        return f"{item_key}-{i}"
+
+    async def _go() -> list[dict[str, Any]]:
+        async with session() as s:
+            specs = [
+                JobSpec(
+                    kind=kind,
+                    org_id=s.org_id,
+                    payload=body,
+                    partition=partition,
+                    item_key=key(i),
+                    priority=priority.value,
+                    provider=provider,
+                    model=model,
+                    max_attempts=max_attempts,
+                )
+                for i in range(count)
+            ]
+            results = await enqueue_many(s.conn, specs)
+        return [
+            {
+                "job_id": r.job_id,
+                "partition": r.partition,
+                "item_key": r.item_key,
+                "enqueued": r.enqueued,
+            }
+            for r in results
+        ]
+
+    jobs = run(_go(), as_json=as_json)
+    added = sum(1 for j in jobs if j["enqueued"])
+    if as_json:
+        print_json({"enqueued": added, "existing": len(jobs) - added, "jobs": jobs})
+        return
+    console.print(f"enqueued {added} {kind} job(s), {len(jobs) - added} already there")
+    for j in jobs[:20]:
+        mark = "" if j["enqueued"] else " [dim](existing)[/]"
+        console.print(f"  {j['job_id']} {j['partition']}/{j['item_key']}{mark}")
+    if len(jobs) > 20:
+        console.print(f"  … and {len(jobs) - 20} more")
+
+
+@app.command("retry-failed")
+def retry_failed(
+    partition: str | None = typer.Option(None, "--partition", help="Every failed job in it."),
+    job: str | None = typer.Option(None, "--job", help="One failed job."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Send failed jobs back to the queue with a fresh attempt budget."""
+    if (partition is None) == (job is None):
+        fail("give --partition P or --job ID (one of them)", code="INVALID_INPUT", as_json=as_json)
+
+    async def _go() -> list[str]:
+        async with session() as s:
+            return await requeue_failed(s.conn, s.org_id, job_id=job, partition=partition)
+
+    ids = run(_go(), as_json=as_json)
+    if as_json:
+        print_json({"requeued": len(ids), "job_ids": ids})
+    else:
+        console.print(f"requeued {len(ids)} failed job(s)")

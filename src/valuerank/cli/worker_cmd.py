@@ -1,0 +1,98 @@
+"""`valuerank worker`: run jobs from the configured database until stopped (or drained)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import time
+from dataclasses import asdict
+from typing import Any
+
+import typer
+
+from valuerank.cli.common import JsonOption, console, err_console, print_json, run
+from valuerank.config import WorkerSettings, get_settings, queue_settings
+from valuerank.db import create_database
+from valuerank.db.migrate import ensure_schema
+from valuerank.queue import Worker
+from valuerank.queue.builtin import register_builtin_handlers
+
+
+def _line(worker: Worker, started: float) -> str:
+    s = worker.stats
+    return (
+        f"worker [bold]{worker.worker_id}[/]: {worker.in_flight} running, "
+        f"[green]{s.succeeded} done[/], [red]{s.failed} failed[/], {s.retried} retried, "
+        f"{s.released} released ({time.monotonic() - started:.0f} s)"
+    )
+
+
+def worker(
+    concurrency: int | None = typer.Option(
+        None, "--concurrency", "-c", min=1, help="Jobs run at once (default 4 or env)."
+    ),
+    burst: bool = typer.Option(
+        False, "--burst", help="Run what is runnable now, then exit 0 (no waiting for more)."
+    ),
+    worker_id: str | None = typer.Option(None, "--id", help="Worker name in leases and logs."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Claim and run jobs. SIGTERM/SIGINT stop claiming, let running jobs finish within
+    VALUERANK_WORKER_SHUTDOWN_GRACE_SECONDS, release the rest, and exit 0."""
+    ws = WorkerSettings()
+
+    async def _go() -> dict[str, Any]:
+        settings = get_settings()
+        db = create_database(settings.database_url, busy_timeout_ms=settings.sqlite_busy_timeout_ms)
+        try:
+            await ensure_schema(db)
+            w = Worker(
+                db,
+                settings=queue_settings(ws),
+                concurrency=concurrency or ws.concurrency,
+                worker_id=worker_id or ws.id,
+            )
+            register_builtin_handlers(w)
+            loop = asyncio.get_running_loop()
+            signals = (signal.SIGTERM, signal.SIGINT)
+            for sig in signals:
+                loop.add_signal_handler(sig, w.stop)
+            started = time.monotonic()
+            runner = asyncio.create_task(w.run_until_idle() if burst else w.run_forever())
+            try:
+                if as_json:
+                    await runner
+                else:
+                    with console.status(_line(w, started)) as status:
+                        while not runner.done():
+                            await asyncio.wait([runner], timeout=0.5)
+                            status.update(_line(w, started))
+                    runner.result()
+                    console.print(_line(w, started))
+            finally:
+                for sig in signals:
+                    loop.remove_signal_handler(sig)
+                if not runner.done():
+                    runner.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await runner
+            return {
+                "worker_id": w.worker_id,
+                "burst": burst,
+                "concurrency": w.concurrency,
+                "seconds": round(time.monotonic() - started, 3),
+                **asdict(w.stats),
+            }
+        finally:
+            await db.dispose()
+
+    summary = run(_go(), as_json=as_json)
+    if as_json:
+        print_json(summary)
+    else:
+        err_console.print("[dim]worker stopped[/]")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("worker")(worker)
