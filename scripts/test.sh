@@ -7,6 +7,6 @@ cd "$(dirname "$0")/.."
 
 source scripts/bootstrap.sh "dev"
 
-.venv/bin/ruff check src tests
+.venv/bin/ruff check src tests bench
 .venv/bin/mypy
 .venv/bin/pytest -q "$@"
