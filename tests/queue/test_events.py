@@ -96,9 +96,8 @@ async def test_concurrent_writers_get_distinct_sequence_numbers(kit: Kit) -> Non
     assert [e.seq for e in events] == list(range(1, 31))
 
 
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)  # LISTEN/NOTIFY
 async def test_postgresql_notifies_listeners_at_commit(kit: Kit) -> None:
-    if kit.db.url.is_sqlite:
-        pytest.skip("SQLite readers poll; there is nothing to listen to")
     dsn = kit.db.url.url.set(drivername="postgresql").render_as_string(hide_password=False)
     async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as listener:
         await listener.execute(f"LISTEN {NOTIFY_CHANNEL}")
