@@ -35,6 +35,7 @@ this claim and another round is tried (bounded: each extra round closes one more
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from sqlalchemy import String, and_, cast, false, func, not_, null, or_, select, update
@@ -200,6 +201,20 @@ def claim_statement(
     )
 
 
+@functools.lru_cache(maxsize=256)
+def _plain_claim_statement(
+    dialect: str, n: int, worker_id: str, lease_seconds: float, kinds: tuple[str, ...] | None
+) -> Any:
+    """`claim_statement` with no cap full and no rate bucket, cached per arguments."""
+    return claim_statement(
+        dialect,
+        n=n,
+        worker_id=worker_id,
+        lease_seconds=lease_seconds,
+        kinds=None if kinds is None else list(kinds),
+    )
+
+
 async def _unclaim(conn: AsyncConnection, job_ids: list[str]) -> None:
     """Put back jobs this transaction claimed but could not give a slot: as if never claimed."""
     await conn.execute(
@@ -219,14 +234,13 @@ async def _unclaim(conn: AsyncConnection, job_ids: list[str]) -> None:
     )
 
 
+_GLOBAL_PAUSED = select(queue_controls.c.paused).where(
+    queue_controls.c.scope == GLOBAL_CONTROL[0], queue_controls.c.key == GLOBAL_CONTROL[1]
+)  # built once: every claim round asks
+
+
 async def _global_paused(conn: AsyncConnection) -> bool:
-    scope, key = GLOBAL_CONTROL
-    value = await conn.scalar(
-        select(queue_controls.c.paused).where(
-            queue_controls.c.scope == scope, queue_controls.c.key == key
-        )
-    )
-    return bool(value)
+    return bool(await conn.scalar(_GLOBAL_PAUSED))
 
 
 def _claim_order(job: Job) -> tuple[int, Any, Any, str]:
@@ -256,16 +270,21 @@ async def _claim_round(
     rooms = [c.room for c in caps if c.room > 0]
     limit = min([n, *rooms])
     dialect = conn.dialect.name
-    stmt = claim_statement(
-        dialect,
-        n=limit,
-        worker_id=worker_id,
-        lease_seconds=settings.lease_seconds,
-        kinds=kinds,
-        full=full,
-        closed=closed,
-        buckets=list(buckets.values()),
-    )
+    if not full and not closed and not buckets:
+        # The common case: the same statement every round, built once (immutable, reusable).
+        kinds_key = None if kinds is None else tuple(kinds)
+        stmt = _plain_claim_statement(dialect, limit, worker_id, settings.lease_seconds, kinds_key)
+    else:
+        stmt = claim_statement(
+            dialect,
+            n=limit,
+            worker_id=worker_id,
+            lease_seconds=settings.lease_seconds,
+            kinds=kinds,
+            full=full,
+            closed=closed,
+            buckets=list(buckets.values()),
+        )
     claimed = sorted((job_from_row(r) for r in await conn.execute(stmt)), key=_claim_order)
     more = len(claimed) == limit
     if not claimed:

@@ -14,17 +14,19 @@ Lock order, to stay deadlock-free on PostgreSQL: job rows, then slot rows, then 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import String, bindparam, func, insert, select
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from valuerank.db.tables import events, jobs, queue_controls
-from valuerank.queue.dialect import as_utc, db_now, upsert
+from valuerank.db.tables import events, jobs, queue_controls, webhooks
+from valuerank.queue.dialect import as_utc, db_now
 from valuerank.queue.outbox import enqueue_notifications
 from valuerank.queue.states import JobStatus
 
@@ -92,17 +94,65 @@ class Progress:
         }
 
 
-async def _next_seq(conn: AsyncConnection, org_id: str, partition: str) -> int:
-    stmt = (
-        upsert(conn)(queue_controls)
-        .values(scope=PARTITION_SCOPE, key=partition, org_id=org_id, last_seq=1)
+# The per-event statements are built once per dialect with bound parameters: building (and
+# computing the cache key of) a fresh statement per event cost more than running it.
+
+
+@functools.cache
+def _next_seq_statement(dialect: str) -> Any:
+    hooked = (
+        select(webhooks.c.id)
+        .where(webhooks.c.org_id == bindparam("hook_org_id"), webhooks.c.active.is_(True))
+        .exists()
+    )
+    ins = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    return (
+        ins(queue_controls)
+        .values(
+            scope=PARTITION_SCOPE,
+            key=bindparam("partition", type_=queue_controls.c.key.type),
+            org_id=bindparam("org_id", type_=queue_controls.c.org_id.type),
+            last_seq=1,
+        )
         .on_conflict_do_update(
             index_elements=[queue_controls.c.scope, queue_controls.c.key],
             set_={"last_seq": queue_controls.c.last_seq + 1},
         )
-        .returning(queue_controls.c.last_seq)
+        .returning(queue_controls.c.last_seq, hooked)
     )
-    return int((await conn.execute(stmt)).scalar_one())
+
+
+@functools.cache
+def _insert_statement(dialect: str) -> Any:
+    stmt = insert(events).values(
+        partition=bindparam("partition", type_=events.c.partition.type),
+        seq=bindparam("seq", type_=events.c.seq.type),
+        org_id=bindparam("org_id", type_=events.c.org_id.type),
+        type=bindparam("type", type_=events.c.type.type),
+        data=bindparam("data", type_=events.c.data.type),
+        created_at=db_now(dialect),
+    )
+    if dialect == "postgresql":
+        # NOTIFY in the same round trip as the insert (delivered at commit either way).
+        notify = func.pg_notify(NOTIFY_CHANNEL, bindparam("channel_payload", type_=String()))
+        stmt = stmt.returning(notify.label("notified"))
+    return stmt
+
+
+_PROGRESS = (
+    select(jobs.c.status, func.count())
+    .where(jobs.c.partition == bindparam("partition", type_=jobs.c.partition.type))
+    .group_by(jobs.c.status)
+)
+
+
+async def _next_seq(conn: AsyncConnection, org_id: str, partition: str) -> tuple[int, bool]:
+    """Bump the partition's sequence (locking its row); also says, in the same round trip,
+    whether the organisation has an active webhook (else the outbox SELECT is skipped)."""
+    stmt = _next_seq_statement(conn.dialect.name)
+    params = {"partition": partition, "org_id": org_id, "hook_org_id": org_id}
+    seq, has_hooks = (await conn.execute(stmt, params)).one()
+    return int(seq), bool(has_hooks)
 
 
 async def append_event(
@@ -114,8 +164,8 @@ async def append_event(
     data: Mapping[str, Any] | None = None,
 ) -> int:
     """Append one event; returns its sequence number. Locks the partition's control row."""
-    seq = await _next_seq(conn, org_id, partition)
-    await _insert(conn, org_id, partition, seq, type, dict(data or {}))
+    seq, hooked = await _next_seq(conn, org_id, partition)
+    await _insert(conn, org_id, partition, seq, type, dict(data or {}), hooked=hooked)
     return seq
 
 
@@ -126,30 +176,29 @@ async def _insert(
     seq: int,
     type: EventType,
     data: dict[str, Any],
+    *,
+    hooked: bool = True,
 ) -> None:
-    await conn.execute(
-        insert(events).values(
-            partition=partition,
-            seq=seq,
-            org_id=org_id,
-            type=type.value,
-            data=data,
-            created_at=db_now(conn.dialect.name),
-        )
-    )
-    # Webhook notifications of this event, in the same transaction (see queue/outbox.py).
-    payload = {"partition": partition, "seq": seq, "type": type.value, "data": data}
-    await enqueue_notifications(conn, org_id, type.value, payload)
-    if conn.dialect.name == "postgresql":
-        await conn.execute(select(func.pg_notify(NOTIFY_CHANNEL, partition)))
+    dialect = conn.dialect.name
+    params: dict[str, Any] = {
+        "partition": partition,
+        "seq": seq,
+        "org_id": org_id,
+        "type": type.value,
+        "data": data,
+    }
+    if dialect == "postgresql":
+        params["channel_payload"] = partition
+    await conn.execute(_insert_statement(dialect), params)
+    # Webhook notifications of this event, in the same transaction (see queue/outbox.py);
+    # `hooked` False (no active webhook, read by `_next_seq`) skips their SELECT.
+    if hooked:
+        payload = {"partition": partition, "seq": seq, "type": type.value, "data": data}
+        await enqueue_notifications(conn, org_id, type.value, payload)
 
 
 async def partition_progress(conn: AsyncConnection, partition: str) -> Progress:
-    rows = await conn.execute(
-        select(jobs.c.status, func.count())
-        .where(jobs.c.partition == partition)
-        .group_by(jobs.c.status)
-    )
+    rows = await conn.execute(_PROGRESS, {"partition": partition})
     return Progress({status: int(n) for status, n in rows})
 
 
@@ -172,21 +221,36 @@ async def emit_job_event(
 ) -> int:
     """An event about one job. Events that end the job's attempt carry the partition's progress,
     counted after the partition row is locked so concurrent finishers see each other."""
-    seq = await _next_seq(conn, row.org_id, row.partition)
-    data = job_data(row, extra)
-    if type in _WITH_PROGRESS:
-        data.update((await partition_progress(conn, row.partition)).to_dict())
-    await _insert(conn, row.org_id, row.partition, seq, type, data)
+    seq, _ = await emit_job_event_with_progress(conn, row, type, extra)
     return seq
 
 
-async def complete_if_done(conn: AsyncConnection, org_id: str, partition: str) -> bool:
+async def emit_job_event_with_progress(
+    conn: AsyncConnection, row: Any, type: EventType, extra: Mapping[str, Any] | None = None
+) -> tuple[int, Progress | None]:
+    """`emit_job_event`, also returning the progress it counted (None if the type has none),
+    so that a following `complete_if_done` in the same transaction need not count again."""
+    seq, hooked = await _next_seq(conn, row.org_id, row.partition)
+    data = job_data(row, extra)
+    progress = None
+    if type in _WITH_PROGRESS:
+        progress = await partition_progress(conn, row.partition)
+        data.update(progress.to_dict())
+    await _insert(conn, row.org_id, row.partition, seq, type, data, hooked=hooked)
+    return seq, progress
+
+
+async def complete_if_done(
+    conn: AsyncConnection, org_id: str, partition: str, *, progress: Progress | None = None
+) -> bool:
     """Emit `partition_complete` when nothing is queued or running in the partition any more.
 
     Call after this transaction has moved a job of the partition out of `queued`/`running`
-    (and so has locked the partition row), never speculatively.
+    (and so has locked the partition row), never speculatively. `progress`: the partition's
+    counts taken after that, in this transaction, with no job changed since (saves a count).
     """
-    progress = await partition_progress(conn, partition)
+    if progress is None:
+        progress = await partition_progress(conn, partition)
     if progress.active:
         return False
     await append_event(

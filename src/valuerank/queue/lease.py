@@ -27,7 +27,7 @@ from valuerank.queue.errors import (
     error_text,
     record_error,
 )
-from valuerank.queue.events import EventType, complete_if_done, emit_job_event
+from valuerank.queue.events import EventType, complete_if_done, emit_job_event_with_progress
 from valuerank.queue.job import Job, Lease
 from valuerank.queue.ratelimit import note_completed, note_rate_limited
 from valuerank.queue.settings import QueueSettings
@@ -115,9 +115,11 @@ async def _left_running(
             error=error,
         )
     status = JobStatus(row.status)
-    await emit_job_event(conn, row, _EVENT_OF[status], {**(extra or {}), "attempt": attempt})
+    _, progress = await emit_job_event_with_progress(
+        conn, row, _EVENT_OF[status], {**(extra or {}), "attempt": attempt}
+    )
     if status not in ACTIVE:
-        await complete_if_done(conn, row.org_id, row.partition)
+        await complete_if_done(conn, row.org_id, row.partition, progress=progress)
 
 
 async def complete(
