@@ -12,10 +12,12 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -41,19 +43,24 @@ FAST_ENV = {
 class WorkerProc:
     proc: subprocess.Popen[str]
     worker_id: str
+    # stderr goes to a file: a pipe nobody reads until exit fills up and freezes the worker.
+    log_path: Path
+
+    def log(self) -> str:
+        return self.log_path.read_text("utf-8", errors="replace")
 
     def signal(self, sig: signal.Signals) -> None:
         self.proc.send_signal(sig)
 
     def finish(self, timeout: float = 20) -> tuple[int, dict[str, Any]]:
         """Wait for exit; (exit code, the --json summary or {})."""
-        out, err = self.proc.communicate(timeout=timeout)
+        out, _ = self.proc.communicate(timeout=timeout)
         try:
             summary = json.loads(out) if out.strip() else {}
         except json.JSONDecodeError:
             summary = {}
         if self.proc.returncode != 0:
-            print(f"worker {self.worker_id} stderr:\n{err}", file=sys.stderr)
+            print(f"worker {self.worker_id} stderr:\n{self.log()}", file=sys.stderr)
         return self.proc.returncode, summary
 
 
@@ -68,14 +75,16 @@ class Faults:
     def worker(self, worker_id: str, *args: str, **env: str) -> WorkerProc:
         full_env = {**os.environ, **FAST_ENV, "VALUERANK_DATABASE_URL": self.url}
         full_env.update({f"VALUERANK_WORKER_{k.upper()}": v for k, v in env.items()})
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "valuerank", "worker", "--json", "--id", worker_id, *args],
-            env=full_env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        wp = WorkerProc(proc, worker_id)
+        fd, log_name = tempfile.mkstemp(prefix=f"valuerank-worker-{worker_id}-", suffix=".log")
+        with os.fdopen(fd, "w") as log_file:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "valuerank", "worker", "--json", "--id", worker_id, *args],
+                env=full_env,
+                stdout=subprocess.PIPE,
+                stderr=log_file,
+                text=True,
+            )
+        wp = WorkerProc(proc, worker_id, Path(log_name))
         self.procs.append(wp)
         return wp
 
@@ -122,8 +131,9 @@ class Faults:
             if wp.proc.poll() is None:
                 wp.proc.send_signal(signal.SIGCONT)
                 wp.proc.kill()
-                _, err = wp.proc.communicate(timeout=10)
-                print(f"--- worker {wp.worker_id} (killed at teardown) stderr:\n{err[-3000:]}")
+                wp.proc.communicate(timeout=10)
+                print(f"--- worker {wp.worker_id} (killed at teardown) stderr:\n{wp.log()[-3000:]}")
+            wp.log_path.unlink(missing_ok=True)
 
 
 @pytest.fixture

@@ -17,6 +17,15 @@ from valuerank.db.url import DatabaseURL, normalize_database_url
 # a read-then-write transaction cannot then fail half-way with "database is locked".
 SQLITE_BEGIN_OPTION = "sqlite_begin"
 
+# libpq connection parameters for PostgreSQL (callers' connect_args override them).
+PG_CONNECT_ARGS: dict[str, Any] = {
+    "connect_timeout": 10,
+    "keepalives": 1,
+    "keepalives_idle": 30,
+    "keepalives_interval": 10,
+    "keepalives_count": 3,
+}
+
 
 @dataclass
 class Database:
@@ -82,7 +91,12 @@ def create_database(
             Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
         kwargs["connect_args"].setdefault("timeout", busy_timeout_ms / 1000)
     else:
+        # A dead connection is replaced at checkout (pre-ping); a server that is down or
+        # restarting fails a connect within `connect_timeout` instead of hanging, and TCP
+        # keepalives notice a peer that vanished without closing the socket.
         kwargs["pool_pre_ping"] = True
+        for key, value in PG_CONNECT_ARGS.items():
+            kwargs["connect_args"].setdefault(key, value)
     engine = create_async_engine(url.url, **kwargs)
     if url.is_sqlite:
         _install_sqlite_pragmas(engine, busy_timeout_ms, wal=url.sqlite_path is not None)

@@ -4,8 +4,12 @@ Handlers are registered per kind: `async def handler(job: Job) -> result`. A han
 cancelled (asyncio.CancelledError) when the job's cancellation is requested or its lease is
 lost, and `job.cancel_requested` is set for handlers that prefer to check a flag. No database
 transaction is open while a handler runs: claiming, each heartbeat and the settling of an
-outcome are short transactions of their own. If a settling write fails, the lease expires and
-the reaper takes the job back: at-least-once, never lost.
+outcome are short transactions of their own. A database that is unreachable for a while
+(e.g. restarting) never ends the worker: claims, heartbeats, reaping and chores are retried
+with a short backoff, and a settling write that fails on a connection error is retried until
+it lands (the write is fenced by the lease token, so it can never apply twice; if the lease
+was lost meanwhile it is simply discarded). Any other settling failure leaves the job to the
+reaper once its lease expires: at-least-once, never lost.
 """
 
 from __future__ import annotations
@@ -23,6 +27,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeoutError
+from sqlalchemy.ext.asyncio import AsyncConnection
+
 from valuerank.db.engine import Database
 from valuerank.queue import lease as leases
 from valuerank.queue.claim import claim
@@ -37,6 +45,35 @@ from valuerank.queue.states import JobStatus
 log = logging.getLogger(__name__)
 
 Handler = Callable[[Job], Coroutine[Any, Any, Any]]
+
+# Backoff after a database connection error: 0.1 s doubling up to 2 s (with jitter).
+DB_RETRY_BASE_SECONDS = 0.1
+DB_RETRY_CAP_SECONDS = 2.0
+
+
+def is_connection_error(exc: BaseException) -> bool:
+    """The database could not be reached or dropped the connection (e.g. it is restarting):
+    a transient failure worth retrying, not a bug."""
+    if isinstance(exc, DBAPIError):
+        return exc.connection_invalidated or isinstance(exc, (OperationalError, InterfaceError))
+    return isinstance(exc, (OSError, TimeoutError, PoolTimeoutError))
+
+
+def db_retry_delay(failures: int) -> float:
+    """The wait before retry number `failures` (1, 2, …) after connection errors."""
+    ceiling = min(DB_RETRY_CAP_SECONDS, DB_RETRY_BASE_SECONDS * 2.0 ** max(0, failures - 1))
+    return float(ceiling * random.uniform(0.5, 1.0))
+
+
+def _log_db_failure(what: str, exc: Exception) -> None:
+    """One line for a connection error (they come in bursts while a server restarts), the
+    full traceback for anything else."""
+    if is_connection_error(exc):
+        first = str(exc).strip().splitlines()
+        reason = first[0] if first else type(exc).__name__
+        log.warning("%s failed, database unavailable (%s); will retry", what, reason)
+    else:
+        log.exception("%s failed; will try again", what)
 
 
 @dataclass(frozen=True)
@@ -113,6 +150,8 @@ class Worker:
         self._last_reap = float("-inf")
         self._chores: dict[str, asyncio.Task[None]] = {}
         self._chore_due: dict[str, float] = {}
+        self._claim_failures = 0  # claims that raised, ever (run_forever backs off on them)
+        self._abandon_settling = False  # shutdown grace over: stop retrying outcome writes
 
     # -- registry -------------------------------------------------------------------------
 
@@ -153,18 +192,32 @@ class Worker:
         """Claim and run until `stop()`; then stop claiming, give running jobs
         `shutdown_grace_seconds` to finish, and release the rest back to the queue."""
         self._stopping = False
+        self._abandon_settling = False
         grace = self.settings.shutdown_grace_seconds
         await self._start()
+        streak = 0  # passes in a row whose claim failed
         try:
             while not self._stopping:
-                await self._reap()
-                self._schedule_chores()
-                saturated = await self._fill()
-                if saturated and self.in_flight < self.concurrency:
-                    continue  # there may be more to claim right away
+                failures_before = self._claim_failures
+                saturated = False
+                try:
+                    await self._reap()
+                    self._schedule_chores()
+                    saturated = await self._fill()
+                except Exception as exc:  # nothing may end the loop: log, back off, go on
+                    self._claim_failures += 1
+                    _log_db_failure("worker pass", exc)
+                wait = self.settings.poll_seconds
+                if self._claim_failures > failures_before:
+                    streak += 1
+                    wait = max(wait, db_retry_delay(streak))
+                else:
+                    streak = 0
+                    if saturated and self.in_flight < self.concurrency:
+                        continue  # there may be more to claim right away
                 self._wake.clear()
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), self.settings.poll_seconds)
+                    await asyncio.wait_for(self._wake.wait(), wait)
         except asyncio.CancelledError:
             grace = 0.0
             raise
@@ -220,8 +273,8 @@ class Worker:
     async def _chore(self, name: str, run: Callable[[], Coroutine[Any, Any, Any]]) -> None:
         try:
             await run()
-        except Exception:
-            log.exception("%s failed; will try again", name)
+        except Exception as exc:
+            _log_db_failure(name, exc)
 
     async def _stop_chores(self, grace: float) -> None:
         """After the jobs are settled: let running chores finish for up to `grace` seconds,
@@ -252,8 +305,8 @@ class Worker:
             async with self.db.transaction(immediate=True) as conn:
                 reaped = await reap(conn, self.settings)
             self.stats.reaped += reaped.total
-        except Exception:
-            log.exception("reaper failed; will try again")
+        except Exception as exc:
+            _log_db_failure("reaper", exc)
 
     async def _fill(self) -> bool:
         """Claim for the free capacity; True if it got all it asked for."""
@@ -268,8 +321,9 @@ class Worker:
                 settings=self.settings,
                 kinds=sorted(self._handlers),
             )
-        except Exception:
-            log.exception("claim failed; will try again")
+        except Exception as exc:
+            self._claim_failures += 1
+            _log_db_failure("claim", exc)
             return False
         for job in jobs:
             self.stats.claimed += 1
@@ -294,16 +348,20 @@ class Worker:
 
     async def _heartbeat(self, running: _Running) -> None:
         job = running.job
+        delay, failures = self.settings.heartbeat_seconds, 0
         while True:
-            await asyncio.sleep(self.settings.heartbeat_seconds)
+            await asyncio.sleep(delay)
             try:
                 async with self.db.transaction(immediate=True) as conn:
                     state = await leases.heartbeat(
                         conn, job.lease, lease_seconds=self.settings.lease_seconds
                     )
-            except Exception:
-                log.exception("heartbeat of job %s failed; retrying", job.id)
+            except Exception as exc:  # retry soon: the lease is running out meanwhile
+                failures += 1
+                _log_db_failure(f"heartbeat of job {job.id}", exc)
+                delay = min(self.settings.heartbeat_seconds, db_retry_delay(failures))
                 continue
+            delay, failures = self.settings.heartbeat_seconds, 0
             if not state.held:
                 log.warning("job %s: lease lost, abandoning the attempt", job.id)
                 running.stop(StopReason.LOST)
@@ -313,43 +371,67 @@ class Worker:
                 running.stop(StopReason.CANCEL)
 
     async def _settle(self, running: _Running) -> None:
-        job, task, reason = running.job, running.handler_task, running.reason
-        try:
-            async with self.db.transaction(immediate=True) as conn:
-                if not task.cancelled() and task.exception() is None:
-                    value = task.result()
-                    event_data, usage = None, None
-                    if isinstance(value, HandlerResult):
-                        value, event_data, usage = value.value, value.event_data, value.usage_tokens
-                    ok = await leases.complete(
-                        conn, job.lease, value, event_data=event_data, usage_tokens=usage
-                    )
-                    self._count(JobStatus.SUCCEEDED if ok else None)
-                elif reason is StopReason.LOST:
-                    self._count(None)
-                elif reason is StopReason.CANCEL:
-                    ok = await leases.cancel(conn, job.lease)
-                    self._count(JobStatus.CANCELLED if ok else None)
-                elif reason is StopReason.SHUTDOWN:
-                    ok = await leases.release(conn, job.lease)
-                    if ok:
-                        self.stats.released += 1
-                    else:
-                        self._count(None)
+        """Record the outcome; on a connection error try again (with backoff) until it lands,
+        the fenced write finds the lease lost, or the shutdown grace is over."""
+        job, reason = running.job, running.reason  # why the handler ended, fixed now
+        failures = 0
+        while True:
+            try:
+                async with self.db.transaction(immediate=True) as conn:
+                    count = await self._record(conn, running, reason)
+            except Exception as exc:
+                if is_connection_error(exc) and not self._abandon_settling:
+                    failures += 1
+                    _log_db_failure(f"recording the outcome of job {job.id}", exc)
+                    await asyncio.sleep(db_retry_delay(failures))
+                    continue
+                log.error(
+                    "could not record the outcome of job %s; its lease will expire",
+                    job.id,
+                    exc_info=not is_connection_error(exc),
+                )
+                return
+            count()  # only once the transaction committed
+            return
+
+    async def _record(
+        self, conn: AsyncConnection, running: _Running, reason: StopReason | None
+    ) -> Callable[[], None]:
+        """Write the outcome in `conn`; returns how to count it once committed."""
+        job, task = running.job, running.handler_task
+        if not task.cancelled() and task.exception() is None:
+            value = task.result()
+            event_data, usage = None, None
+            if isinstance(value, HandlerResult):
+                value, event_data, usage = value.value, value.event_data, value.usage_tokens
+            ok = await leases.complete(
+                conn, job.lease, value, event_data=event_data, usage_tokens=usage
+            )
+            return lambda: self._count(JobStatus.SUCCEEDED if ok else None)
+        if reason is StopReason.LOST:
+            return lambda: self._count(None)
+        if reason is StopReason.CANCEL:
+            ok = await leases.cancel(conn, job.lease)
+            return lambda: self._count(JobStatus.CANCELLED if ok else None)
+        if reason is StopReason.SHUTDOWN:
+            ok = await leases.release(conn, job.lease)
+
+            def released() -> None:
+                if ok:
+                    self.stats.released += 1
                 else:
-                    exc: BaseException = (
-                        asyncio.CancelledError("handler cancelled itself")
-                        if task.cancelled()
-                        else task.exception()  # type: ignore[assignment]
-                    )
-                    if not isinstance(exc, asyncio.CancelledError):
-                        log.info("job %s (%s) raised %r", job.id, job.kind, exc)
-                    status = await leases.settle_error(
-                        conn, job, exc, settings=self.settings, rng=self._rng
-                    )
-                    self._count(status)
-        except Exception:
-            log.exception("could not record the outcome of job %s; its lease will expire", job.id)
+                    self._count(None)
+
+            return released
+        exc: BaseException = (
+            asyncio.CancelledError("handler cancelled itself")
+            if task.cancelled()
+            else task.exception()  # type: ignore[assignment]
+        )
+        if not isinstance(exc, asyncio.CancelledError):
+            log.info("job %s (%s) raised %r", job.id, job.kind, exc)
+        status = await leases.settle_error(conn, job, exc, settings=self.settings, rng=self._rng)
+        return lambda: self._count(status)
 
     def _count(self, status: JobStatus | None) -> None:
         if status is None:
@@ -369,6 +451,7 @@ class Worker:
         tasks = [r.task for r in self._running.values() if r.task is not None]
         if tasks and grace > 0:
             await asyncio.wait(tasks, timeout=grace)
+        self._abandon_settling = True  # an outcome still unwritten is left to the reaper
         for running in list(self._running.values()):
             running.stop(StopReason.SHUTDOWN)
         tasks = [r.task for r in self._running.values() if r.task is not None]
