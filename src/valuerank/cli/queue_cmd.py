@@ -112,7 +112,9 @@ def enqueue_(
     item_key: str | None = typer.Option(
         None, "--item-key", help="Idempotency key (with --count N: KEY-0 … KEY-N-1)."
     ),
-    priority: Priority = typer.Option(Priority.normal, "--priority"),
+    priority: str = typer.Option(
+        Priority.normal.value, "--priority", help="low, normal or high.", show_default=True
+    ),
     provider: str | None = typer.Option(None, "--provider", help="Provider label."),
     model: str | None = typer.Option(None, "--model", help="Model label."),
     count: int = typer.Option(1, "--count", min=1, help="How many jobs."),
@@ -120,6 +122,13 @@ def enqueue_(
     as_json: bool = JsonOption,
 ) -> None:
     """Put jobs on the queue (idempotent with --item-key)."""
+    choices = [p.value for p in Priority]
+    if priority not in choices:
+        fail(
+            f"unknown --priority {priority!r}: use one of {', '.join(choices)}",
+            code="INVALID_INPUT",
+            as_json=as_json,
+        )
     try:
         body = json.loads(payload)
     except json.JSONDecodeError as exc:
@@ -141,7 +150,7 @@ def enqueue_(
                     payload=body,
                     partition=partition,
                     item_key=key(i),
-                    priority=priority.value,
+                    priority=priority,
                     provider=provider,
                     model=model,
                     max_attempts=max_attempts,
