@@ -313,9 +313,7 @@ async def descendants(
         )
     )
     rows = await conn.execute(
-        select(table, below.c.depth)
-        .join(below, table.c.id == below.c.id)
-        .where(below.c.depth > 0)
+        select(table, below.c.depth).join(below, table.c.id == below.c.id).where(below.c.depth > 0)
     )
     found = [(_version(r), int(r._mapping["depth"])) for r in rows]
     # Breadth first, siblings in natural label order (timestamps may tie within a second).
