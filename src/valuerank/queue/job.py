@@ -14,6 +14,21 @@ from valuerank.errors import NotFoundError
 from valuerank.queue.dialect import as_utc
 from valuerank.queue.states import JobStatus
 
+# What a statement that moves a job out of `running` returns: enough to release its slots
+# and write its event (used by completion, failure, cancellation and the reaper).
+LEFT_RUNNING_COLUMNS = (
+    jobs.c.id,
+    jobs.c.org_id,
+    jobs.c.partition,
+    jobs.c.item_key,
+    jobs.c.kind,
+    jobs.c.status,
+    jobs.c.attempts,
+    jobs.c.provider,
+    jobs.c.model,
+    jobs.c.slot_keys,
+)
+
 
 @dataclass(frozen=True)
 class Lease:

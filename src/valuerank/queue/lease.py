@@ -28,24 +28,11 @@ from valuerank.queue.errors import (
     record_error,
 )
 from valuerank.queue.events import EventType, complete_if_done, emit_job_event_with_progress
-from valuerank.queue.job import Job, Lease
+from valuerank.queue.job import LEFT_RUNNING_COLUMNS, Job, Lease
 from valuerank.queue.ratelimit import note_completed, note_rate_limited
 from valuerank.queue.settings import QueueSettings
 from valuerank.queue.slots import release_slots
 from valuerank.queue.states import ACTIVE, JobStatus, status_guard
-
-_RETURNING = (
-    jobs.c.id,
-    jobs.c.org_id,
-    jobs.c.partition,
-    jobs.c.item_key,
-    jobs.c.kind,
-    jobs.c.status,
-    jobs.c.attempts,
-    jobs.c.provider,
-    jobs.c.model,
-    jobs.c.slot_keys,
-)
 
 _EVENT_OF: dict[JobStatus, EventType] = {
     JobStatus.SUCCEEDED: EventType.TASK_COMPLETE,
@@ -145,7 +132,7 @@ async def complete(
                 lease_expires_at=None,
                 finished_at=db_now(conn.dialect.name),
             )
-            .returning(*_RETURNING)
+            .returning(*LEFT_RUNNING_COLUMNS)
         )
     ).first()
     if row is None:
@@ -174,7 +161,7 @@ async def fail(
                 last_error=error_text(category, error),
                 finished_at=db_now(conn.dialect.name),
             )
-            .returning(*_RETURNING)
+            .returning(*LEFT_RUNNING_COLUMNS)
         )
     ).first()
     if row is None:
@@ -222,7 +209,7 @@ async def retry_later(
             update(jobs)
             .where(*_mine(lease, JobStatus.QUEUED, JobStatus.CANCELLED))
             .values(values)
-            .returning(*_RETURNING)
+            .returning(*LEFT_RUNNING_COLUMNS)
         )
     ).first()
     if row is None:
@@ -264,7 +251,7 @@ async def cancel(conn: AsyncConnection, lease: Lease) -> bool:
                 lease_expires_at=None,
                 finished_at=db_now(conn.dialect.name),
             )
-            .returning(*_RETURNING)
+            .returning(*LEFT_RUNNING_COLUMNS)
         )
     ).first()
     if row is None:

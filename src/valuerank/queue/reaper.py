@@ -20,22 +20,10 @@ from valuerank.db.tables import jobs
 from valuerank.queue.dialect import db_now, db_now_plus
 from valuerank.queue.errors import ErrorCategory, error_text, record_error
 from valuerank.queue.events import EventType, complete_if_done, emit_job_event
+from valuerank.queue.job import LEFT_RUNNING_COLUMNS
 from valuerank.queue.settings import QueueSettings
 from valuerank.queue.slots import release_slots
 from valuerank.queue.states import JobStatus, status_guard
-
-_RETURNING = (
-    jobs.c.id,
-    jobs.c.org_id,
-    jobs.c.partition,
-    jobs.c.item_key,
-    jobs.c.kind,
-    jobs.c.status,
-    jobs.c.attempts,
-    jobs.c.provider,
-    jobs.c.model,
-    jobs.c.slot_keys,
-)
 
 LEASE_EXPIRED_MESSAGE = "lease expired: the worker stopped heartbeating"
 
@@ -67,7 +55,7 @@ async def reap(conn: AsyncConnection, settings: QueueSettings) -> Reaped:
             update(jobs)
             .where(*where, status_guard(jobs, target, sources=[JobStatus.RUNNING]))
             .values(status=target.value, **off_lease, **values)
-            .returning(*_RETURNING)
+            .returning(*LEFT_RUNNING_COLUMNS)
         )
         return list((await conn.execute(stmt)).all())
 
