@@ -109,6 +109,27 @@ async def _left_running(
         await complete_if_done(conn, row.org_id, row.partition, progress=progress)
 
 
+async def _finish(
+    conn: AsyncConnection, lease: Lease, status: JobStatus, **values: Any
+) -> Any | None:
+    """Move my running job to a final `status` under my lease token; the row, or None when
+    the lease was lost (and nothing changed)."""
+    return (
+        await conn.execute(
+            update(jobs)
+            .where(*_mine(lease, status))
+            .values(
+                status=status.value,
+                lease_token=None,
+                lease_expires_at=None,
+                finished_at=db_now(conn.dialect.name),
+                **values,
+            )
+            .returning(*LEFT_RUNNING_COLUMNS)
+        )
+    ).first()
+
+
 async def complete(
     conn: AsyncConnection,
     lease: Lease,
@@ -121,20 +142,9 @@ async def complete(
 
     A job with a rate bucket counts a clean completion there, and `usage_tokens` (the real
     token usage) corrects the bucket's token reservation made from its estimate."""
-    row = (
-        await conn.execute(
-            update(jobs)
-            .where(*_mine(lease, JobStatus.SUCCEEDED))
-            .values(
-                status=JobStatus.SUCCEEDED.value,
-                result=null() if result is None else result,
-                lease_token=None,
-                lease_expires_at=None,
-                finished_at=db_now(conn.dialect.name),
-            )
-            .returning(*LEFT_RUNNING_COLUMNS)
-        )
-    ).first()
+    row = await _finish(
+        conn, lease, JobStatus.SUCCEEDED, result=null() if result is None else result
+    )
     if row is None:
         return False
     await note_completed(conn, row, usage_tokens=usage_tokens)  # before slots: lock order
@@ -150,20 +160,7 @@ async def fail(
     category: ErrorCategory = ErrorCategory.PERMANENT,
 ) -> bool:
     """`running → failed` at once (the dead-letter state); the error is kept."""
-    row = (
-        await conn.execute(
-            update(jobs)
-            .where(*_mine(lease, JobStatus.FAILED))
-            .values(
-                status=JobStatus.FAILED.value,
-                lease_token=None,
-                lease_expires_at=None,
-                last_error=error_text(category, error),
-                finished_at=db_now(conn.dialect.name),
-            )
-            .returning(*LEFT_RUNNING_COLUMNS)
-        )
-    ).first()
+    row = await _finish(conn, lease, JobStatus.FAILED, last_error=error_text(category, error))
     if row is None:
         return False
     await _left_running(
@@ -241,19 +238,7 @@ async def release(conn: AsyncConnection, lease: Lease) -> bool:
 
 async def cancel(conn: AsyncConnection, lease: Lease) -> bool:
     """`running → cancelled`: the worker acknowledges a requested cancellation."""
-    row = (
-        await conn.execute(
-            update(jobs)
-            .where(*_mine(lease, JobStatus.CANCELLED))
-            .values(
-                status=JobStatus.CANCELLED.value,
-                lease_token=None,
-                lease_expires_at=None,
-                finished_at=db_now(conn.dialect.name),
-            )
-            .returning(*LEFT_RUNNING_COLUMNS)
-        )
-    ).first()
+    row = await _finish(conn, lease, JobStatus.CANCELLED)
     if row is None:
         return False
     await _left_running(conn, row)
