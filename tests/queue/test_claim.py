@@ -11,7 +11,7 @@ from sqlalchemy.engine import Dialect, make_url
 from valuerank.db import Database
 from valuerank.orgs import ensure_org
 from valuerank.queue import JobStatus, SlotScope, complete, set_cap
-from valuerank.queue.claim import claim_statement
+from valuerank.queue.claim_sql import PG_CLAIM_FAST, claim_statement, pg_statement
 from valuerank.queue.dialect import as_utc
 
 if TYPE_CHECKING:
@@ -26,9 +26,17 @@ def test_the_statement_on_each_backend() -> None:
     pg = str(
         claim_statement("postgresql", n=5, worker_id="w", lease_seconds=30).compile(dialect=_pg())
     )
-    assert pg.startswith("WITH c AS MATERIALIZED")
-    assert "FOR UPDATE OF j SKIP LOCKED" in pg
-    assert "UPDATE jobs SET" in pg and "FROM c" in pg and "RETURNING" in pg
+    # PostgreSQL: a skip scan over the partitions holding queued jobs, the best candidates of
+    # each by index, then locked in claim order, skipping locked rows, and updated: one statement.
+    assert pg.startswith("WITH RECURSIVE")
+    assert "c AS MATERIALIZED" in pg and "LIMIT 5 FOR UPDATE OF jj SKIP LOCKED" in pg
+    assert "UPDATE jobs SET status = 'running'" in pg and "FROM c" in pg and "RETURNING" in pg
+    assert pg.count("UPDATE jobs") == 1 and "INSERT " not in pg
+    # The fast path's statement also writes the events and counters, guarded: one statement.
+    fast = str(pg_statement(PG_CLAIM_FAST, 5).compile(dialect=_pg()))
+    assert "c AS MATERIALIZED" in fast and "FOR UPDATE OF jj SKIP LOCKED" in fast
+    assert "INSERT INTO events" in fast and "INSERT INTO queue_controls" in fast
+    assert "EXISTS (SELECT 1 FROM queue_slots)" in fast and "pg_notify" in fast
     lite = str(
         claim_statement("sqlite", n=5, worker_id="w", lease_seconds=30).compile(
             dialect=sqlite.dialect()

@@ -203,3 +203,20 @@ async def test_run_forever_picks_up_new_work(kit: Kit) -> None:
     stats = await asyncio.wait_for(run, 5)
     assert stats.succeeded == 3 and sorted(done) == [0, 1, 2]
     assert await kit.status_counts() == {"succeeded": 3}
+
+
+async def test_burst_mode_runs_the_retries_it_makes_runnable(kit: Kit) -> None:
+    """Burst mode drains what becomes runnable while it runs: a job retried at once (its
+    backoff here is zero) is claimed again until it is dead-lettered."""
+    (job_id,) = await kit.put(kind="poison", max_attempts=4)
+    calls = 0
+
+    async def poison(job: Job) -> Any:
+        nonlocal calls
+        calls += 1
+        raise Transient("again")
+
+    worker = Worker(kit.db, settings=kit.settings, concurrency=1, handlers={"poison": poison})
+    stats = await worker.run_until_idle()
+    assert calls == 4 and (stats.failed, stats.retried) == (1, 3)
+    assert (await kit.load(job_id)).status is JobStatus.FAILED

@@ -466,3 +466,27 @@ maintenance_runs = Table(
     _ts("finished_at", nullable=False),
     Column("duration_ms", Integer, nullable=False),
 )
+
+# --- Queue counters (valuerank.queue) -----------------------------------------------------
+# How many jobs of a partition are in each status, kept on the partition's `queue_controls`
+# row (the row whose lock already serialises the partition's events) by the same statement
+# or transaction that moves the jobs: a job event's progress is read from here in O(1)
+# instead of counted over the partition. Zero on global and provider rows.
+for _status in ("queued", "running", "succeeded", "failed", "cancelled"):
+    queue_controls.append_column(
+        Column(f"jobs_{_status}", Integer, nullable=False, server_default="0")
+    )
+del _status
+
+# The PostgreSQL claim walks the queued jobs partition by partition in claim order (and skips
+# from one partition with queued jobs to the next) instead of sorting every queued job.
+Index(
+    "ix_jobs_queued_partition",
+    jobs.c.partition,
+    jobs.c.priority.desc(),
+    jobs.c.run_at,
+    jobs.c.created_at,
+    jobs.c.id,
+    postgresql_where=QUEUED_WHERE,
+    sqlite_where=QUEUED_WHERE,
+)

@@ -1,23 +1,14 @@
-"""Claiming jobs: the one statement that turns eligible `queued` jobs into leased `running` ones.
+"""Claiming jobs: rounds of the statements in `claim_sql.py`, slots, rate reservations.
 
-PostgreSQL::
-
-    WITH c AS MATERIALIZED (
-        SELECT j.id FROM jobs j LEFT JOIN <running per org> … LEFT JOIN <running per partition> …
-        WHERE <eligible> ORDER BY <priority, fairness, age> LIMIT n FOR UPDATE OF j SKIP LOCKED)
-    UPDATE jobs SET status='running', lease_token=gen_random_uuid(), … FROM c
-    WHERE jobs.id = c.id AND jobs.status IN ('queued') RETURNING jobs.*
-
-SQLite (inside BEGIN IMMEDIATE, which serialises writers)::
-
-    UPDATE jobs SET status='running', lease_token=lower(hex(randomblob(16))), …
-    WHERE jobs.id IN (SELECT j.id … WHERE <eligible> ORDER BY … LIMIT n)
-      AND jobs.status IN ('queued') RETURNING *
-
-Eligible: `queued`, `run_at <=` the database's now, a handled kind, neither its partition
-(paused or cancelled), its provider nor the whole queue paused, and no full cap applies.
-Order: priority (high first); then the organisation with the fewest running jobs, then within
-it the partition with the fewest; then the oldest `run_at`, creation and id.
+The common case on PostgreSQL (no cap and no rate bucket exists, no default organisation cap)
+is one statement per round (`PG_CLAIM_FAST`): the same claim, plus, in the same statement, the
+`task_started` events, their sequence numbers and the partitions' job counters (see
+`events.py`), and the NOTIFY. Its guard reads, in the statement's own snapshot, whether the
+queue is paused and whether any cap or bucket exists; if one does it claims nothing and the
+general path below runs instead (and, as a hint only, claims skip the fast statement for
+FAST_PATH_BACKOFF_SECONDS). When no webhook is active either, that statement is the whole
+transaction and runs alone in autocommit mode (`PG_CLAIM_ALONE`: no BEGIN/COMMIT round
+trips); otherwise it runs in a transaction followed by the webhook notifications.
 
 Caps: each round claims at most as many jobs as the fullest non-full cap has room for, so one
 round cannot overshoot a cap it read; the slots are then taken under row locks in the same
@@ -35,21 +26,43 @@ this claim and another round is tried (bounded: each extra round closes one more
 
 from __future__ import annotations
 
-import functools
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, nullcontext
+from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import String, and_, cast, false, func, not_, null, or_, select, update
+from sqlalchemy import (
+    select,
+    update,
+)
 from sqlalchemy.ext.asyncio import AsyncConnection
-from sqlalchemy.sql.elements import ColumnElement
 
 from valuerank.db.engine import Database
 from valuerank.db.tables import jobs, queue_controls
-from valuerank.queue.dialect import db_now, db_now_plus
-from valuerank.queue.events import EventType, emit_job_event
+from valuerank.queue.claim_sql import (
+    CONTENDED_ROUNDS,
+    PG_CLAIM_ALONE,
+    PG_CLAIM_FAST,
+    claim_statement,
+    claim_window,
+    pg_sql,
+    plain_claim_statement,
+)
+from valuerank.queue.dialect import pg_rows
+from valuerank.queue.events import (
+    EventType,
+    Progress,
+    checked,
+    emit_job_events,
+    job_data,
+    moved,
+    notify_webhooks,
+    recount_partition,
+)
 from valuerank.queue.job import Job, job_from_row
 from valuerank.queue.ratelimit import (
     BucketState,
-    exclusion_clauses,
     job_bucket_keys,
     load_buckets,
     plan_reservations,
@@ -57,7 +70,6 @@ from valuerank.queue.ratelimit import (
 )
 from valuerank.queue.settings import QueueSettings
 from valuerank.queue.slots import (
-    Cap,
     SlotScope,
     applicable_keys,
     ensure_org_caps,
@@ -67,152 +79,6 @@ from valuerank.queue.slots import (
 from valuerank.queue.states import JobStatus, status_guard
 
 GLOBAL_CONTROL = ("global", "*")
-
-
-def _paused_keys(scope: str, *, or_cancelled: bool = False) -> Any:
-    flag: ColumnElement[bool] = queue_controls.c.paused.is_(True)
-    if or_cancelled:
-        flag = or_(flag, queue_controls.c.cancel_requested.is_(True))
-    return select(queue_controls.c.key).where(queue_controls.c.scope == scope, flag)
-
-
-def _not_capped(j: Any, full: list[Cap]) -> list[ColumnElement[bool]]:
-    """Exclude jobs to which a full cap applies."""
-    clauses: list[ColumnElement[bool]] = []
-    orgs = [c.org_id for c in full if c.scope is SlotScope.ORG]
-    providers = [c.provider for c in full if c.scope is SlotScope.PROVIDER]
-    models = [(c.provider or "", c.model) for c in full if c.scope is SlotScope.MODEL]
-    if orgs:
-        clauses.append(j.c.org_id.not_in(orgs))
-    if providers:
-        clauses.append(or_(j.c.provider.is_(None), j.c.provider.not_in(providers)))
-    if models:
-        clauses.append(
-            or_(
-                j.c.model.is_(None),
-                not_(
-                    or_(
-                        *(
-                            and_(func.coalesce(j.c.provider, "") == p, j.c.model == m)
-                            for p, m in models
-                        )
-                    )
-                ),
-            )
-        )
-    return clauses
-
-
-def _candidates(
-    dialect: str,
-    n: int,
-    kinds: list[str] | None,
-    full: list[Cap],
-    closed: list[BucketState] | None = None,
-    buckets: list[BucketState] | None = None,
-) -> Any:
-    """SELECT the ids of the n best eligible jobs (locked, skipping locked ones, on PostgreSQL)."""
-    j = jobs.alias("j")
-    running = jobs.alias("r")
-    per_org = (
-        select(running.c.org_id, func.count().label("n"))
-        .where(running.c.status == JobStatus.RUNNING.value)
-        .group_by(running.c.org_id)
-        .subquery("org_running")
-    )
-    per_partition = (
-        select(running.c.partition, func.count().label("n"))
-        .where(running.c.status == JobStatus.RUNNING.value)
-        .group_by(running.c.partition)
-        .subquery("partition_running")
-    )
-    where: list[ColumnElement[bool]] = [
-        j.c.status == JobStatus.QUEUED.value,
-        j.c.run_at <= db_now(dialect),
-        j.c.partition.not_in(_paused_keys("partition", or_cancelled=True)),
-        or_(j.c.provider.is_(None), j.c.provider.not_in(_paused_keys("provider"))),
-        *_not_capped(j, full),
-        *exclusion_clauses(j, closed or [], buckets or []),
-    ]
-    if kinds is not None:
-        where.append(j.c.kind.in_(kinds) if kinds else false())
-    query = (
-        select(j.c.id)
-        .select_from(
-            j.outerjoin(per_org, per_org.c.org_id == j.c.org_id).outerjoin(
-                per_partition, per_partition.c.partition == j.c.partition
-            )
-        )
-        .where(*where)
-        .order_by(
-            j.c.priority.desc(),
-            func.coalesce(per_org.c.n, 0),
-            func.coalesce(per_partition.c.n, 0),
-            j.c.run_at,
-            j.c.created_at,
-            j.c.id,
-        )
-        .limit(n)
-    )
-    if dialect == "postgresql":
-        query = query.with_for_update(skip_locked=True, of=j)
-    return query
-
-
-def _lease_token(dialect: str) -> ColumnElement[str]:
-    if dialect == "postgresql":
-        return cast(func.gen_random_uuid(), String)
-    return func.lower(func.hex(func.randomblob(16)))
-
-
-def claim_statement(
-    dialect: str,
-    *,
-    n: int,
-    worker_id: str,
-    lease_seconds: float,
-    kinds: list[str] | None = None,
-    full: list[Cap] | None = None,
-    closed: list[BucketState] | None = None,
-    buckets: list[BucketState] | None = None,
-) -> Any:
-    """The single claiming statement for `dialect` (exposed for EXPLAIN and tests).
-
-    `closed` rate buckets (among all `buckets`) leave their jobs out."""
-    candidates = _candidates(dialect, n, kinds, full or [], closed, buckets)
-    values = {
-        "status": JobStatus.RUNNING.value,
-        "lease_token": _lease_token(dialect),
-        "lease_expires_at": db_now_plus(dialect, lease_seconds),
-        "locked_by": worker_id,
-        "attempts": jobs.c.attempts + 1,
-        "started_at": db_now(dialect),
-        "slot_keys": null(),
-    }
-    guard = status_guard(jobs, JobStatus.RUNNING, sources=[JobStatus.QUEUED])
-    if dialect == "postgresql":
-        c = candidates.cte("c").prefix_with("MATERIALIZED")
-        return update(jobs).where(jobs.c.id == c.c.id, guard).values(values).returning(*jobs.c)
-    return (
-        update(jobs)
-        .where(jobs.c.id.in_(candidates.scalar_subquery()), guard)
-        .values(values)
-        .returning(*jobs.c)
-    )
-
-
-@functools.lru_cache(maxsize=256)
-def _plain_claim_statement(
-    dialect: str, n: int, worker_id: str, lease_seconds: float, kinds: tuple[str, ...] | None
-) -> Any:
-    """`claim_statement` with no cap full and no rate bucket, cached per arguments."""
-    return claim_statement(
-        dialect,
-        n=n,
-        worker_id=worker_id,
-        lease_seconds=lease_seconds,
-        kinds=None if kinds is None else list(kinds),
-    )
 
 
 async def _unclaim(conn: AsyncConnection, job_ids: list[str]) -> None:
@@ -247,6 +113,115 @@ def _claim_order(job: Job) -> tuple[int, Any, Any, str]:
     return (-job.priority, job.run_at, job.created_at, job.id)
 
 
+@dataclass
+class _Round:
+    """What one claiming transaction did."""
+
+    jobs: list[Job]
+    more: bool  # more could be claimed right now
+    contended: bool = False  # candidates held by other claimers were skipped
+    recount: list[tuple[str, str]] = field(default_factory=list)  # (org, partition) to count
+
+
+# A hint, never an input to correctness: after a fast claim's guard found a cap or a rate
+# bucket, claims on that database go straight to the general path for a few seconds instead
+# of trying the fast statement first each time (the general path is right in every case).
+FAST_PATH_BACKOFF_SECONDS = 5.0
+_fast_path_off_until: dict[str, float] = {}
+
+
+def _fast_path_hinted(url: Any) -> bool:
+    return time.monotonic() >= _fast_path_off_until.get(str(url), 0.0)
+
+
+def _avoid_fast_path(conn: AsyncConnection) -> None:
+    _fast_path_off_until[str(conn.engine.url)] = time.monotonic() + FAST_PATH_BACKOFF_SECONDS
+
+
+@asynccontextmanager
+async def _autocommit(db: Database) -> AsyncIterator[AsyncConnection]:
+    """A connection whose every statement is its own transaction (no BEGIN, no COMMIT)."""
+    async with db.engine.connect() as conn:
+        yield await conn.execution_options(isolation_level="AUTOCOMMIT")
+
+
+async def _emit_started(conn: AsyncConnection, claimed: list[Job], worker_id: str) -> None:
+    """The `task_started` events of the jobs this round keeps, a partition at a time (in
+    partition order, each in job id order), which also moves its counters (queued → running)."""
+    by_partition: dict[str, list[Job]] = {}
+    for job in sorted(claimed, key=lambda j: (j.partition, j.id)):
+        by_partition.setdefault(job.partition, []).append(job)
+    for partition_jobs in by_partition.values():
+        delta = moved(JobStatus.QUEUED, JobStatus.RUNNING, len(partition_jobs))
+        await emit_job_events(
+            conn, partition_jobs, EventType.TASK_STARTED, {"worker": worker_id}, delta=delta
+        )
+
+
+async def _fast_round(
+    conn: AsyncConnection,
+    *,
+    n: int,
+    worker_id: str,
+    settings: QueueSettings,
+    kinds: list[str] | None,
+    window: int,
+    alone: bool = False,
+) -> _Round | None:
+    """PostgreSQL, no cap nor bucket: claim, events and counters in one statement. None when
+    its guard found a cap or bucket, or (`alone`: `conn` is in autocommit) an active webhook:
+    nothing was done, take the transactional path (`_claim_round`)."""
+    params = {"worker_id": worker_id, "lease_seconds": float(settings.lease_seconds)}
+    sql = pg_sql(
+        PG_CLAIM_ALONE if alone else PG_CLAIM_FAST,
+        n,
+        None if kinds is None else tuple(kinds),
+        window,
+    )
+    rows = await pg_rows(conn, sql, params)
+    head = rows[0]
+    if head["guard_paused"]:
+        return _Round([], more=False)
+    if head["guard_limited"]:
+        _avoid_fast_path(conn)
+        return None
+    if head["guard_hooked"]:
+        return None
+    pairs = sorted(
+        ((r, job_from_row(r)) for r in rows if r["id"] is not None),
+        key=lambda pair: (pair[1].partition, pair[1].id),
+    )
+    if not pairs:
+        # Nothing claimed: either nothing is eligible, or every candidate read was held by
+        # another claimer (then try again, wider).
+        contended = int(head["considered"]) > 0
+        return _Round([], more=contended, contended=contended)
+    data = {"worker": worker_id}
+    seen: set[str] = set()
+    recount: list[tuple[str, str]] = []
+    for r, job in pairs:
+        if job.partition not in seen:
+            seen.add(job.partition)
+            if alone:  # counters gone negative are put right in a transaction of their own
+                if min(Progress.from_mapping(r).counts.values()) < 0:
+                    recount.append((job.org_id, job.partition))
+            else:
+                await checked(conn, job.org_id, job.partition, Progress.from_mapping(r))
+        if r["hooked"]:
+            await notify_webhooks(
+                conn,
+                job.org_id,
+                job.partition,
+                int(r["event_seq"]),
+                EventType.TASK_STARTED,
+                job_data(job, data),
+            )
+    claimed = sorted((job for _, job in pairs), key=_claim_order)
+    contended = len(claimed) < n and int(head["considered"]) > len(claimed)
+    more = len(claimed) == n or contended
+    return _Round(claimed, more=more, contended=contended, recount=recount)
+
+
 async def _claim_round(
     conn: AsyncConnection,
     *,
@@ -255,25 +230,46 @@ async def _claim_round(
     settings: QueueSettings,
     kinds: list[str] | None,
     closed_buckets: set[str],
-) -> tuple[list[Job], bool]:
-    """One claiming transaction; returns (jobs, whether more could be claimed right now).
+    contended: int = 0,
+) -> _Round:
+    """One claiming transaction; `contended`: rounds in a row before it that skipped held
+    candidates (PostgreSQL: each widens the window).
 
     Adds to `closed_buckets` the rate buckets that refused a job in this round."""
+    dialect = conn.dialect.name
+    window = claim_window(n, contended)
+    if (
+        dialect == "postgresql"
+        and settings.org_concurrency is None
+        and not closed_buckets
+        and _fast_path_hinted(conn.engine.url)
+    ):
+        fast = await _fast_round(
+            conn, n=n, worker_id=worker_id, settings=settings, kinds=kinds, window=window
+        )
+        if fast is not None:
+            return fast
     if await _global_paused(conn):
-        return [], False
+        return _Round([], more=False)
     buckets = await load_buckets(conn)
     closed = [b for b in buckets.values() if b.exhausted or b.key in closed_buckets]
     caps = await list_caps(conn)
     full = [c for c in caps if c.room <= 0]
     if any(c.scope is SlotScope.GLOBAL for c in full):
-        return [], False
+        return _Round([], more=False)
     rooms = [c.room for c in caps if c.room > 0]
     limit = min([n, *rooms])
-    dialect = conn.dialect.name
     if not full and not closed and not buckets:
         # The common case: the same statement every round, built once (immutable, reusable).
         kinds_key = None if kinds is None else tuple(kinds)
-        stmt = _plain_claim_statement(dialect, limit, worker_id, settings.lease_seconds, kinds_key)
+        stmt = plain_claim_statement(
+            dialect,
+            limit,
+            worker_id,
+            settings.lease_seconds,
+            kinds_key,
+            claim_window(limit, contended) if dialect == "postgresql" else None,
+        )
     else:
         stmt = claim_statement(
             dialect,
@@ -284,11 +280,17 @@ async def _claim_round(
             full=full,
             closed=closed,
             buckets=list(buckets.values()),
+            window=claim_window(limit, contended),
         )
-    claimed = sorted((job_from_row(r) for r in await conn.execute(stmt)), key=_claim_order)
+    rows = (await conn.execute(stmt)).all()
+    claimed = sorted((job_from_row(r) for r in rows if r.id is not None), key=_claim_order)
     more = len(claimed) == limit
+    contended = False
+    if dialect == "postgresql" and len(claimed) < limit:
+        contended = int(rows[0].considered) > len(claimed)
+        more = more or contended
     if not claimed:
-        return [], False
+        return _Round([], more=more, contended=contended)
     locked: dict[str, BucketState] | None = None
     if buckets:
         locked = await load_buckets(conn, job_bucket_keys(buckets, claimed), lock=True)
@@ -301,7 +303,7 @@ async def _claim_round(
             refused_ids = set(plan.refused)
             claimed = [j for j in claimed if j.id not in refused_ids]
             if not claimed:
-                return [], more
+                return _Round([], more=more)
     capped = bool(caps)
     if settings.org_concurrency is not None:
         await ensure_org_caps(conn, (j.org_id for j in claimed), settings.org_concurrency)
@@ -324,9 +326,8 @@ async def _claim_round(
         # Write only what the jobs that also got their slots reserve (a subset of a feasible
         # plan is feasible: same buckets, fewer takings).
         await write_reservations(conn, plan_reservations(locked, claimed))
-    for job in sorted(claimed, key=lambda j: (j.partition, j.id)):
-        await emit_job_event(conn, job, EventType.TASK_STARTED, {"worker": worker_id})
-    return claimed, more
+    await _emit_started(conn, claimed, worker_id)
+    return _Round(claimed, more=more, contended=contended)
 
 
 async def claim(
@@ -336,26 +337,59 @@ async def claim(
     limit: int = 1,
     settings: QueueSettings | None = None,
     kinds: list[str] | None = None,
+    autocommit: AsyncConnection | None = None,
 ) -> list[Job]:
     """Claim up to `limit` eligible jobs for `worker_id`, each with a fresh lease.
 
     `kinds` restricts the claim to the kinds this worker can run (None: any kind). Runs its
     own short transactions (BEGIN IMMEDIATE on SQLite); returns the jobs by priority, then age.
+    `autocommit`: a PostgreSQL connection in autocommit mode (no transaction open) to run the
+    fast statement on, instead of checking one out of the pool (a worker keeps one).
     """
     settings = settings or QueueSettings()
+    if kinds is not None and not kinds:
+        return []
     claimed: list[Job] = []
     closed_buckets: set[str] = set()
+    contended = 0
+    # PostgreSQL's fast statement is one whole transaction when no webhook needs writing
+    # after it: run it alone (autocommit), which saves the BEGIN and COMMIT round trips.
+    alone = (
+        db.url.dialect == "postgresql"
+        and settings.org_concurrency is None
+        and _fast_path_hinted(db.engine.url)
+    )
     while len(claimed) < limit:
-        async with db.transaction(immediate=True) as conn:
-            batch, more = await _claim_round(
-                conn,
-                n=limit - len(claimed),
-                worker_id=worker_id,
-                settings=settings,
-                kinds=kinds,
-                closed_buckets=closed_buckets,
-            )
-        claimed.extend(batch)
-        if not more:
+        result: _Round | None = None
+        if alone:
+            session = nullcontext(autocommit) if autocommit is not None else _autocommit(db)
+            async with session as conn:
+                result = await _fast_round(
+                    conn,
+                    n=limit - len(claimed),
+                    worker_id=worker_id,
+                    settings=settings,
+                    kinds=kinds,
+                    window=claim_window(limit - len(claimed), contended),
+                    alone=True,
+                )
+            alone = result is not None  # else a cap, bucket or webhook: transactions
+        if result is None:
+            async with db.transaction(immediate=True) as conn:
+                result = await _claim_round(
+                    conn,
+                    n=limit - len(claimed),
+                    worker_id=worker_id,
+                    settings=settings,
+                    kinds=kinds,
+                    closed_buckets=closed_buckets,
+                    contended=contended,
+                )
+        for org_id, partition in result.recount:
+            async with db.transaction(immediate=True) as conn:
+                await recount_partition(conn, org_id, partition)
+        claimed.extend(result.jobs)
+        contended = contended + 1 if result.contended else 0
+        if not result.more or contended > CONTENDED_ROUNDS:
             break
     return claimed

@@ -8,6 +8,7 @@ heartbeat); a cancelled partition is not claimed from until it is resumed.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -24,6 +25,7 @@ from valuerank.queue.events import (
     append_event,
     complete_if_done,
     emit_job_event,
+    moved,
 )
 from valuerank.queue.states import JobStatus, require_transition, status_guard
 
@@ -97,9 +99,22 @@ async def cancel_partition(conn: AsyncConnection, org_id: str, partition: str) -
         .where(*in_partition, status_guard(jobs, JobStatus.CANCELLED, sources=[JobStatus.QUEUED]))
         .values(status=JobStatus.CANCELLED.value, finished_at=db_now(dialect))
     )
+    # Running jobs are locked in id order first, as a worker completing several at once
+    # locks them: the two queue up instead of deadlocking.
+    running = (
+        select(jobs.c.id)
+        .where(*in_partition, jobs.c.status == JobStatus.RUNNING.value)
+        .order_by(jobs.c.id)
+    )
+    if dialect == "postgresql":
+        running = running.with_for_update()
     stopping = await conn.execute(
         update(jobs)
-        .where(*in_partition, jobs.c.status == JobStatus.RUNNING.value)
+        .where(
+            jobs.c.id.in_(running.scalar_subquery()),
+            *in_partition,
+            jobs.c.status == JobStatus.RUNNING.value,
+        )
         .values(cancel_requested=True)
     )
     result = Cancelled(cancelled=cancelled.rowcount, stopping=stopping.rowcount)
@@ -123,6 +138,7 @@ async def cancel_partition(conn: AsyncConnection, org_id: str, partition: str) -
         partition=partition,
         type=EventType.PARTITION_CANCELLED,
         data={"cancelled": result.cancelled, "stopping": result.stopping},
+        delta=moved(JobStatus.QUEUED, JobStatus.CANCELLED, result.cancelled),
     )
     if result.cancelled:
         await complete_if_done(conn, org_id, partition)
@@ -188,7 +204,9 @@ async def cancel_job(conn: AsyncConnection, org_id: str, job_id: str) -> JobStat
         )
     ).first()
     if row is not None:
-        await emit_job_event(conn, row, EventType.TASK_CANCELLED)
+        await emit_job_event(
+            conn, row, EventType.TASK_CANCELLED, delta=moved(JobStatus.QUEUED, JobStatus.CANCELLED)
+        )
         await complete_if_done(conn, org_id, row.partition)
         return JobStatus.CANCELLED
     stopping = await conn.execute(
@@ -241,6 +259,14 @@ async def requeue_failed(
     ).all()
     if job_id is not None and not rows:
         require_transition(await _status_of(conn, org_id, job_id), JobStatus.QUEUED)
+    requeued = Counter(row.partition for row in rows)
     for row in sorted(rows, key=lambda r: (r.partition, r.id)):
-        await emit_job_event(conn, row, EventType.TASK_REQUEUED)
+        # The partition's first event counts all its requeued jobs (they moved together).
+        n = requeued.pop(row.partition, 0)
+        await emit_job_event(
+            conn,
+            row,
+            EventType.TASK_REQUEUED,
+            delta=moved(JobStatus.FAILED, JobStatus.QUEUED, n),
+        )
     return [r.id for r in rows]

@@ -3,11 +3,14 @@
 `(partition, item_key)` is unique: enqueueing the same item twice (starting a run twice, a
 retried HTTP request) adds nothing and says so with `enqueued=False`. One
 `INSERT … ON CONFLICT DO NOTHING RETURNING id` on both dialects, sent as SQLAlchemy's batched
-"insertmanyvalues"; the ids of rows that already existed are then looked up.
+"insertmanyvalues"; the ids of rows that already existed are then looked up. The jobs really
+inserted are added to their partitions' job counters (see `events.py`) in the same
+transaction, which takes the partition rows' locks until it commits.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -19,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from valuerank.db.tables import jobs, queue_controls
 from valuerank.errors import ConflictError, InvalidInputError
 from valuerank.queue.dialect import db_now, to_db, upsert
-from valuerank.queue.events import PARTITION_SCOPE
+from valuerank.queue.events import PARTITION_SCOPE, add_counts
 from valuerank.queue.ids import new_id
 from valuerank.queue.states import JobStatus
 
@@ -168,6 +171,10 @@ async def enqueue_many(conn: AsyncConnection, specs: Sequence[JobSpec]) -> list[
             .returning(jobs.c.id)
         )
         inserted.update((await conn.execute(stmt, rows)).scalars())
+        # The partitions' job counters (see queue/events.py), in partition order (lock order).
+        added = Counter(row["partition"] for row in rows if row["id"] in inserted)
+        for partition in sorted(added):
+            await add_counts(conn, partition, {JobStatus.QUEUED: added[partition]})
 
     existing: dict[tuple[str, str], str] = {}
     missing = [k for k, row in first.items() if row["id"] not in inserted]

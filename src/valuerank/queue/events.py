@@ -8,6 +8,16 @@ complete?" a question only one transaction at a time can ask. On PostgreSQL the 
 also sends `NOTIFY valuerank_events, '<partition>'` (delivered at commit) so listeners wake
 up; SQLite readers poll. Polling `events_after` is the truth either way.
 
+Progress: the same row counts the partition's jobs per status (`jobs_queued`, …). Every
+statement or transaction that moves jobs adds its change (a `Delta`) to them, in the same
+transaction, and the bump that numbers the move's event applies it and returns the counts:
+an event's progress costs nothing, and is read under the row lock, so concurrent finishers
+see each other. Moves without an event (enqueue, pruning) update the counters directly.
+Jobs whose status is changed behind the queue's back (plain SQL) are not counted: a counter
+gone negative is put right at once by a real count (`checked`); when the counters say a
+partition is finished, `complete_if_done` counts for real (and corrects them) before it says
+so; and maintenance recounts the partitions whose counters say jobs are still active.
+
 Lock order, to stay deadlock-free on PostgreSQL: job rows, then slot rows, then partition rows
 (sorted). Emit events last in a transaction, partitions in sorted order.
 """
@@ -15,20 +25,22 @@ Lock order, to stay deadlock-free on PostgreSQL: job rows, then slot rows, then 
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import String, bindparam, func, insert, select
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import String, bindparam, func, insert, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from valuerank.db.tables import events, jobs, queue_controls, webhooks
+from valuerank.db.tables import events, jobs, queue_controls
 from valuerank.queue.dialect import as_utc, db_now
 from valuerank.queue.outbox import enqueue_notifications
 from valuerank.queue.states import JobStatus
+
+log = logging.getLogger(__name__)
 
 NOTIFY_CHANNEL = "valuerank_events"
 PARTITION_SCOPE = "partition"
@@ -55,6 +67,19 @@ _WITH_PROGRESS = frozenset(
         EventType.TASK_CANCELLED,
     }
 )
+
+# The counter column of each status, in `JobStatus` order.
+COUNTER_COLUMNS: dict[JobStatus, str] = {s: f"jobs_{s.value}" for s in JobStatus}
+
+Delta = Mapping[JobStatus, int]
+"""A change of a partition's job counts: status → jobs gained (negative: lost)."""
+
+
+def moved(source: JobStatus, target: JobStatus, n: int = 1) -> dict[JobStatus, int]:
+    """The delta of `n` jobs moving from `source` to `target`."""
+    if source is target or n == 0:
+        return {}
+    return {source: -n, target: n}
 
 
 @dataclass(frozen=True)
@@ -93,33 +118,64 @@ class Progress:
             "counts": {s.value: self.counts.get(s.value, 0) for s in JobStatus},
         }
 
+    @classmethod
+    def from_row(cls, row: Any) -> Progress:
+        """The counters of a row holding the `jobs_<status>` columns."""
+        return cls.from_mapping(row._mapping)
 
-# The per-event statements are built once per dialect with bound parameters: building (and
-# computing the cache key of) a fresh statement per event cost more than running it.
+    @classmethod
+    def from_mapping(cls, m: Mapping[str, Any]) -> Progress:
+        return cls({s.value: int(m[column]) for s, column in COUNTER_COLUMNS.items()})
 
 
-@functools.cache
-def _next_seq_statement(dialect: str) -> Any:
-    hooked = (
-        select(webhooks.c.id)
-        .where(webhooks.c.org_id == bindparam("hook_org_id"), webhooks.c.active.is_(True))
-        .exists()
-    )
-    ins = postgresql.insert if dialect == "postgresql" else sqlite.insert
-    return (
-        ins(queue_controls)
-        .values(
-            scope=PARTITION_SCOPE,
-            key=bindparam("partition", type_=queue_controls.c.key.type),
-            org_id=bindparam("org_id", type_=queue_controls.c.org_id.type),
-            last_seq=1,
-        )
-        .on_conflict_do_update(
-            index_elements=[queue_controls.c.scope, queue_controls.c.key],
-            set_={"last_seq": queue_controls.c.last_seq + 1},
-        )
-        .returning(queue_controls.c.last_seq, hooked)
-    )
+# The per-event statements are built once with bound parameters: building (and compiling,
+# as INSERT … ON CONFLICT is never cached by SQLAlchemy) a statement per event cost more than
+# running it. The SQL is the same on both dialects.
+
+_COUNTS = ", ".join(COUNTER_COLUMNS.values())
+_NEXT_SEQ = text(
+    "INSERT INTO queue_controls (scope, key, org_id, last_seq, "
+    + _COUNTS
+    + ") VALUES ('partition', :partition, :org_id, :n, "
+    + ", ".join(f":{c}" for c in COUNTER_COLUMNS.values())
+    + ") ON CONFLICT (scope, key) DO UPDATE SET last_seq = queue_controls.last_seq + :n, "
+    + ", ".join(f"{c} = queue_controls.{c} + excluded.{c}" for c in COUNTER_COLUMNS.values())
+    + " RETURNING last_seq, "
+    + _COUNTS
+    + ", EXISTS (SELECT 1 FROM webhooks WHERE webhooks.org_id = :org_id"
+    " AND webhooks.active = true) AS hooked"
+)
+
+_ADD_COUNTS = text(
+    "UPDATE queue_controls SET "
+    + ", ".join(f"{c} = {c} + :{c}" for c in COUNTER_COLUMNS.values())
+    + " WHERE scope = 'partition' AND key = :partition"
+)
+
+_SET_COUNTS = text(
+    "INSERT INTO queue_controls (scope, key, org_id, last_seq, "
+    + _COUNTS
+    + ") VALUES ('partition', :partition, :org_id, 0, "
+    + ", ".join(f":{c}" for c in COUNTER_COLUMNS.values())
+    + ") ON CONFLICT (scope, key) DO UPDATE SET "
+    + ", ".join(f"{c} = excluded.{c}" for c in COUNTER_COLUMNS.values())
+)
+
+_READ_COUNTS = select(*(queue_controls.c[c] for c in COUNTER_COLUMNS.values())).where(
+    queue_controls.c.scope == PARTITION_SCOPE,
+    queue_controls.c.key == bindparam("partition", type_=queue_controls.c.key.type),
+)
+
+_COUNT_JOBS = (
+    select(jobs.c.status, func.count())
+    .where(jobs.c.partition == bindparam("partition", type_=jobs.c.partition.type))
+    .group_by(jobs.c.status)
+)
+
+
+def _delta_params(delta: Delta | None) -> dict[str, int]:
+    delta = delta or {}
+    return {c: int(delta.get(s, 0)) for s, c in COUNTER_COLUMNS.items()}
 
 
 @functools.cache
@@ -139,20 +195,36 @@ def _insert_statement(dialect: str) -> Any:
     return stmt
 
 
-_PROGRESS = (
-    select(jobs.c.status, func.count())
-    .where(jobs.c.partition == bindparam("partition", type_=jobs.c.partition.type))
-    .group_by(jobs.c.status)
-)
+async def _next_seq(
+    conn: AsyncConnection, org_id: str, partition: str, delta: Delta | None = None, n: int = 1
+) -> tuple[int, bool, Progress]:
+    """Take the partition's next `n` sequence numbers (locking its row; returns the last) and
+    add `delta` to its counters; also says, in the same round trip, whether the organisation
+    has an active webhook (else the outbox SELECT is skipped), and returns the counters after
+    the change."""
+    params = {"partition": partition, "org_id": org_id, "n": n, **_delta_params(delta)}
+    row = (await conn.execute(_NEXT_SEQ, params)).one()
+    progress = await checked(conn, org_id, partition, Progress.from_row(row))
+    return int(row.last_seq), bool(row.hooked), progress
 
 
-async def _next_seq(conn: AsyncConnection, org_id: str, partition: str) -> tuple[int, bool]:
-    """Bump the partition's sequence (locking its row); also says, in the same round trip,
-    whether the organisation has an active webhook (else the outbox SELECT is skipped)."""
-    stmt = _next_seq_statement(conn.dialect.name)
-    params = {"partition": partition, "org_id": org_id, "hook_org_id": org_id}
-    seq, has_hooks = (await conn.execute(stmt, params)).one()
-    return int(seq), bool(has_hooks)
+async def checked(
+    conn: AsyncConnection, org_id: str, partition: str, progress: Progress
+) -> Progress:
+    """`progress` as read under the partition row's lock, unless a counter went negative:
+    jobs were added or moved behind the queue's back (say, inserted with plain SQL), and the
+    partition is counted for real, once, to put the counters right."""
+    if all(n >= 0 for n in progress.counts.values()):
+        return progress
+    counted, _ = await recount_partition(conn, org_id, partition)
+    return counted
+
+
+async def add_counts(conn: AsyncConnection, partition: str, delta: Delta) -> None:
+    """Add `delta` to a partition's counters, for moves that write no event (enqueue, prune).
+    Locks the partition's row; a partition without one (no job ever enqueued) is left be."""
+    if any(delta.values()):
+        await conn.execute(_ADD_COUNTS, {"partition": partition, **_delta_params(delta)})
 
 
 async def append_event(
@@ -162,9 +234,12 @@ async def append_event(
     partition: str,
     type: EventType,
     data: Mapping[str, Any] | None = None,
+    delta: Delta | None = None,
 ) -> int:
-    """Append one event; returns its sequence number. Locks the partition's control row."""
-    seq, hooked = await _next_seq(conn, org_id, partition)
+    """Append one event; returns its sequence number. Locks the partition's control row.
+
+    `delta`: how the change this event reports moved the partition's jobs (see the module)."""
+    seq, hooked, _ = await _next_seq(conn, org_id, partition, delta)
     await _insert(conn, org_id, partition, seq, type, dict(data or {}), hooked=hooked)
     return seq
 
@@ -190,16 +265,118 @@ async def _insert(
     if dialect == "postgresql":
         params["channel_payload"] = partition
     await conn.execute(_insert_statement(dialect), params)
-    # Webhook notifications of this event, in the same transaction (see queue/outbox.py);
-    # `hooked` False (no active webhook, read by `_next_seq`) skips their SELECT.
     if hooked:
-        payload = {"partition": partition, "seq": seq, "type": type.value, "data": data}
-        await enqueue_notifications(conn, org_id, type.value, payload)
+        await notify_webhooks(conn, org_id, partition, seq, type, data)
+
+
+async def emit_job_events(
+    conn: AsyncConnection,
+    rows: list[Any],
+    type: EventType,
+    extra: Mapping[str, Any] | None = None,
+    *,
+    delta: Delta | None = None,
+) -> None:
+    """`emit_job_event` for several jobs of one partition at once, in the order given: one
+    bump of the sequence (by their number) and one INSERT for all their events. Events that
+    carry progress all show the counts after `delta` (the counters are read once)."""
+    if not rows:
+        return
+    first = rows[0]
+    last, hooked, counts = await _next_seq(conn, first.org_id, first.partition, delta, len(rows))
+    dialect = conn.dialect.name
+    written: list[tuple[int, dict[str, Any]]] = []
+    for seq, row in enumerate(rows, start=last - len(rows) + 1):
+        data = job_data(row, extra)
+        if type in _WITH_PROGRESS:
+            data.update(counts.to_dict())
+        written.append((seq, data))
+    params: list[dict[str, Any]] = [
+        {
+            "partition": first.partition,
+            "seq": seq,
+            "org_id": first.org_id,
+            "type": type.value,
+            "data": data,
+            **({"channel_payload": first.partition} if dialect == "postgresql" else {}),
+        }
+        for seq, data in written
+    ]
+    await conn.execute(_insert_statement(dialect), params)
+    if hooked:
+        for seq, data in written:
+            await notify_webhooks(conn, first.org_id, first.partition, seq, type, data)
+
+
+async def write_event(
+    conn: AsyncConnection,
+    org_id: str,
+    partition: str,
+    seq: int,
+    type: EventType,
+    data: Mapping[str, Any],
+    *,
+    hooked: bool = True,
+) -> None:
+    """Insert an event whose sequence number the caller took (with its webhook notifications
+    unless `hooked` is False: the organisation has no active webhook)."""
+    await _insert(conn, org_id, partition, seq, type, dict(data), hooked=hooked)
+
+
+async def notify_webhooks(
+    conn: AsyncConnection,
+    org_id: str,
+    partition: str,
+    seq: int,
+    type: EventType | str,
+    data: Mapping[str, Any],
+) -> None:
+    """Webhook notifications of an event, in the same transaction (see queue/outbox.py)."""
+    topic = EventType(type).value
+    payload = {"partition": partition, "seq": seq, "type": topic, "data": dict(data)}
+    await enqueue_notifications(conn, org_id, topic, payload)
 
 
 async def partition_progress(conn: AsyncConnection, partition: str) -> Progress:
-    rows = await conn.execute(_PROGRESS, {"partition": partition})
-    return Progress({status: int(n) for status, n in rows})
+    """The partition's counters (all zero for a partition never seen)."""
+    row = (await conn.execute(_READ_COUNTS, {"partition": partition})).first()
+    if row is None:
+        return Progress({s.value: 0 for s in JobStatus})
+    return Progress.from_row(row)
+
+
+async def count_partition(conn: AsyncConnection, partition: str) -> Progress:
+    """The partition's jobs counted one by one (O(jobs)): the truth the counters keep."""
+    rows = await conn.execute(_COUNT_JOBS, {"partition": partition})
+    found = {status: int(n) for status, n in rows}
+    return Progress({s.value: found.get(s.value, 0) for s in JobStatus})
+
+
+async def recount_partition(
+    conn: AsyncConnection, org_id: str, partition: str
+) -> tuple[Progress, bool]:
+    """Set the partition's counters to a real count; returns it and whether they differed.
+
+    Takes the partition row's lock first (PostgreSQL; SQLite's write lock is held already),
+    so that no move of its jobs is half counted: a move commits its jobs and its counters
+    together, and its counters wait for this lock."""
+    lock = _READ_COUNTS
+    if conn.dialect.name == "postgresql":
+        lock = lock.with_for_update()
+    row = (await conn.execute(lock, {"partition": partition})).first()
+    counted = await count_partition(conn, partition)
+    if row is not None and Progress.from_row(row).counts == counted.counts:
+        return counted, False
+    if row is not None:
+        log.warning(
+            "partition %s: job counters %s corrected to %s (jobs changed outside the queue?)",
+            partition,
+            Progress.from_row(row).counts,
+            counted.counts,
+        )
+    params = {c: counted.counts[s.value] for s, c in COUNTER_COLUMNS.items()}
+    await conn.execute(_SET_COUNTS, {"partition": partition, "org_id": org_id, **params})
+    return counted, True
 
 
 def job_data(row: Any, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -217,24 +394,37 @@ def job_data(row: Any, extra: Mapping[str, Any] | None = None) -> dict[str, Any]
 
 
 async def emit_job_event(
-    conn: AsyncConnection, row: Any, type: EventType, extra: Mapping[str, Any] | None = None
+    conn: AsyncConnection,
+    row: Any,
+    type: EventType,
+    extra: Mapping[str, Any] | None = None,
+    *,
+    delta: Delta | None = None,
 ) -> int:
     """An event about one job. Events that end the job's attempt carry the partition's progress,
-    counted after the partition row is locked so concurrent finishers see each other."""
-    seq, _ = await emit_job_event_with_progress(conn, row, type, extra)
+    read after the partition row is locked so concurrent finishers see each other.
+
+    `delta`: the change of the partition's counts not yet added by an earlier event of this
+    transaction (normally this job's move; see the module)."""
+    seq, _ = await emit_job_event_with_progress(conn, row, type, extra, delta=delta)
     return seq
 
 
 async def emit_job_event_with_progress(
-    conn: AsyncConnection, row: Any, type: EventType, extra: Mapping[str, Any] | None = None
+    conn: AsyncConnection,
+    row: Any,
+    type: EventType,
+    extra: Mapping[str, Any] | None = None,
+    *,
+    delta: Delta | None = None,
 ) -> tuple[int, Progress | None]:
-    """`emit_job_event`, also returning the progress it counted (None if the type has none),
-    so that a following `complete_if_done` in the same transaction need not count again."""
-    seq, hooked = await _next_seq(conn, row.org_id, row.partition)
+    """`emit_job_event`, also returning the progress it read (None if the type has none),
+    so that a following `complete_if_done` in the same transaction need not read it again."""
+    seq, hooked, counts = await _next_seq(conn, row.org_id, row.partition, delta)
     data = job_data(row, extra)
     progress = None
     if type in _WITH_PROGRESS:
-        progress = await partition_progress(conn, row.partition)
+        progress = counts
         data.update(progress.to_dict())
     await _insert(conn, row.org_id, row.partition, seq, type, data, hooked=hooked)
     return seq, progress
@@ -247,10 +437,16 @@ async def complete_if_done(
 
     Call after this transaction has moved a job of the partition out of `queued`/`running`
     (and so has locked the partition row), never speculatively. `progress`: the partition's
-    counts taken after that, in this transaction, with no job changed since (saves a count).
+    counters read after that, in this transaction, with no job changed since (saves a read).
+    When the counters say the partition is finished, the jobs are counted for real (once per
+    completion) before anything is emitted: jobs moved behind the queue's back can make the
+    counters wrong, never the event.
     """
     if progress is None:
         progress = await partition_progress(conn, partition)
+    if progress.active:
+        return False
+    progress, _ = await recount_partition(conn, org_id, partition)
     if progress.active:
         return False
     await append_event(

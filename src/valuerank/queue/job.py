@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -82,8 +83,9 @@ def _opt_ts(value: datetime | None) -> datetime | None:
     return None if value is None else as_utc(value)
 
 
-def job_from_row(row: Row[Any]) -> Job:
-    m = row._mapping
+def job_from_row(row: Row[Any] | Mapping[str, Any]) -> Job:
+    """A `Job` from a row of the jobs table (or a mapping of its columns)."""
+    m = row if isinstance(row, Mapping) else row._mapping
     return Job(
         id=m["id"],
         org_id=m["org_id"],

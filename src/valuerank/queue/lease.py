@@ -5,20 +5,26 @@ If the reaper or a cancellation got there first, 0 rows match and the call retur
 None): the attempt's outcome is discarded and nothing changes. Leaving `running` releases the
 attempt's concurrency slots, records its error and writes its event, all in the caller's
 transaction. On SQLite pass a connection from `db.transaction(immediate=True)`.
+
+On PostgreSQL a completion of a job that holds no slot and has no rate bucket is one
+statement (update, counters, event with progress, NOTIFY: `_PG_COMPLETE_TEMPLATE`), and
+`complete_many` completes a batch of such jobs in one statement (the worker's group commit).
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
+from psycopg.types.json import Jsonb
 from sqlalchemy import case, null, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.db.tables import jobs
-from valuerank.queue.dialect import db_now, db_now_plus
+from valuerank.queue.dialect import compact_sql, db_now, db_now_plus, pg_rows
 from valuerank.queue.errors import (
     ErrorCategory,
     RateLimited,
@@ -28,7 +34,18 @@ from valuerank.queue.errors import (
     error_text,
     record_error,
 )
-from valuerank.queue.events import EventType, complete_if_done, emit_job_event_with_progress
+from valuerank.queue.events import (
+    NOTIFY_CHANNEL,
+    EventType,
+    Progress,
+    complete_if_done,
+    emit_job_event_with_progress,
+    job_data,
+    moved,
+    notify_webhooks,
+    recount_partition,
+    write_event,
+)
 from valuerank.queue.job import LEFT_RUNNING_COLUMNS, Job, Lease
 from valuerank.queue.ratelimit import note_completed, note_rate_limited
 from valuerank.queue.settings import QueueSettings
@@ -104,7 +121,11 @@ async def _left_running(
         )
     status = JobStatus(row.status)
     _, progress = await emit_job_event_with_progress(
-        conn, row, _EVENT_OF[status], {**(extra or {}), "attempt": attempt}
+        conn,
+        row,
+        _EVENT_OF[status],
+        {**(extra or {}), "attempt": attempt},
+        delta=moved(JobStatus.RUNNING, status),
     )
     if status not in ACTIVE:
         await complete_if_done(conn, row.org_id, row.partition, progress=progress)
@@ -131,6 +152,232 @@ async def _finish(
     ).first()
 
 
+# PostgreSQL, jobs holding no concurrency slot and whose rate bucket has nothing to note
+# (nothing to give back or to write elsewhere): the fenced updates, each partition's sequence
+# numbers and counters, the `task_complete` events with their progress and the NOTIFY, in one
+# statement for a batch of jobs. The job rows are locked in id order first (as
+# `cancel_partition` locks them), so two statements moving several of the same jobs queue up
+# instead of deadlocking. Per partition the events are numbered in job id order and each
+# shows the counts after its own job, as if the jobs had been completed one after the other.
+# The guard reads each job (unlocked, like `note_completed`): a job holding slots, or whose
+# provider has a bucket with adaptive concurrency, or with a TPM limit when the handler
+# reported its tokens (what `note_completed` writes), is not touched: the general path
+# completes it. A partition whose counters went negative (jobs changed behind the queue's
+# back) gets its events from Python, after a recount. (`coalesce(status)` keeps the planner
+# on the primary key: with stale statistics a partial index on running jobs can look
+# cheaper, and scanning it is O(running jobs).)
+_PG_COMPLETE_TEMPLATE = f"""WITH input AS (
+    @INPUT@
+),
+guard AS MATERIALIZED (
+    SELECT j.id AS job_id,
+        coalesce(jsonb_array_length(
+            CASE WHEN jsonb_typeof(j.slot_keys) = 'array' THEN j.slot_keys END), 0) > 0
+        OR (j.provider IS NOT NULL AND EXISTS (
+            SELECT 1 FROM rate_buckets b WHERE b.provider = j.provider
+              AND (b.concurrency_limit IS NOT NULL OR (i.usage AND b.tpm_limit IS NOT NULL))
+        )) AS slow
+    FROM jobs j JOIN input i ON i.job_id = j.id WHERE j.id @IDS@
+),
+mine AS MATERIALIZED (
+    SELECT j.id FROM jobs j JOIN input i ON i.job_id = j.id
+    WHERE j.id @IDS@ AND j.lease_token = i.token AND coalesce(j.status, '') = 'running'
+      AND NOT EXISTS (SELECT 1 FROM guard g WHERE g.job_id = i.job_id AND g.slow)
+    ORDER BY j.id FOR UPDATE OF j
+),
+done AS (
+    UPDATE jobs SET status = 'succeeded', lease_token = NULL, lease_expires_at = NULL,
+        finished_at = now(), result = i.result
+    FROM input i
+    WHERE jobs.id = ANY(ARRAY(SELECT m.id FROM mine m)) AND jobs.id = i.job_id
+      AND jobs.lease_token = i.token AND coalesce(jobs.status, '') IN ('running')
+    RETURNING jobs.id, jobs.org_id, jobs.partition, jobs.item_key, jobs.kind, jobs.attempts,
+        jobs.provider, jobs.model, i.extra
+),
+delta AS (
+    SELECT d.partition, min(d.org_id) AS org_id, count(*) AS n FROM done d GROUP BY d.partition
+),
+seq AS (
+    INSERT INTO queue_controls AS q (scope, key, org_id, last_seq, jobs_running, jobs_succeeded)
+    SELECT 'partition', dl.partition, dl.org_id, dl.n, -dl.n, dl.n FROM delta dl
+    ORDER BY dl.partition
+    ON CONFLICT (scope, key) DO UPDATE SET last_seq = q.last_seq + excluded.last_seq,
+        jobs_running = q.jobs_running + excluded.jobs_running,
+        jobs_succeeded = q.jobs_succeeded + excluded.jobs_succeeded
+    RETURNING q.key, q.last_seq, q.jobs_queued, q.jobs_running, q.jobs_succeeded, q.jobs_failed,
+        q.jobs_cancelled,
+        EXISTS (SELECT 1 FROM webhooks w WHERE w.org_id = q.org_id AND w.active) AS hooked
+),
+ranked AS (
+    SELECT d.*, row_number() OVER (PARTITION BY d.partition ORDER BY d.id) AS k FROM done d
+),
+numbered AS (
+    SELECT d.*, s.hooked, s.last_seq - dl.n + d.k AS seq,
+        s.jobs_queued AS queued, s.jobs_running + dl.n - d.k AS running,
+        s.jobs_succeeded - dl.n + d.k AS succeeded, s.jobs_failed AS failed,
+        s.jobs_cancelled AS cancelled,
+        s.jobs_queued >= 0 AND s.jobs_running >= 0 AND s.jobs_succeeded >= 0
+            AND s.jobs_failed >= 0 AND s.jobs_cancelled >= 0 AS counted,
+        s.jobs_queued + s.jobs_running AS final_active
+    FROM ranked d JOIN delta dl ON dl.partition = d.partition JOIN seq s ON s.key = d.partition
+),
+ev AS (
+    INSERT INTO events (partition, seq, org_id, type, data, created_at)
+    SELECT n.partition, n.seq, n.org_id, 'task_complete',
+        jsonb_build_object('job_id', n.id, 'kind', n.kind, 'item_key', n.item_key,
+                           'provider', n.provider, 'model', n.model)
+        || n.extra
+        || jsonb_build_object(
+            'attempt', n.attempts,
+            'progress', CAST(t.total - t.active AS text) || '/' || CAST(t.total AS text),
+            'done', t.total - t.active,
+            'total', t.total,
+            'counts', jsonb_build_object(
+                'queued', n.queued, 'running', n.running, 'succeeded', n.succeeded,
+                'failed', n.failed, 'cancelled', n.cancelled)),
+        now()
+    FROM numbered n CROSS JOIN LATERAL (
+        SELECT n.queued + n.running AS active,
+            n.queued + n.running + n.succeeded + n.failed + n.cancelled AS total
+    ) t
+    WHERE n.counted
+    ORDER BY n.partition, n.seq
+    RETURNING seq, partition, data
+)
+SELECT i.job_id, g.slow, n.id, n.org_id, n.partition, n.item_key, n.kind, n.attempts,
+    n.provider, n.model, n.seq, n.hooked, n.counted, n.final_active,
+    CASE WHEN n.hooked THEN e.data END AS data,
+    CASE WHEN n.id IS NOT NULL THEN pg_notify('{NOTIFY_CHANNEL}', n.partition) END AS notified
+FROM input i
+LEFT JOIN guard g ON g.job_id = i.job_id
+LEFT JOIN numbered n ON n.id = i.job_id
+LEFT JOIN ev e ON e.partition = n.partition AND e.seq = n.seq"""
+
+# One job (the common case), every value a scalar parameter: the plan PostgreSQL caches for
+# the prepared statement is then as good as a fresh one, so the statement is planned once.
+_PG_COMPLETE_ONE = (
+    compact_sql(_PG_COMPLETE_TEMPLATE)
+    .replace(
+        "@INPUT@",
+        "SELECT CAST(:job_id AS text) AS job_id, CAST(:token AS text) AS token, "
+        "CAST(:result AS jsonb) AS result, CAST(:extra AS jsonb) AS extra, "
+        "CAST(:usage AS boolean) AS usage",
+    )
+    .replace("@IDS@", "= :job_id")
+)
+
+# A batch: the jobs as one JSON array; the ids also as an array, for the index.
+_PG_COMPLETE_MANY = (
+    compact_sql(_PG_COMPLETE_TEMPLATE)
+    .replace(
+        "@INPUT@",
+        "SELECT * FROM jsonb_to_recordset(:batch)"
+        " AS x(job_id text, token text, result jsonb, extra jsonb, usage boolean)",
+    )
+    .replace("@IDS@", "= ANY(:ids)")
+)
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One `running → succeeded` for `complete_many`."""
+
+    lease: Lease
+    result: Any = None
+    event_data: Mapping[str, Any] | None = None
+    usage_tokens: float | None = None
+
+
+async def _complete_fast(
+    conn: AsyncConnection, batch: Sequence[Completion]
+) -> dict[str, bool | None]:
+    """`_PG_COMPLETE_*` for a batch: {job id: True done, False lease lost, None general path}."""
+    extras = {
+        c.lease.job_id: {k: v for k, v in (c.event_data or {}).items() if v is not None}
+        for c in batch
+    }
+    if len(batch) == 1:
+        (c,) = batch
+        params: dict[str, Any] = {
+            "job_id": c.lease.job_id,
+            "token": c.lease.token,
+            "result": None if c.result is None else Jsonb(c.result),
+            "extra": Jsonb(extras[c.lease.job_id]),
+            "usage": c.usage_tokens is not None,
+        }
+        found = await pg_rows(conn, _PG_COMPLETE_ONE, params)
+    else:
+        items = [
+            {
+                "job_id": c.lease.job_id,
+                "token": c.lease.token,
+                "result": c.result,
+                "extra": extras[c.lease.job_id],
+                "usage": c.usage_tokens is not None,
+            }
+            for c in batch
+        ]
+        ids = [c.lease.job_id for c in batch]
+        found = await pg_rows(conn, _PG_COMPLETE_MANY, {"batch": Jsonb(items), "ids": ids})
+    rows = [SimpleNamespace(**r) for r in found]
+    outcome: dict[str, bool | None] = {}
+    done = []
+    for row in rows:
+        if row.slow:
+            outcome[row.job_id] = None
+        else:
+            outcome[row.job_id] = row.id is not None  # no row: the lease was lost
+            if row.id is not None:
+                done.append(row)
+    # Partitions whose counters went negative: counted for real, then their events written.
+    for partition in sorted({r.partition for r in done if not r.counted}):
+        mine = sorted((r for r in done if r.partition == partition), key=lambda r: r.id)
+        first = mine[0]
+        fixed, _ = await recount_partition(conn, first.org_id, partition)
+        for k, row in enumerate(mine, start=1):
+            later = len(mine) - k  # jobs of this batch completed after this one
+            counts = dict(fixed.counts)
+            counts[JobStatus.RUNNING.value] += later
+            counts[JobStatus.SUCCEEDED.value] -= later
+            data = job_data(row, {**extras[row.id], "attempt": row.attempts})
+            data |= Progress(counts).to_dict()
+            await write_event(
+                conn,
+                row.org_id,
+                partition,
+                int(row.seq),
+                EventType.TASK_COMPLETE,
+                data,
+                hooked=row.hooked,
+            )
+    for row in sorted(done, key=lambda r: (r.partition, r.seq)):
+        if row.counted and row.hooked:
+            await notify_webhooks(
+                conn, row.org_id, row.partition, int(row.seq), EventType.TASK_COMPLETE, row.data
+            )
+    finished = {(r.org_id, r.partition) for r in done if r.counted and not r.final_active}
+    finished |= {(r.org_id, r.partition) for r in done if not r.counted}
+    for org_id, partition in sorted(finished, key=lambda p: p[1]):
+        await complete_if_done(conn, org_id, partition)
+    return outcome
+
+
+async def complete_many(
+    conn: AsyncConnection, batch: Sequence[Completion]
+) -> dict[str, bool | None]:
+    """`complete` for several jobs in the caller's transaction: {job id: completed, or None}.
+
+    On PostgreSQL one statement completes the jobs that hold no slot and have no rate bucket;
+    the others come back None, untouched: complete each with `complete` in a transaction of
+    its own (so that every transaction locks job rows before partition rows). On SQLite
+    (one writer at a time) each job is completed in turn, and nothing comes back None."""
+    if not batch:
+        return {}
+    if conn.dialect.name == "postgresql":
+        return await _complete_fast(conn, batch)
+    return {c.lease.job_id: await _complete_general(conn, c) for c in batch}
+
+
 async def complete(
     conn: AsyncConnection,
     lease: Lease,
@@ -143,13 +390,21 @@ async def complete(
 
     A job with a rate bucket counts a clean completion there, and `usage_tokens` (the real
     token usage) corrects the bucket's token reservation made from its estimate."""
+    one = Completion(lease, result, event_data, usage_tokens)
+    done = (await complete_many(conn, [one]))[lease.job_id]
+    if done is None:  # nothing was written or locked: the general path
+        done = await _complete_general(conn, one)
+    return done
+
+
+async def _complete_general(conn: AsyncConnection, c: Completion) -> bool:
     row = await _finish(
-        conn, lease, JobStatus.SUCCEEDED, result=null() if result is None else result
+        conn, c.lease, JobStatus.SUCCEEDED, result=null() if c.result is None else c.result
     )
     if row is None:
         return False
-    await note_completed(conn, row, usage_tokens=usage_tokens)  # before slots: lock order
-    await _left_running(conn, row, extra=event_data)
+    await note_completed(conn, row, usage_tokens=c.usage_tokens)  # before slots: lock order
+    await _left_running(conn, row, extra=c.event_data)
     return True
 
 

@@ -14,6 +14,8 @@ What a run does, all counted in its `maintenance_runs` row:
   `retention_days`, with their `job_errors`; events are kept (they are the run's history);
 - delete delivered outbox rows older than the retention (dead ones stay, to be retried);
 - delete maintenance records older than the retention;
+- recount the jobs of live partitions and correct their progress counters where jobs were
+  changed behind the queue's back (`events.recount_partition`);
 - count stale partitions: due queued jobs waiting longer than `stale_after_seconds` while no
   job of the partition started or finished in that time, and the partition not paused.
 Each delete takes at most `batch` rows per run, which bounds the transaction; `more` in the
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -37,7 +40,12 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from valuerank.db.engine import Database
 from valuerank.db.tables import job_errors, jobs, maintenance_runs, outbox, queue_controls
 from valuerank.queue.dialect import as_utc, db_now, db_now_plus
-from valuerank.queue.events import PARTITION_SCOPE
+from valuerank.queue.events import (
+    PARTITION_SCOPE,
+    add_counts,
+    complete_if_done,
+    recount_partition,
+)
 from valuerank.queue.ids import new_id
 from valuerank.queue.outbox import DELIVERED
 from valuerank.queue.reaper import reap
@@ -117,8 +125,44 @@ async def prune_jobs(conn: AsyncConnection, *, older_than_seconds: float, batch:
     if not ids:
         return 0
     await conn.execute(delete(job_errors).where(job_errors.c.job_id.in_(ids)))
-    result = await conn.execute(delete(jobs).where(jobs.c.id.in_(ids), jobs.c.status.in_(FINISHED)))
-    return int(result.rowcount or 0)
+    gone = (
+        await conn.execute(
+            delete(jobs)
+            .where(jobs.c.id.in_(ids), jobs.c.status.in_(FINISHED))
+            .returning(jobs.c.partition, jobs.c.status)
+        )
+    ).all()
+    # The partitions' job counters count what is stored (see queue/events.py).
+    by_partition: dict[str, Counter[JobStatus]] = {}
+    for partition, status in gone:
+        by_partition.setdefault(partition, Counter())[JobStatus(status)] -= 1
+    for partition in sorted(by_partition):
+        await add_counts(conn, partition, by_partition[partition])
+    return len(gone)
+
+
+async def recount_live_partitions(conn: AsyncConnection, *, limit: int) -> int:
+    """Count for real the jobs of up to `limit` partitions whose counters say some are queued
+    or running, correct the counters that are wrong (jobs changed behind the queue's back),
+    and complete a partition found finished. Returns how many were corrected."""
+    live = (
+        select(queue_controls.c.key, queue_controls.c.org_id)
+        .where(
+            queue_controls.c.scope == PARTITION_SCOPE,
+            queue_controls.c.org_id.is_not(None),
+            (queue_controls.c.jobs_queued != 0) | (queue_controls.c.jobs_running != 0),
+        )
+        .order_by(queue_controls.c.key)
+        .limit(limit)
+    )
+    corrected = 0
+    for partition, org_id in (await conn.execute(live)).all():
+        progress, changed = await recount_partition(conn, org_id, partition)
+        if changed:
+            corrected += 1
+            if not progress.active:
+                await complete_if_done(conn, org_id, partition, progress=progress)
+    return corrected
 
 
 async def stale_partitions(conn: AsyncConnection, *, stale_after_seconds: float) -> list[str]:
@@ -166,6 +210,7 @@ async def _work(
     pruned_runs = await _delete_batch(
         conn, maintenance_runs, [maintenance_runs.c.started_at < cutoff], batch
     )
+    recounted = await recount_live_partitions(conn, limit=batch)
     stale = await stale_partitions(conn, stale_after_seconds=stale_after_seconds)
     return {
         "reaped": {
@@ -177,6 +222,7 @@ async def _work(
         "pruned_jobs": pruned_jobs,
         "pruned_outbox": pruned_outbox,
         "pruned_maintenance_runs": pruned_runs,
+        "recounted_partitions": recounted,
         "stale_partitions": len(stale),
         "stale_partition_sample": stale[:STALE_SAMPLE],
         "more": batch in (pruned_jobs, pruned_outbox, pruned_runs),

@@ -89,6 +89,13 @@ async def reap(conn: AsyncConnection, settings: QueueSettings) -> Reaped:
             moved.append((row, EventType.TASK_FAILED, ErrorCategory.TIMEOUT, overdue))
 
     await release_slots(conn, [k for row, *_ in moved for k in row.slot_keys or []])
+    # Each partition's counters take all its moves with its first event (as the jobs moved
+    # in the statements above), so every event shows the counts after the whole reaping.
+    deltas: dict[str, dict[JobStatus, int]] = {}
+    for row, *_ in moved:
+        delta = deltas.setdefault(row.partition, {})
+        delta[JobStatus.RUNNING] = delta.get(JobStatus.RUNNING, 0) - 1
+        delta[JobStatus(row.status)] = delta.get(JobStatus(row.status), 0) + 1
     for row, event, category, message in sorted(moved, key=lambda m: (m[0].partition, m[0].id)):
         if category is not None and message is not None:
             await record_error(
@@ -103,7 +110,7 @@ async def reap(conn: AsyncConnection, settings: QueueSettings) -> Reaped:
             "reason": category.value if category else "cancelled",
             "error": error_text(category, message) if category and message else None,
         }
-        await emit_job_event(conn, row, event, extra)
+        await emit_job_event(conn, row, event, extra, delta=deltas.pop(row.partition, None))
     finished = {
         (row.org_id, row.partition)
         for row, event, *_ in moved

@@ -10,6 +10,16 @@ with a short backoff, and a settling write that fails on a connection error is r
 it lands (the write is fenced by the lease token, so it can never apply twice; if the lease
 was lost meanwhile it is simply discarded). Any other settling failure leaves the job to the
 reaper once its lease expires: at-least-once, never lost.
+
+Throughput: when a handler returns, its place in the worker frees at once and the next claim
+runs while the outcome is being written (the job stays `running`, holding its concurrency
+slots, until then: caps count it). Successful jobs are written by one settler task, a batch
+per transaction: whatever succeeded while the previous batch was being written (no waiting
+to fill a batch). Every other outcome, and a success the batch could not take, is written in
+a transaction of its own. On PostgreSQL the worker keeps one connection for its claims
+(autocommit: a claim is one statement) and one for its batches, between uses idle with no
+transaction open, so neither pays a pool checkout and ping each time; a kept connection is
+dropped after any error and when the worker stops.
 """
 
 from __future__ import annotations
@@ -22,7 +32,7 @@ import random
 import socket
 import time
 import uuid
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -118,6 +128,50 @@ class _Running:
         self.handler_task.cancel()
 
 
+def _succeeded(running: _Running) -> bool:
+    """The handler returned (rather than raised or was cancelled)."""
+    task = running.handler_task
+    return not task.cancelled() and task.exception() is None
+
+
+def _success(running: _Running) -> tuple[Any, Mapping[str, Any] | None, float | None]:
+    """(result, event data, tokens used) of a handler that returned."""
+    value = running.handler_task.result()
+    if isinstance(value, HandlerResult):
+        return value.value, value.event_data, value.usage_tokens
+    return value, None, None
+
+
+class _KeptConnection:
+    """A PostgreSQL connection kept between short uses by one task at a time (none on
+    SQLite, where `get` says None: use `db.transaction`)."""
+
+    def __init__(self, db: Database, *, autocommit: bool) -> None:
+        self._db = db
+        self._autocommit = autocommit
+        self._conn: AsyncConnection | None = None
+
+    async def get(self) -> AsyncConnection | None:
+        if self._db.url.dialect != "postgresql":
+            return None
+        if self._conn is None:
+            conn = await self._db.engine.connect()
+            if self._autocommit:
+                try:
+                    conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
+                except BaseException:
+                    await conn.close()
+                    raise
+            self._conn = conn
+        return self._conn
+
+    async def drop(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                await conn.close()
+
+
 def default_worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
@@ -144,7 +198,8 @@ class Worker:
         self.stats = WorkerStats()
         self._handlers: dict[str, Handler] = dict(handlers or {})
         self._rng = rng
-        self._running: dict[str, _Running] = {}
+        self._running: dict[str, _Running] = {}  # handler running
+        self._settling: dict[str, _Running] = {}  # handler returned, outcome being written
         self._wake = asyncio.Event()
         self._stopping = False
         self._last_reap = float("-inf")
@@ -152,6 +207,14 @@ class Worker:
         self._chore_due: dict[str, float] = {}
         self._claim_failures = 0  # claims that raised, ever (run_forever backs off on them)
         self._abandon_settling = False  # shutdown grace over: stop retrying outcome writes
+        # Successful jobs waiting for the settler, which completes them in one transaction.
+        self._completions: list[tuple[_Running, asyncio.Future[bool | None]]] = []
+        self._settler: asyncio.Task[None] | None = None
+        # PostgreSQL: the connections claims (autocommit) and batched completions run on,
+        # kept between uses (no transaction is open on them in between: no pool checkout
+        # and ping per use); dropped after any error, and when the worker stops.
+        self._claim_conn = _KeptConnection(db, autocommit=True)
+        self._settle_conn = _KeptConnection(db, autocommit=False)
 
     # -- registry -------------------------------------------------------------------------
 
@@ -170,7 +233,15 @@ class Worker:
 
     @property
     def in_flight(self) -> int:
+        """Jobs whose handler is running (at most `concurrency`). A job leaves this count when
+        its handler returns: the worker then claims its next job while that success is being
+        written (the job stays `running`, holding its slots, until written). A handler that
+        raised leaves it only once its outcome is written."""
         return len(self._running)
+
+    def _supervisors(self) -> list[asyncio.Task[None]]:
+        jobs = [*self._running.values(), *self._settling.values()]
+        return [r.task for r in jobs if r.task is not None]
 
     # -- main loops -----------------------------------------------------------------------
 
@@ -178,15 +249,19 @@ class Worker:
         """Burst mode: run what is runnable now (and what it makes runnable), then return."""
         await self._start()
         await self._reap(force=True)
-        while True:
-            await self._fill()
-            if not self._running:
-                return self.stats
-            await asyncio.wait(
-                [r.task for r in self._running.values() if r.task is not None],
-                return_when=asyncio.FIRST_COMPLETED,
-            )
-            await self._reap()
+        try:
+            while True:
+                self._wake.clear()  # set when a handler returns or an outcome is written
+                await self._fill()
+                if not self._running and not self._settling:
+                    if self._wake.is_set():
+                        continue  # an outcome was written during that claim: it may have
+                        # made a job runnable (a retry), so claim once more
+                    return self.stats
+                await self._wake.wait()
+                await self._reap()
+        finally:
+            await self._drop_connections()
 
     async def run_forever(self) -> WorkerStats:
         """Claim and run until `stop()`; then stop claiming, give running jobs
@@ -198,6 +273,7 @@ class Worker:
         streak = 0  # passes in a row whose claim failed
         try:
             while not self._stopping:
+                self._wake.clear()  # a handler returning during this pass wakes the next
                 failures_before = self._claim_failures
                 saturated = False
                 try:
@@ -215,7 +291,6 @@ class Worker:
                     streak = 0
                     if saturated and self.in_flight < self.concurrency:
                         continue  # there may be more to claim right away
-                self._wake.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), wait)
         except asyncio.CancelledError:
@@ -224,6 +299,7 @@ class Worker:
         finally:
             await self._shutdown(grace)
             await self._stop_chores(grace)
+            await self._drop_connections()
         return self.stats
 
     def stop(self) -> None:
@@ -320,10 +396,12 @@ class Worker:
                 limit=free,
                 settings=self.settings,
                 kinds=sorted(self._handlers),
+                autocommit=await self._claim_conn.get(),
             )
         except Exception as exc:
             self._claim_failures += 1
             _log_db_failure("claim", exc)
+            await self._claim_conn.drop()
             return False
         for job in jobs:
             self.stats.claimed += 1
@@ -333,22 +411,64 @@ class Worker:
             self._running[job.id] = running
         return len(jobs) == free
 
+    async def _drop_connections(self) -> None:
+        await self._claim_conn.drop()
+        await self._settle_conn.drop()
+
+    @contextlib.asynccontextmanager
+    async def _settle_transaction(self) -> AsyncIterator[AsyncConnection]:
+        """The batched completions' transaction, on the kept connection (PostgreSQL)."""
+        conn = await self._settle_conn.get()
+        if conn is None:
+            async with self.db.transaction(immediate=True) as conn:
+                yield conn
+            return
+        try:
+            async with conn.begin():
+                yield conn
+        except BaseException:
+            await self._settle_conn.drop()
+            raise
+
     async def _supervise(self, running: _Running) -> None:
-        beat = asyncio.create_task(self._heartbeat(running))
+        # The heartbeat task starts at the first beat: most jobs end before it (a timer is
+        # far cheaper to cancel than a task).
+        beat: asyncio.Task[None] | None = None
+
+        def start_beating() -> None:
+            nonlocal beat
+            beat = asyncio.create_task(self._heartbeat(running, first_delay=0.0))
+
+        timer = asyncio.get_running_loop().call_later(
+            self.settings.heartbeat_seconds, start_beating
+        )
         try:
             await asyncio.wait([running.handler_task])
-            beat.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await beat
+            timer.cancel()
+            if beat is not None:
+                beat.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await beat
+            # A handler that returned frees its place at once (see `in_flight`); one that
+            # raised keeps it until its outcome is written, so that what the error tells
+            # (a 429 blocking the provider's bucket, a backoff) is known before the next claim.
+            if _succeeded(running):
+                self._settling[running.job.id] = self._running.pop(running.job.id, running)
+                self._wake.set()
             await self._settle(running)
         finally:
-            beat.cancel()
+            timer.cancel()
+            if beat is not None:
+                beat.cancel()
             self._running.pop(running.job.id, None)
+            self._settling.pop(running.job.id, None)
             self._wake.set()
 
-    async def _heartbeat(self, running: _Running) -> None:
+    async def _heartbeat(self, running: _Running, *, first_delay: float | None = None) -> None:
         job = running.job
         delay, failures = self.settings.heartbeat_seconds, 0
+        if first_delay is not None:
+            delay = first_delay
         while True:
             await asyncio.sleep(delay)
             try:
@@ -372,7 +492,59 @@ class Worker:
 
     async def _settle(self, running: _Running) -> None:
         """Record the outcome; on a connection error try again (with backoff) until it lands,
-        the fenced write finds the lease lost, or the shutdown grace is over."""
+        the fenced write finds the lease lost, or the shutdown grace is over.
+
+        A successful job goes to the settler, which completes every job that succeeded
+        meanwhile in one transaction (group commit: no waiting, a batch is whatever finished
+        while the previous one was being written); a job the batch could not take (it holds
+        slots or has a rate bucket, or the batch failed other than by a lost connection) is
+        then settled on its own, like every other outcome."""
+        if _succeeded(running):
+            done = asyncio.get_running_loop().create_future()
+            self._completions.append((running, done))
+            if self._settler is None or self._settler.done():
+                self._settler = asyncio.create_task(self._settle_completions())
+            if await done is not None:
+                return
+        await self._settle_alone(running)
+
+    async def _settle_completions(self) -> None:
+        """The settler: complete the waiting successful jobs, a batch at a time."""
+        while self._completions:
+            batch, self._completions = self._completions, []
+            try:
+                outcome = await self._complete_batch([r for r, _ in batch])
+            except BaseException:
+                outcome = {}
+                raise
+            finally:
+                for running, done in batch:
+                    if not done.done():
+                        done.set_result(outcome.get(running.job.id))
+
+    async def _complete_batch(self, batch: list[_Running]) -> dict[str, bool | None]:
+        """{job id: completed (True) or lease lost (False); None: settle it alone}."""
+        completions = [leases.Completion(r.job.lease, *_success(r)) for r in batch]
+        failures = 0
+        while True:
+            try:
+                async with self._settle_transaction() as conn:
+                    outcome = await leases.complete_many(conn, completions)
+            except Exception as exc:
+                if is_connection_error(exc) and not self._abandon_settling:
+                    failures += 1
+                    _log_db_failure(f"recording the outcome of {len(batch)} job(s)", exc)
+                    await asyncio.sleep(db_retry_delay(failures))
+                    continue
+                if not is_connection_error(exc):
+                    log.warning("completing %d job(s) together failed (%r)", len(batch), exc)
+                return {}  # each job on its own: one bad outcome costs only itself
+            for ok in outcome.values():  # counted only once the transaction committed
+                if ok is not None:
+                    self._count(JobStatus.SUCCEEDED if ok else None)
+            return outcome
+
+    async def _settle_alone(self, running: _Running) -> None:
         job, reason = running.job, running.reason  # why the handler ended, fixed now
         failures = 0
         while True:
@@ -400,10 +572,7 @@ class Worker:
         """Write the outcome in `conn`; returns how to count it once committed."""
         job, task = running.job, running.handler_task
         if not task.cancelled() and task.exception() is None:
-            value = task.result()
-            event_data, usage = None, None
-            if isinstance(value, HandlerResult):
-                value, event_data, usage = value.value, value.event_data, value.usage_tokens
+            value, event_data, usage = _success(running)
             ok = await leases.complete(
                 conn, job.lease, value, event_data=event_data, usage_tokens=usage
             )
@@ -448,12 +617,12 @@ class Worker:
     async def _shutdown(self, grace: float) -> None:
         """Wait up to `grace` seconds for running jobs, then release the rest."""
         self._stopping = True
-        tasks = [r.task for r in self._running.values() if r.task is not None]
+        tasks = self._supervisors()
         if tasks and grace > 0:
             await asyncio.wait(tasks, timeout=grace)
         self._abandon_settling = True  # an outcome still unwritten is left to the reaper
-        for running in list(self._running.values()):
+        for running in list(self._running.values()):  # handlers still running
             running.stop(StopReason.SHUTDOWN)
-        tasks = [r.task for r in self._running.values() if r.task is not None]
+        tasks = self._supervisors()
         if tasks:
             await asyncio.wait(tasks)
