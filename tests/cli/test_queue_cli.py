@@ -167,3 +167,17 @@ def test_enqueue_text_output(cli: Invoke) -> None:
     out = cli("queue", "enqueue", "noop", "--item-key", "t", "--payload", json.dumps({"a": 1}))
     assert out.exit_code == 0, out.stderr
     assert "enqueued 1 noop job(s), 0 already there" in out.stdout
+
+
+def test_status_shows_each_providers_rate_limit(cli: Invoke) -> None:
+    enqueued = cli("queue", "enqueue", "noop", "--provider", "openai", "--count", "2")
+    assert enqueued.exit_code == 0, enqueued.stderr
+    assert cli("queue", "limits", "set", "openai", "--rpm", "500").exit_code == 0
+    status = cli("queue", "status", "--json")
+    assert status.exit_code == 0, status.stderr
+    openai = status.json()["providers"]["openai"]
+    assert openai["queue_length"] == 2 and openai["rate_limit"] == "open"
+    assert openai["blocked_until"] is None
+    assert [(b["model"], b["rpm_limit"]) for b in openai["buckets"]] == [("", 500)]
+    table = cli("queue", "status")
+    assert table.exit_code == 0 and "rate limit" in table.stdout and "open" in table.stdout

@@ -13,6 +13,8 @@ from valuerank.queue import (
     queue_status,
     set_cap,
 )
+from valuerank.queue.ratelimit import block_bucket, bucket_key, configure_bucket
+from valuerank.queue.status import RateLimitState
 
 if TYPE_CHECKING:
     from conftest import Kit
@@ -55,3 +57,34 @@ async def test_status_snapshot(kit: Kit) -> None:
     async with kit.db.transaction(immediate=True) as conn:
         await complete(conn, first.lease)
         assert (await queue_status(conn, org_id=kit.org_id)).counts["succeeded"] == 1
+
+
+async def test_each_providers_rate_limit_state(kit: Kit) -> None:
+    """Per provider: no bucket → none; buckets with room → open; out of requests → exhausted;
+    a 429's reset → blocked until then (the latest reset of its buckets)."""
+    await kit.put(2, prefix="o", provider="openai")
+    await kit.put(1, prefix="a", provider="anthropic", partition="run-2")
+    await kit.put(1, prefix="g", provider="google", partition="run-3")
+    async with kit.db.transaction(immediate=True) as conn:
+        await configure_bucket(conn, "openai", rpm=600)
+        await configure_bucket(conn, "openai", model="gpt-x", rpm=60)
+        await configure_bucket(conn, "anthropic", rpm=1)
+    assert len(await kit.take(4)) == 4  # anthropic has used its one request a minute
+    async with kit.db.transaction(immediate=True) as conn:
+        await block_bucket(conn, bucket_key("openai", "gpt-x"), 120)
+        await block_bucket(conn, bucket_key("openai"), 30)
+        status = await queue_status(conn, org_id=kit.org_id)
+    openai, anthropic, google = (status.providers[p] for p in ("openai", "anthropic", "google"))
+    assert google.rate_limit is RateLimitState.NONE and google.buckets == []
+    assert anthropic.rate_limit is RateLimitState.EXHAUSTED and anthropic.blocked_until is None
+    assert anthropic.buckets[0].rpm_limit == 1 and anthropic.buckets[0].available_requests < 1
+    assert openai.rate_limit is RateLimitState.BLOCKED
+    assert [b.model for b in openai.buckets] == ["", "gpt-x"]
+    assert openai.blocked_until == openai.buckets[1].blocked_until  # the later reset
+    assert openai.buckets[0].blocked_until is not None
+    assert 80 < (openai.blocked_until - openai.buckets[0].blocked_until).total_seconds() < 100
+    shown = status.to_dict()["providers"]["openai"]
+    assert shown["rate_limit"] == "blocked" and isinstance(shown["blocked_until"], str)
+    async with kit.db.transaction(immediate=True) as conn:
+        await configure_bucket(conn, "google", rpm=60)
+        assert (await queue_status(conn)).providers["google"].rate_limit is RateLimitState.OPEN

@@ -60,9 +60,24 @@ def status(
     console.print(f"queue {state}; oldest waiting: {'-' if oldest is None else f'{oldest:.1f} s'}")
     console.print("  ".join(f"{k}: {v}" for k, v in data["counts"].items()))
     if data["providers"]:
-        table = Table("provider", "queued", "in flight", "paused", title="providers")
+        table = Table(
+            "provider",
+            "queued",
+            "in flight",
+            "paused",
+            "rate limit",
+            "blocked until",
+            title="providers",
+        )
         for name, p in data["providers"].items():
-            table.add_row(name, str(p["queue_length"]), str(p["in_flight"]), str(p["paused"]))
+            table.add_row(
+                name,
+                str(p["queue_length"]),
+                str(p["in_flight"]),
+                str(p["paused"]),
+                p["rate_limit"],
+                p["blocked_until"] or "-",
+            )
         console.print(table)
     if data["partitions"]:
         table = Table("partition", "counts", "paused", "cancelled", title="partitions")

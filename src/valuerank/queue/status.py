@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import func, select
@@ -11,8 +13,50 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from valuerank.db.tables import jobs, queue_controls
 from valuerank.queue.controls import GLOBAL_KEY, ControlScope
 from valuerank.queue.dialect import db_now, seconds_since
+from valuerank.queue.ratelimit import BucketState, list_buckets
 from valuerank.queue.slots import Cap, list_caps
 from valuerank.queue.states import ACTIVE, JobStatus
+
+
+class RateLimitState(StrEnum):
+    """A provider's rate limiting as its buckets stand now (the worst of them)."""
+
+    NONE = "none"  # no bucket: nothing limits its requests
+    OPEN = "open"  # every bucket can grant a request now
+    EXHAUSTED = "exhausted"  # a bucket is out of requests/tokens or inside its spacing
+    BLOCKED = "blocked"  # the provider said to wait (429 + reset): blocked until a time
+
+
+@dataclass
+class BucketStatus:
+    """One rate bucket of a provider (per model and credential; '' = all)."""
+
+    model: str
+    credential: str
+    rpm_limit: float | None
+    available_requests: float | None
+    tpm_limit: float | None
+    available_tokens: float | None
+    blocked_until: datetime | None
+    concurrency_limit: int | None
+    rate_limited_total: int
+
+    @classmethod
+    def of(cls, b: BucketState) -> BucketStatus:
+        def rounded(x: float | None) -> float | None:
+            return None if x is None else round(x, 2)
+
+        return cls(
+            model=b.model,
+            credential=b.credential,
+            rpm_limit=b.rpm_limit,
+            available_requests=rounded(b.available_requests),
+            tpm_limit=b.tpm_limit,
+            available_tokens=rounded(b.available_tokens),
+            blocked_until=b.blocked_until if b.blocked else None,
+            concurrency_limit=b.concurrency_limit,
+            rate_limited_total=b.rate_limited_total,
+        )
 
 
 @dataclass
@@ -20,6 +64,21 @@ class ProviderStatus:
     queue_length: int = 0
     in_flight: int = 0
     paused: bool = False
+    rate_limit: RateLimitState = RateLimitState.NONE
+    blocked_until: datetime | None = None  # the latest reset among its blocked buckets
+    buckets: list[BucketStatus] = field(default_factory=list)
+
+    def add_bucket(self, bucket: BucketState) -> None:
+        self.buckets.append(BucketStatus.of(bucket))
+        if bucket.blocked:
+            self.rate_limit = RateLimitState.BLOCKED
+            until = bucket.blocked_until
+            if self.blocked_until is None or (until is not None and until > self.blocked_until):
+                self.blocked_until = until
+        elif bucket.exhausted and self.rate_limit is not RateLimitState.BLOCKED:
+            self.rate_limit = RateLimitState.EXHAUSTED
+        elif self.rate_limit is RateLimitState.NONE:
+            self.rate_limit = RateLimitState.OPEN
 
 
 @dataclass
@@ -41,11 +100,21 @@ class QueueStatus:
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["caps"] = [asdict(c) | {"scope": c.scope.value} for c in self.caps]
+        for provider in data["providers"].values():  # JSON-ready: enum values, ISO times
+            provider["rate_limit"] = str(provider["rate_limit"])
+            provider["blocked_until"] = _iso(provider["blocked_until"])
+            for bucket in provider["buckets"]:
+                bucket["blocked_until"] = _iso(bucket["blocked_until"])
         return data
 
 
+def _iso(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat()
+
+
 async def queue_status(conn: AsyncConnection, *, org_id: str | None = None) -> QueueStatus:
-    """Counts per status, per provider and per live partition, and the oldest wait.
+    """Counts per status, per provider (with its rate-limit state) and per live partition,
+    and the oldest wait.
 
     With `org_id`, only that organisation's jobs are counted (caps and pauses are global).
     """
@@ -92,6 +161,10 @@ async def queue_status(conn: AsyncConnection, *, org_id: str | None = None) -> Q
         ):
             part = partitions.setdefault(key, PartitionStatus())
             part.paused, part.cancelled = bool(paused), bool(cancelled)
+    # Buckets are shared by every organisation's jobs of a provider: always all of them.
+    # Provider-wide buckets first ('' sorts first), then per model and credential.
+    for bucket in sorted(await list_buckets(conn), key=lambda b: (b.model, b.credential)):
+        providers.setdefault(bucket.provider, ProviderStatus()).add_bucket(bucket)
     live = {
         key: part
         for key, part in partitions.items()
