@@ -234,7 +234,7 @@ async def test_job_larger_than_the_bucket_still_runs(kit: Kit) -> None:
 
 
 async def test_min_interval_between_requests(kit: Kit) -> None:
-    key = await _configure(kit, "slow", min_interval_ms=300)
+    key = await _configure(kit, "slow", min_interval_ms=1000)
     await _put(kit, 5, "slow")
     await _put(kit, 3, "fast")
     got = await kit.take(10)
@@ -242,7 +242,7 @@ async def test_min_interval_between_requests(kit: Kit) -> None:
     assert await kit.take(10) == []
     state = await _state(kit, key)
     assert state.next_request_at is not None and state.exhausted
-    await asyncio.sleep(0.35)
+    await asyncio.sleep(1.05)
     assert [j.provider for j in await kit.take(10)] == ["slow"]
 
 
