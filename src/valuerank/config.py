@@ -37,9 +37,10 @@ class Settings(BaseSettings):
     echo_sql: bool = False
     secret_key: SecretStr | None = Field(
         default=None,
-        description="Encrypts stored provider API keys: a Fernet key (`valuerank credentials "
-        "keygen`) or a passphrase of at least 16 characters. Changing it makes stored keys "
-        "unreadable. Unset: keys come from the environment only.",
+        description="Encrypts stored provider API keys and webhook signing secrets: a Fernet key "
+        "(`valuerank credentials keygen`) or a passphrase of at least 16 characters. Changing "
+        "it makes stored secrets unreadable. Unset: provider keys come from the environment "
+        "only, and webhooks cannot have a signing secret.",
     )
     api_token: SecretStr | None = Field(
         default=None,

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from valuerank.cli import app
 from valuerank.config import get_settings
-from valuerank.credentials.crypto import is_fernet_key
+from valuerank.crypto import is_fernet_key
 from valuerank.providers.presets import PRESETS
 
 from .conftest import Invoke, Outcome
@@ -29,7 +29,7 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def secret(monkeypatch: pytest.MonkeyPatch) -> str:
-    from valuerank.credentials import generate_key
+    from valuerank.crypto import generate_key
 
     key = generate_key()
     monkeypatch.setenv("VALUERANK_SECRET_KEY", key)

@@ -11,17 +11,15 @@ from sqlalchemy import select
 
 from valuerank.config import get_settings
 from valuerank.credentials import (
-    CredentialCipher,
     CredentialUnreadable,
     MissingCredentialsError,
-    SecretKeyMissing,
     delete_credential,
-    generate_key,
     list_credentials,
     require_credentials,
     resolve_api_key,
     set_credential,
 )
+from valuerank.crypto import SecretCipher, SecretKeyMissing, generate_key
 from valuerank.db import Database
 from valuerank.db.tables import provider_credentials
 from valuerank.errors import InvalidInputError, NotFoundError
@@ -35,8 +33,8 @@ NO_ENV: dict[str, str] = {}
 
 
 @pytest.fixture
-def cipher() -> CredentialCipher:
-    return CredentialCipher(generate_key())
+def cipher() -> SecretCipher:
+    return SecretCipher(generate_key())
 
 
 @pytest.fixture
@@ -63,7 +61,7 @@ async def _other_org(db: Database) -> str:
 
 
 async def test_the_key_is_encrypted_at_rest(
-    db: Database, org_id: str, cipher: CredentialCipher
+    db: Database, org_id: str, cipher: SecretCipher
 ) -> None:
     async with db.transaction() as conn:
         info = await set_credential(conn, org_id, "openai", OPENAI_KEY, cipher=cipher)
@@ -83,7 +81,7 @@ async def test_the_key_is_encrypted_at_rest(
 
 
 async def test_setting_again_replaces_the_key(
-    db: Database, org_id: str, cipher: CredentialCipher
+    db: Database, org_id: str, cipher: SecretCipher
 ) -> None:
     async with db.transaction() as conn:
         await set_credential(conn, org_id, "openai", OPENAI_KEY, cipher=cipher)
@@ -99,9 +97,7 @@ async def test_setting_again_replaces_the_key(
     assert key == "sk-second-key-00000000-zzzz"
 
 
-async def test_organisations_are_isolated(
-    db: Database, org_id: str, cipher: CredentialCipher
-) -> None:
+async def test_organisations_are_isolated(db: Database, org_id: str, cipher: SecretCipher) -> None:
     other = await _other_org(db)
     async with db.transaction() as conn:
         await set_credential(conn, org_id, "openai", OPENAI_KEY, cipher=cipher)
@@ -126,11 +122,11 @@ async def test_organisations_are_isolated(
 
 
 async def test_a_changed_secret_key_makes_stored_keys_unreadable(
-    db: Database, org_id: str, cipher: CredentialCipher
+    db: Database, org_id: str, cipher: SecretCipher
 ) -> None:
     async with db.transaction() as conn:
         await set_credential(conn, org_id, "openai", OPENAI_KEY, cipher=cipher)
-    wrong = CredentialCipher(generate_key())
+    wrong = SecretCipher(generate_key())
     async with db.transaction() as conn:
         with pytest.raises(CredentialUnreadable) as info:
             await resolve_api_key(
@@ -176,7 +172,7 @@ async def test_a_passphrase_secret_works(
 
 
 async def test_without_a_secret_key_storing_fails_but_the_environment_works(
-    db: Database, org_id: str, no_settings_secret: None, cipher: CredentialCipher
+    db: Database, org_id: str, no_settings_secret: None, cipher: SecretCipher
 ) -> None:
     async with db.transaction() as conn:
         with pytest.raises(SecretKeyMissing) as info:
@@ -200,7 +196,7 @@ async def test_without_a_secret_key_storing_fails_but_the_environment_works(
 
 
 async def test_stored_key_wins_over_the_environment(
-    db: Database, org_id: str, cipher: CredentialCipher
+    db: Database, org_id: str, cipher: SecretCipher
 ) -> None:
     env = {"OPENAI_API_KEY": ENV_KEY, "GEMINI_API_KEY": "gemini-env-key-000000000000"}
     async with db.transaction() as conn:
@@ -222,7 +218,7 @@ async def test_stored_key_wins_over_the_environment(
 
 @pytest.mark.parametrize("provider", ["local", "scripted", "ollama", "vllm", "llamacpp"])
 async def test_providers_without_keys(
-    db: Database, org_id: str, cipher: CredentialCipher, provider: str
+    db: Database, org_id: str, cipher: SecretCipher, provider: str
 ) -> None:
     async with db.transaction() as conn:
         assert await resolve_api_key(conn, org_id, provider, environ=NO_ENV) is None
@@ -241,7 +237,7 @@ async def test_providers_without_keys(
     ],
 )
 async def test_bad_keys_are_refused_without_echoing_them(
-    db: Database, org_id: str, cipher: CredentialCipher, api_key: str, message: str
+    db: Database, org_id: str, cipher: SecretCipher, api_key: str, message: str
 ) -> None:
     async with db.transaction() as conn:
         with pytest.raises(InvalidInputError, match=message) as info:
@@ -251,7 +247,7 @@ async def test_bad_keys_are_refused_without_echoing_them(
 
 
 async def test_unknown_providers_are_refused(
-    db: Database, org_id: str, cipher: CredentialCipher
+    db: Database, org_id: str, cipher: SecretCipher
 ) -> None:
     async with db.transaction() as conn:
         with pytest.raises(InvalidInputError, match="unknown provider"):
@@ -260,7 +256,7 @@ async def test_unknown_providers_are_refused(
             await resolve_api_key(conn, org_id, "nosuch", environ=NO_ENV)
 
 
-async def test_short_keys_get_no_hint(db: Database, org_id: str, cipher: CredentialCipher) -> None:
+async def test_short_keys_get_no_hint(db: Database, org_id: str, cipher: SecretCipher) -> None:
     async with db.transaction() as conn:
         info = await set_credential(conn, org_id, "groq", "short-key", cipher=cipher)
     assert info.hint == "" and info.masked == "••••"
@@ -270,7 +266,7 @@ async def test_short_keys_get_no_hint(db: Database, org_id: str, cipher: Credent
 
 
 async def test_list_shows_hints_sources_and_never_keys(
-    db: Database, org_id: str, cipher: CredentialCipher
+    db: Database, org_id: str, cipher: SecretCipher
 ) -> None:
     async with db.transaction() as conn:
         await set_credential(conn, org_id, "openai", OPENAI_KEY, cipher=cipher)
@@ -298,7 +294,7 @@ async def test_list_shows_hints_sources_and_never_keys(
     assert both[0].to_dict()["hint"] == "••••wxyz"
 
 
-async def test_delete(db: Database, org_id: str, cipher: CredentialCipher) -> None:
+async def test_delete(db: Database, org_id: str, cipher: SecretCipher) -> None:
     async with db.transaction() as conn:
         await set_credential(conn, org_id, "openai", OPENAI_KEY, cipher=cipher)
     async with db.transaction() as conn:
@@ -311,7 +307,7 @@ async def test_delete(db: Database, org_id: str, cipher: CredentialCipher) -> No
 
 
 async def test_require_credentials_names_every_missing_provider(
-    db: Database, org_id: str, cipher: CredentialCipher
+    db: Database, org_id: str, cipher: SecretCipher
 ) -> None:
     models = [
         "openai:gpt-4.1",
@@ -355,7 +351,7 @@ async def test_require_credentials_names_every_missing_provider(
 
 
 async def test_require_credentials_checks_stored_keys_decrypt(
-    db: Database, org_id: str, cipher: CredentialCipher
+    db: Database, org_id: str, cipher: SecretCipher
 ) -> None:
     async with db.transaction() as conn:
         await set_credential(conn, org_id, "openai", OPENAI_KEY, cipher=cipher)
@@ -366,7 +362,7 @@ async def test_require_credentials_checks_stored_keys_decrypt(
                 org_id,
                 ["openai:gpt-4.1"],
                 environ=NO_ENV,
-                cipher=CredentialCipher(generate_key()),
+                cipher=SecretCipher(generate_key()),
             )
 
 
@@ -379,7 +375,7 @@ async def test_require_credentials_rejects_bad_ids(db: Database, org_id: str) ->
 
 
 async def test_no_key_reaches_the_logs(
-    db: Database, org_id: str, cipher: CredentialCipher, caplog: pytest.LogCaptureFixture
+    db: Database, org_id: str, cipher: SecretCipher, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
     env = {"ANTHROPIC_API_KEY": ANTHROPIC_KEY}

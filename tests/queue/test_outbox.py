@@ -1,4 +1,5 @@
-"""The outbox: notifications written with their event, delivered over HTTP, retried, dead."""
+"""The outbox: notifications written with their event, delivered over HTTP, retried, dead;
+webhook signing secrets encrypted at rest and never sent unsigned."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from sqlalchemy import select, update
 
-from valuerank.db.tables import events, outbox
+from valuerank.crypto import SecretCipher, SecretKeyMissing, generate_key
+from valuerank.db.tables import events, outbox, webhooks
 from valuerank.errors import InvalidInputError, NotFoundError
 from valuerank.orgs import ensure_org
 from valuerank.queue import EventType, Worker
@@ -26,9 +28,11 @@ from valuerank.queue.events import append_event
 from valuerank.queue.outbox import (
     DELIVERY_HEADER,
     SIGNATURE_HEADER,
+    claim_deliveries,
     dead_letter_summary,
     deliver_due,
     enqueue_notifications,
+    get_webhook,
     list_outbox,
     list_webhooks,
     register_webhook,
@@ -41,6 +45,7 @@ if TYPE_CHECKING:
     from conftest import Kit
 
 SECRET = "whsec-very-secret-value-42"
+CIPHER = SecretCipher(generate_key())
 
 
 @dataclass
@@ -89,6 +94,8 @@ class Ceiling(random.Random):
 
 
 async def _hook(kit: Kit, url: str, **kwargs: Any) -> str:
+    if "secret" in kwargs:
+        kwargs.setdefault("cipher", CIPHER)
     async with kit.db.transaction() as conn:
         return (await register_webhook(conn, kit.org_id, url, **kwargs)).id
 
@@ -143,7 +150,7 @@ async def test_notifications_commit_and_roll_back_with_their_event(kit: Kit) -> 
 async def test_delivery_is_signed_and_marked_delivered(kit: Kit, receiver: Receiver) -> None:
     hook_id = await _hook(kit, receiver.url, secret=SECRET)
     await _event(kit)
-    report = await deliver_due(kit.db, limit=10, timeout=5)
+    report = await deliver_due(kit.db, limit=10, timeout=5, cipher=CIPHER)
     assert (report.claimed, report.delivered) == (1, 1)
     ((headers, body),) = receiver.requests
     expected = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
@@ -154,7 +161,7 @@ async def test_delivery_is_signed_and_marked_delivered(kit: Kit, receiver: Recei
     async with kit.db.transaction() as conn:
         (row,) = await list_outbox(conn, kit.org_id, webhook_id=hook_id)
     assert row.status == "delivered" and row.last_status_code == 200 and row.delivered_at
-    assert (await deliver_due(kit.db, limit=10, timeout=5)).claimed == 0
+    assert (await deliver_due(kit.db, limit=10, timeout=5, cipher=CIPHER)).claimed == 0
 
 
 async def test_unsigned_without_secret(kit: Kit, receiver: Receiver) -> None:
@@ -172,7 +179,13 @@ async def test_failures_back_off_then_dead_letter_then_retry(kit: Kit, receiver:
         (outbox_id,) = await enqueue_notifications(
             conn, kit.org_id, "custom", {"k": "v"}, max_attempts=3
         )
-    deliver = {"limit": 10, "timeout": 5, "backoff_base": 60.0, "rng": Ceiling()}
+    deliver = {
+        "limit": 10,
+        "timeout": 5,
+        "backoff_base": 60.0,
+        "rng": Ceiling(),
+        "cipher": CIPHER,
+    }
     report = await deliver_due(kit.db, **deliver)  # type: ignore[arg-type]
     assert (report.claimed, report.retried) == (1, 1)
     async with kit.db.transaction() as conn:
@@ -232,7 +245,7 @@ async def test_listing_filters_and_never_shows_the_secret(kit: Kit, receiver: Re
         await enqueue_notifications(conn, kit.org_id, "a", {"n": 1}, max_attempts=1)
         await enqueue_notifications(conn, kit.org_id, "b", {"n": 2}, max_attempts=1)
         await enqueue_notifications(conn, kit.org_id, "c", {"n": 3})  # not subscribed
-    assert (await deliver_due(kit.db, limit=10, timeout=5)).dead == 2
+    assert (await deliver_due(kit.db, limit=10, timeout=5, cipher=CIPHER)).dead == 2
     async with kit.db.transaction() as conn:
         await enqueue_notifications(conn, kit.org_id, "a", {"n": 4})
         assert [r.payload for r in await list_outbox(conn, kit.org_id, topic="a")] == [
@@ -284,10 +297,10 @@ async def test_concurrent_drains_deliver_each_notification_once(
 
 
 async def test_the_worker_drains_the_outbox(kit: Kit, receiver: Receiver) -> None:
-    await _hook(kit, receiver.url, event_types=["task_complete"])
+    await _hook(kit, receiver.url, event_types=["task_complete"], secret=SECRET)
     await kit.put()
     settings = kit.settings.model_copy(update={"notification_drain_seconds": 0.05})
-    worker = Worker(kit.db, settings=settings, handlers={"echo": _echo})
+    worker = Worker(kit.db, settings=settings, handlers={"echo": _echo}, cipher=CIPHER)
     runner = asyncio.create_task(worker.run_forever())
     for _ in range(200):
         if receiver.requests:
@@ -295,9 +308,119 @@ async def test_the_worker_drains_the_outbox(kit: Kit, receiver: Receiver) -> Non
         await asyncio.sleep(0.02)
     worker.stop()
     await runner
-    ((_, body),) = receiver.requests
+    ((headers, body),) = receiver.requests
     assert json.loads(body)["topic"] == "task_complete"
+    assert headers[SIGNATURE_HEADER.lower()] == _signature(SECRET, body)
 
 
 async def _echo(job: Any) -> Any:
     return job.payload
+
+
+def _signature(secret: str, body: bytes) -> str:
+    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+async def test_the_secret_is_stored_encrypted(kit: Kit) -> None:
+    hook_id = await _hook(kit, "https://example.invalid/x", secret=SECRET)
+    async with kit.db.transaction() as conn:
+        (token,) = (
+            await conn.execute(select(webhooks.c.secret_encrypted).where(webhooks.c.id == hook_id))
+        ).one()
+        stored = [str(v) for v in (await conn.execute(select(webhooks))).one()]
+        hook = await get_webhook(conn, kit.org_id, hook_id)
+    assert token and SECRET not in token
+    assert not any(SECRET in value for value in stored)  # in no column at all
+    assert CIPHER.decrypt(token) == SECRET
+    assert hook.has_secret and SECRET not in repr(hook) and token not in repr(hook)
+    assert SECRET not in json.dumps(hook.to_dict()) and token not in json.dumps(hook.to_dict())
+
+
+async def test_a_secret_without_a_key_is_refused_and_nothing_is_written(kit: Kit) -> None:
+    async with kit.db.transaction() as conn:
+        with pytest.raises(SecretKeyMissing) as info:
+            await register_webhook(conn, kit.org_id, "https://example.invalid/x", secret=SECRET)
+    err = info.value
+    assert err.code == "SECRET_KEY_MISSING"
+    assert "VALUERANK_SECRET_KEY" in err.message and "webhook" in err.message
+    assert "valuerank credentials keygen" in (err.hint or "")
+    assert SECRET not in str(err)
+    async with kit.db.transaction() as conn:
+        assert await list_webhooks(conn, kit.org_id) == []
+        # Without a secret no key is needed.
+        hook = await register_webhook(conn, kit.org_id, "https://example.invalid/y")
+    assert not hook.has_secret
+
+
+@pytest.mark.parametrize("key", ["wrong", "none"])
+async def test_an_undecryptable_secret_is_never_sent_unsigned(
+    kit: Kit, receiver: Receiver, key: str
+) -> None:
+    """Another key (or none) in the worker: nothing is sent; the attempt fails with an error
+    naming VALUERANK_SECRET_KEY, backs off, dead-letters; the right key then delivers."""
+    hook_id = await _hook(kit, receiver.url, secret=SECRET)
+    async with kit.db.transaction() as conn:
+        (outbox_id,) = await enqueue_notifications(conn, kit.org_id, "t", {}, max_attempts=2)
+    cipher = SecretCipher(generate_key()) if key == "wrong" else None
+    deliver: dict[str, Any] = {"limit": 10, "timeout": 5, "backoff_base": 60.0, "rng": Ceiling()}
+    report = await deliver_due(kit.db, cipher=cipher, **deliver)
+    assert (report.claimed, report.retried, report.delivered) == (1, 1, 0)
+    assert receiver.requests == []
+    async with kit.db.transaction() as conn:
+        (row,) = await list_outbox(conn, kit.org_id)
+    assert row.status == "pending" and row.attempts == 1 and row.last_status_code is None
+    error = row.last_error or ""
+    assert error.startswith("not sent: ") and "VALUERANK_SECRET_KEY" in error
+    assert hook_id in error
+    assert SECRET not in error
+    wait = row.next_attempt_at - row.created_at  # the usual backoff: 60 s at the ceiling
+    assert timedelta(seconds=55) < wait < timedelta(seconds=65)
+
+    await _make_due(kit)
+    assert (await deliver_due(kit.db, cipher=cipher, **deliver)).dead == 1
+    assert receiver.requests == []
+    async with kit.db.transaction() as conn:
+        (group,) = await dead_letter_summary(conn, kit.org_id)
+        assert group.last_error and "VALUERANK_SECRET_KEY" in group.last_error
+        assert SECRET not in group.last_error
+        await retry_delivery(conn, kit.org_id, outbox_id)
+    assert (await deliver_due(kit.db, cipher=CIPHER, **deliver)).delivered == 1
+    ((headers, body),) = receiver.requests
+    assert headers[SIGNATURE_HEADER.lower()] == _signature(SECRET, body)
+
+
+async def test_a_claimed_delivery_shows_neither_secret_nor_token(kit: Kit) -> None:
+    await _hook(kit, "https://example.invalid/x", secret=SECRET)
+    await _event(kit)
+    (delivery,) = await claim_deliveries(kit.db, limit=10, lease_seconds=30)
+    assert delivery.secret_encrypted and CIPHER.decrypt(delivery.secret_encrypted) == SECRET
+    assert SECRET not in repr(delivery) and delivery.secret_encrypted not in repr(delivery)
+
+
+async def test_get_webhook_is_scoped_to_the_organisation(kit: Kit) -> None:
+    hook_id = await _hook(kit, "https://example.invalid/x")
+    async with kit.db.transaction() as conn:
+        other = await ensure_org(conn, "other")
+        assert (await get_webhook(conn, kit.org_id, hook_id)).id == hook_id
+        with pytest.raises(NotFoundError):
+            await get_webhook(conn, other, hook_id)
+        with pytest.raises(NotFoundError):
+            await remove_webhook(conn, other, hook_id)
+
+
+async def test_listing_by_several_statuses(kit: Kit, receiver: Receiver) -> None:
+    receiver.statuses = [200, 410]
+    await _hook(kit, receiver.url)
+    async with kit.db.transaction() as conn:
+        await enqueue_notifications(conn, kit.org_id, "a", {}, max_attempts=1)
+        await enqueue_notifications(conn, kit.org_id, "b", {}, max_attempts=1)
+    assert (await deliver_due(kit.db, limit=1, timeout=5)).delivered == 1
+    assert (await deliver_due(kit.db, limit=1, timeout=5)).dead == 1
+    async with kit.db.transaction() as conn:
+        await enqueue_notifications(conn, kit.org_id, "c", {})
+        both = await list_outbox(conn, kit.org_id, status=["dead", "pending"])
+        every = await list_outbox(conn, kit.org_id, status=[])
+        with pytest.raises(InvalidInputError):
+            await list_outbox(conn, kit.org_id, status=["dead", "lost"])
+    assert sorted(r.status for r in both) == ["dead", "pending"]
+    assert len(every) == 3

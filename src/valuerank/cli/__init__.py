@@ -20,6 +20,7 @@ from valuerank.cli import (
     runs_cmd,
     scenarios_cmd,
     serve_cmd,
+    webhooks_cmd,
     worker_cmd,
 )
 
@@ -43,6 +44,7 @@ app.add_typer(queue_cmd.app, name="queue")
 app.add_typer(maintenance_cmd.app, name="maintenance")
 app.add_typer(credentials_cmd.app, name="credentials")
 app.add_typer(models_cmd.app, name="models")
+app.add_typer(webhooks_cmd.app, name="webhooks")
 worker_cmd.register(app)
 serve_cmd.register(app)
 demo_cmd.register(app)

@@ -17,14 +17,8 @@ from rich.table import Table
 
 from valuerank.cli.common import JsonOption, console, err_console, fail, print_json, run, session
 from valuerank.config import get_settings
-from valuerank.credentials import (
-    SECRET_KEY_ENV,
-    cipher_from_secret,
-    delete_credential,
-    generate_key,
-    list_credentials,
-    set_credential,
-)
+from valuerank.credentials import delete_credential, list_credentials, set_credential
+from valuerank.crypto import SECRET_KEY_ENV, cipher_from_secret, generate_key
 from valuerank.errors import ValueRankError
 
 app = typer.Typer(
@@ -70,7 +64,9 @@ def set_(
     # Check the secret key before asking for the API key, not after it has been typed.
     try:
         cipher = cipher_from_secret(
-            get_settings().secret_key, purpose=f"storing an API key for {provider}"
+            get_settings().secret_key,
+            purpose=f"storing an API key for {provider}",
+            note="keys in provider environment variables work without it",
         )
     except ValueRankError as exc:
         fail(exc.message, code=exc.code, as_json=as_json, hint=exc.hint)

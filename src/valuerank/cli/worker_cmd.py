@@ -13,6 +13,7 @@ import typer
 
 from valuerank.cli.common import JsonOption, console, err_console, print_json, run
 from valuerank.config import WorkerSettings, get_settings, queue_settings
+from valuerank.crypto import optional_cipher
 from valuerank.db import create_database
 from valuerank.db.migrate import ensure_schema
 from valuerank.pipeline.context import PipelineContext
@@ -41,11 +42,15 @@ def worker(
     as_json: bool = JsonOption,
 ) -> None:
     """Claim and run jobs. SIGTERM/SIGINT stop claiming, let running jobs finish within
-    VALUERANK_WORKER_SHUTDOWN_GRACE_SECONDS, release the rest, and exit 0."""
+    VALUERANK_WORKER_SHUTDOWN_GRACE_SECONDS, release the rest, and exit 0.
+
+    Webhook deliveries are signed with secrets decrypted with VALUERANK_SECRET_KEY: give every
+    worker the key the secrets were stored with."""
     ws = WorkerSettings()
 
     async def _go() -> dict[str, Any]:
         settings = get_settings()
+        cipher = optional_cipher(settings.secret_key)  # an invalid key stops here, clearly
         db = create_database(settings.database_url, busy_timeout_ms=settings.sqlite_busy_timeout_ms)
         try:
             await ensure_schema(db)
@@ -54,6 +59,7 @@ def worker(
                 settings=queue_settings(ws),
                 concurrency=concurrency or ws.concurrency,
                 worker_id=worker_id or ws.id,
+                cipher=cipher,
             )
             register_builtin_handlers(w)
             pipeline = PipelineContext(db)

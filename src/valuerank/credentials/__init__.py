@@ -1,17 +1,12 @@
-"""Provider API keys per organisation, encrypted at rest (Fernet, `VALUERANK_SECRET_KEY`)."""
+"""Provider API keys per organisation, encrypted at rest (Fernet, `VALUERANK_SECRET_KEY`).
 
-from valuerank.credentials.crypto import (
-    SECRET_KEY_ENV,
-    CredentialCipher,
-    CredentialUnreadable,
-    SecretKeyInvalid,
-    SecretKeyMissing,
-    cipher_from_secret,
-    generate_key,
-)
+The cipher itself lives in `valuerank.crypto`, shared with every other stored secret.
+"""
+
 from valuerank.credentials.store import (
     CredentialInfo,
     CredentialSource,
+    CredentialUnreadable,
     MissingCredentialsError,
     delete_credential,
     key_hint,
@@ -22,17 +17,11 @@ from valuerank.credentials.store import (
 )
 
 __all__ = [
-    "SECRET_KEY_ENV",
-    "CredentialCipher",
     "CredentialInfo",
     "CredentialSource",
     "CredentialUnreadable",
     "MissingCredentialsError",
-    "SecretKeyInvalid",
-    "SecretKeyMissing",
-    "cipher_from_secret",
     "delete_credential",
-    "generate_key",
     "key_hint",
     "list_credentials",
     "require_credentials",

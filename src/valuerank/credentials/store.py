@@ -27,7 +27,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.config import get_settings
-from valuerank.credentials.crypto import CredentialCipher, cipher_from_secret
+from valuerank.crypto import SecretCipher, SecretUnreadable, cipher_from_secret
 from valuerank.db.tables import provider_credentials
 from valuerank.errors import InvalidInputError, NotFoundError, ValueRankError
 from valuerank.providers.factory import api_key_from_env
@@ -41,6 +41,12 @@ MASK = "••••"
 MIN_KEY_LENGTH_FOR_HINT = 12
 MAX_KEY_LENGTH = 4096
 SET_COMMAND = "valuerank credentials set PROVIDER"
+
+
+class CredentialUnreadable(SecretUnreadable):
+    """A stored API key does not decrypt: the secret key changed (or the row was altered)."""
+
+    code = "CREDENTIAL_UNREADABLE"
 
 
 class MissingCredentialsError(ValueRankError):
@@ -122,11 +128,13 @@ def _clean_key(api_key: str) -> str:
     return key
 
 
-def _cipher(cipher: CredentialCipher | None, purpose: str) -> CredentialCipher:
-    return (
-        cipher
-        if cipher is not None
-        else cipher_from_secret(get_settings().secret_key, purpose=purpose)
+def _cipher(cipher: SecretCipher | None, purpose: str) -> SecretCipher:
+    if cipher is not None:
+        return cipher
+    return cipher_from_secret(
+        get_settings().secret_key,
+        purpose=purpose,
+        note="keys in provider environment variables work without it",
     )
 
 
@@ -140,7 +148,7 @@ async def set_credential(
     provider: str,
     api_key: str,
     *,
-    cipher: CredentialCipher | None = None,
+    cipher: SecretCipher | None = None,
 ) -> CredentialInfo:
     """Store (or replace) the organisation's key for `provider`, encrypted.
 
@@ -247,7 +255,7 @@ async def resolve_api_key(
     provider: str,
     *,
     environ: Mapping[str, str] | None = None,
-    cipher: CredentialCipher | None = None,
+    cipher: SecretCipher | None = None,
 ) -> str | None:
     """The key to call `provider` with for this organisation, or None.
 
@@ -264,7 +272,14 @@ async def resolve_api_key(
     token = await _stored_ciphertext(conn, org_id, name)
     if token is not None:
         box = _cipher(cipher, f"reading the stored API key for {name}")
-        return box.decrypt(token, what=f"the stored API key for {name}")
+        try:
+            return box.decrypt(
+                token,
+                what=f"the stored API key for {name}",
+                remedy=f"store the key again with `valuerank credentials set {name}`",
+            )
+        except SecretUnreadable as exc:
+            raise CredentialUnreadable(exc.message, hint=exc.hint) from None
     return api_key_from_env(name, _environ(environ))
 
 
@@ -274,7 +289,7 @@ async def require_credentials(
     model_ids: Iterable[str | ModelId],
     *,
     environ: Mapping[str, str] | None = None,
-    cipher: CredentialCipher | None = None,
+    cipher: SecretCipher | None = None,
 ) -> None:
     """Check, when a run is created, that every model's provider has a key.
 

@@ -418,7 +418,8 @@ webhooks = Table(
     _id(),
     _org_id(),
     Column("url", Text, nullable=False),
-    Column("secret", Text, nullable=True),  # signing secret, stored encrypted by the service
+    # Fernet token of the signing secret (VALUERANK_SECRET_KEY): never the plaintext.
+    Column("secret_encrypted", Text, nullable=True),
     Column("event_types", JSONDocument, nullable=False),  # list of event types, [] = all
     Column("active", Boolean, nullable=False, server_default=true()),
     _created_at(),

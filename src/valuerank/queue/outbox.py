@@ -16,8 +16,15 @@ exponential backoff and full jitter, honouring a receiver's `Retry-After` up to 
 `max_attempts` is spent and the row goes `dead` (dead letter), keeping `last_error` and
 `last_status_code`. `retry_delivery` sends a dead row back.
 
-A webhook's `secret` is write-only: it is used to sign and is never returned by any function
-here (`Webhook.has_secret` says whether one is set). Outbox rows do not hold it at all.
+A webhook's signing secret is write-only and encrypted at rest: `register_webhook` stores only
+its Fernet token (`webhooks.secret_encrypted`, keyed by `VALUERANK_SECRET_KEY` through the
+`SecretCipher` its caller passes; a secret with no cipher is refused with SECRET_KEY_MISSING).
+`deliver_due` decrypts it, in memory, with the cipher its caller (the worker) holds, to sign. A
+secret that cannot be decrypted (no key in this process, or another key) is never a reason to
+send unsigned: that attempt fails, without any request, with an error naming
+`VALUERANK_SECRET_KEY`, and is retried and dead-lettered like any failed delivery. No function
+here returns the secret (`Webhook.has_secret` says whether one is set); outbox rows do not hold
+it at all; no repr, error or listing contains it.
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ import random
 import urllib.error
 import urllib.request
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
@@ -38,6 +45,7 @@ from urllib.parse import urlsplit
 from sqlalchemy import String, cast, delete, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from valuerank.crypto import SECRET_KEY_ENV, SecretCipher, SecretUnreadable, cipher_from_secret
 from valuerank.db.engine import Database
 from valuerank.db.tables import outbox, webhooks
 from valuerank.errors import InvalidInputError, NotFoundError
@@ -71,6 +79,16 @@ class Webhook:
     has_secret: bool
     created_at: datetime
 
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "url": self.url,
+            "event_types": list(self.event_types),
+            "active": self.active,
+            "has_secret": self.has_secret,
+            "created_at": self.created_at.isoformat(),
+        }
+
 
 def _webhook(row: Any) -> Webhook:
     return Webhook(
@@ -79,7 +97,7 @@ def _webhook(row: Any) -> Webhook:
         url=row.url,
         event_types=list(row.event_types or []),
         active=bool(row.active),
-        has_secret=row.secret is not None,
+        has_secret=row.secret_encrypted is not None,
         created_at=as_utc(row.created_at),
     )
 
@@ -97,30 +115,61 @@ async def register_webhook(
     *,
     event_types: Sequence[str] = (),
     secret: str | None = None,
+    cipher: SecretCipher | None = None,
 ) -> Webhook:
     """Subscribe `url` to the organisation's notifications of `event_types` (empty: all).
 
-    `secret` is write-only: it signs deliveries and is never returned (see `Webhook`).
+    `secret` is write-only: it signs deliveries, is stored only encrypted with `cipher` and is
+    never returned (see `Webhook`). A secret without a cipher (no `VALUERANK_SECRET_KEY`) is
+    refused with SECRET_KEY_MISSING and nothing is written; a webhook without one needs no key.
     """
     _check_url(url)
     types = list(dict.fromkeys(event_types))
     if any(not isinstance(t, str) or not t for t in types):
         raise InvalidInputError("event types must be non-empty strings")
-    if secret is not None and not secret:
-        raise InvalidInputError("an empty secret signs nothing", hint="omit it or give one")
+    token: str | None = None
+    if secret is not None:
+        if not secret:
+            raise InvalidInputError("an empty secret signs nothing", hint="omit it or give one")
+        if cipher is None:
+            cipher = cipher_from_secret(
+                None,
+                purpose="storing a webhook signing secret",
+                note="webhooks without a secret work without it",
+            )
+        token = cipher.encrypt(secret)
     webhook_id = new_id()
     await conn.execute(
         insert(webhooks).values(
             id=webhook_id,
             org_id=org_id,
             url=url,
-            secret=secret,
+            secret_encrypted=token,
             event_types=types,
             active=True,
             created_at=db_now(conn.dialect.name),
         )
     )
     row = (await conn.execute(select(webhooks).where(webhooks.c.id == webhook_id))).one()
+    return _webhook(row)
+
+
+def _no_webhook(webhook_id: str) -> NotFoundError:
+    return NotFoundError(
+        f"no webhook {webhook_id!r} in this organisation",
+        hint="`valuerank webhooks list` shows its webhooks",
+    )
+
+
+async def get_webhook(conn: AsyncConnection, org_id: str, webhook_id: str) -> Webhook:
+    """One of the organisation's webhooks (NOT_FOUND for any other id)."""
+    row = (
+        await conn.execute(
+            select(webhooks).where(webhooks.c.org_id == org_id, webhooks.c.id == webhook_id)
+        )
+    ).first()
+    if row is None:
+        raise _no_webhook(webhook_id)
     return _webhook(row)
 
 
@@ -142,7 +191,7 @@ async def set_webhook_active(
         .values(active=active)
     )
     if result.rowcount == 0:
-        raise NotFoundError(f"no webhook {webhook_id!r}")
+        raise _no_webhook(webhook_id)
 
 
 async def remove_webhook(conn: AsyncConnection, org_id: str, webhook_id: str) -> None:
@@ -154,7 +203,7 @@ async def remove_webhook(conn: AsyncConnection, org_id: str, webhook_id: str) ->
         delete(webhooks).where(webhooks.c.org_id == org_id, webhooks.c.id == webhook_id)
     )
     if result.rowcount == 0:
-        raise NotFoundError(f"no webhook {webhook_id!r}")
+        raise _no_webhook(webhook_id)
 
 
 # -- writing notifications --------------------------------------------------------------------
@@ -208,7 +257,8 @@ async def enqueue_notifications(
 
 @dataclass(frozen=True)
 class Delivery:
-    """One claimed row, with what is needed to send it (the secret stays in memory only)."""
+    """One claimed row, with what is needed to send it: the webhook's secret as its Fernet
+    token, decrypted only when the request is signed (and kept out of the repr all the same)."""
 
     id: str
     org_id: str
@@ -219,7 +269,7 @@ class Delivery:
     max_attempts: int
     lease_token: str
     url: str
-    secret: str | None
+    secret_encrypted: str | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)
@@ -307,7 +357,7 @@ async def claim_deliveries(db: Database, *, limit: int, lease_seconds: float) ->
         hooks = {
             h.id: h
             for h in await conn.execute(
-                select(webhooks.c.id, webhooks.c.url, webhooks.c.secret).where(
+                select(webhooks.c.id, webhooks.c.url, webhooks.c.secret_encrypted).where(
                     webhooks.c.id.in_({r.webhook_id for r in rows})
                 )
             )
@@ -323,7 +373,7 @@ async def claim_deliveries(db: Database, *, limit: int, lease_seconds: float) ->
             max_attempts=r.max_attempts,
             lease_token=r.lease_token,
             url=hooks[r.webhook_id].url,
-            secret=hooks[r.webhook_id].secret,
+            secret_encrypted=hooks[r.webhook_id].secret_encrypted,
         )
         for r in sorted(rows, key=lambda r: r.id)
     ]
@@ -361,15 +411,49 @@ def _post(url: str, body: bytes, headers: Mapping[str, str], timeout: float) -> 
         return Response(None, f"{type(exc).__name__}: {exc}")
 
 
-async def send(delivery: Delivery, *, timeout: float) -> Response:
+class _Unsignable(Exception):
+    """The webhook has a secret this process cannot decrypt: the delivery must not go out."""
+
+
+def _signature(delivery: Delivery, cipher: SecretCipher | None) -> str | None:
+    """The signature header's value; None when the webhook has no secret. Raises
+    `_Unsignable` (a message with no secret in it) when the secret cannot be decrypted."""
+    if delivery.secret_encrypted is None:
+        return None
+    if cipher is None:
+        raise _Unsignable(
+            f"not sent: webhook {delivery.webhook_id} signs its deliveries, but "
+            f"{SECRET_KEY_ENV} is not set where this worker runs (set it to the key the "
+            "webhook's secret was stored with)"
+        )
+    try:
+        secret = cipher.decrypt(
+            delivery.secret_encrypted,
+            what=f"the signing secret of webhook {delivery.webhook_id}",
+            remedy="remove the webhook and add it again with a new secret",
+        )
+    except SecretUnreadable as exc:
+        raise _Unsignable(f"not sent: {exc.message} ({exc.hint})") from None
+    return sign(secret, delivery.body)
+
+
+async def send(
+    delivery: Delivery, *, timeout: float, cipher: SecretCipher | None = None
+) -> Response:
+    """POST one delivery, signed when its webhook has a secret (decrypted with `cipher`).
+    A secret that cannot be decrypted sends nothing: a failed attempt, never unsigned."""
     headers = {
         "Content-Type": "application/json",
         "User-Agent": USER_AGENT,
         DELIVERY_HEADER: delivery.id,
         EVENT_HEADER: delivery.topic,
     }
-    if delivery.secret:
-        headers[SIGNATURE_HEADER] = sign(delivery.secret, delivery.body)
+    try:
+        signature = _signature(delivery, cipher)
+    except _Unsignable as exc:
+        return Response(None, str(exc))
+    if signature is not None:
+        headers[SIGNATURE_HEADER] = signature
     response = await asyncio.to_thread(_post, delivery.url, delivery.body, headers, timeout)
     if response.error is None and not (
         response.status_code is not None and 200 <= response.status_code < 300
@@ -429,15 +513,18 @@ async def deliver_due(
     backoff_base: float = 10.0,
     backoff_cap: float = 3600.0,
     rng: random.Random | None = None,
+    cipher: SecretCipher | None = None,
 ) -> DeliveryReport:
     """Claim up to `limit` due notifications, POST them concurrently (no transaction open),
-    and settle each. Safe to run from every worker at once."""
+    and settle each. Safe to run from every worker at once. `cipher` (from
+    `VALUERANK_SECRET_KEY`) decrypts the webhooks' signing secrets; without it, deliveries of
+    webhooks that have one fail (unsent) and are retried later."""
     report = DeliveryReport()
     deliveries = await claim_deliveries(db, limit=limit, lease_seconds=2 * timeout + 30.0)
     report.claimed = len(deliveries)
 
     async def one(delivery: Delivery) -> None:
-        response = await send(delivery, timeout=timeout)
+        response = await send(delivery, timeout=timeout, cipher=cipher)
         status = await _settle(
             db,
             delivery,
@@ -478,6 +565,22 @@ class OutboxEntry:
     created_at: datetime
     delivered_at: datetime | None
 
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "webhook_id": self.webhook_id,
+            "topic": self.topic,
+            "payload": self.payload,
+            "status": self.status,
+            "attempts": self.attempts,
+            "max_attempts": self.max_attempts,
+            "next_attempt_at": self.next_attempt_at.isoformat(),
+            "last_error": self.last_error,
+            "last_status_code": self.last_status_code,
+            "created_at": self.created_at.isoformat(),
+            "delivered_at": None if self.delivered_at is None else self.delivered_at.isoformat(),
+        }
+
 
 def _entry(row: Any) -> OutboxEntry:
     return OutboxEntry(
@@ -501,19 +604,22 @@ async def list_outbox(
     conn: AsyncConnection,
     org_id: str,
     *,
-    status: str | None = None,
+    status: str | Sequence[str] | None = None,
     topic: str | None = None,
     webhook_id: str | None = None,
     limit: int = 100,
 ) -> list[OutboxEntry]:
-    """The organisation's notifications, newest first, optionally filtered."""
-    if status is not None and status not in OUTBOX_STATUSES:
-        raise InvalidInputError(
-            f"invalid outbox status {status!r}", hint=f"use one of {', '.join(OUTBOX_STATUSES)}"
-        )
+    """The organisation's notifications, newest first, optionally filtered (`status`: one
+    status or several; empty or None: all)."""
+    statuses = [status] if isinstance(status, str) else list(status or ())
+    for one in statuses:
+        if one not in OUTBOX_STATUSES:
+            raise InvalidInputError(
+                f"invalid outbox status {one!r}", hint=f"use one of {', '.join(OUTBOX_STATUSES)}"
+            )
     query = select(outbox).where(outbox.c.org_id == org_id)
-    if status is not None:
-        query = query.where(outbox.c.status == status)
+    if statuses:
+        query = query.where(outbox.c.status.in_(statuses))
     if topic is not None:
         query = query.where(outbox.c.topic == topic)
     if webhook_id is not None:
@@ -529,6 +635,15 @@ class DeadLetterGroup:
     count: int
     oldest: datetime  # created_at of the oldest dead notification of the group
     last_error: str | None  # of the newest dead row of the group
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "topic": self.topic,
+            "webhook_id": self.webhook_id,
+            "count": self.count,
+            "oldest": self.oldest.isoformat(),
+            "last_error": self.last_error,
+        }
 
 
 async def dead_letter_summary(conn: AsyncConnection, org_id: str) -> list[DeadLetterGroup]:
@@ -587,7 +702,10 @@ async def retry_delivery(conn: AsyncConnection, org_id: str, outbox_id: str) -> 
             select(outbox.c.status).where(outbox.c.org_id == org_id, outbox.c.id == outbox_id)
         )
         if exists is None:
-            raise NotFoundError(f"no notification {outbox_id!r}")
+            raise NotFoundError(
+                f"no notification {outbox_id!r} in this organisation",
+                hint="`valuerank webhooks deliveries --status dead` shows the dead ones",
+            )
         raise InvalidInputError(
             f"notification {outbox_id!r} is {exists}, not dead", hint="only dead ones are retried"
         )

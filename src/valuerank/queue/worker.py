@@ -41,6 +41,7 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from valuerank.crypto import SecretCipher
 from valuerank.db.engine import Database
 from valuerank.queue import lease as leases
 from valuerank.queue.claim import claim
@@ -188,6 +189,7 @@ class Worker:
         worker_id: str | None = None,
         handlers: Mapping[str, Handler] | None = None,
         rng: random.Random | None = None,
+        cipher: SecretCipher | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -198,6 +200,9 @@ class Worker:
         self.stats = WorkerStats()
         self._handlers: dict[str, Handler] = dict(handlers or {})
         self._rng = rng
+        # Decrypts webhook signing secrets (VALUERANK_SECRET_KEY, given by the caller): without
+        # it, deliveries of webhooks that have a secret fail unsent and are retried.
+        self._cipher = cipher
         self._running: dict[str, _Running] = {}  # handler running
         self._settling: dict[str, _Running] = {}  # handler returned, outcome being written
         self._wake = asyncio.Event()
@@ -328,7 +333,9 @@ class Worker:
 
     async def drain_outbox(self, *, limit: int = 50, timeout: float = 10.0) -> DeliveryReport:
         """Deliver the due webhook notifications, once."""
-        return await deliver_due(self.db, limit=limit, timeout=timeout, rng=self._rng)
+        return await deliver_due(
+            self.db, limit=limit, timeout=timeout, rng=self._rng, cipher=self._cipher
+        )
 
     def _schedule_chores(self) -> None:
         now = time.monotonic()

@@ -1,0 +1,414 @@
+"""`valuerank webhooks …` on each backend, through the real Typer app: secrets never printed,
+everything scoped to the CLI's organisation; deliveries made by the real outbox to a real
+loopback HTTP receiver."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+from sqlalchemy import select
+from typer.testing import CliRunner
+
+from valuerank.cli import app
+from valuerank.config import get_settings
+from valuerank.crypto import SecretCipher, generate_key
+from valuerank.db import Database, create_database
+from valuerank.db.tables import webhooks
+from valuerank.orgs import ensure_org
+from valuerank.queue.outbox import (
+    SIGNATURE_HEADER,
+    deliver_due,
+    enqueue_notifications,
+    register_webhook,
+)
+
+from .conftest import Invoke, Outcome
+
+SECRET = "whsec-cli-test-do-not-print-9f8e7d"
+T = TypeVar("T")
+
+
+@pytest.fixture(autouse=True)
+def _no_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("VALUERANK_SECRET_KEY", raising=False)
+
+
+@pytest.fixture
+def key(monkeypatch: pytest.MonkeyPatch) -> str:
+    value = generate_key()
+    monkeypatch.setenv("VALUERANK_SECRET_KEY", value)
+    return value
+
+
+@dataclass
+class Receiver:
+    """A loopback HTTP server that records POSTs and answers with scripted status codes."""
+
+    url: str = ""
+    statuses: list[int] = field(default_factory=list)  # popped per request; then 200
+    requests: list[tuple[dict[str, str], bytes]] = field(default_factory=list)
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    state = Receiver()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            state.requests.append(({k.lower(): v for k, v in self.headers.items()}, body))
+            self.send_response(state.statuses.pop(0) if state.statuses else 200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    state.url = f"http://127.0.0.1:{server.server_address[1]}/hook"
+    try:
+        yield state
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _with_input(text: str, *args: str) -> Outcome:
+    get_settings.cache_clear()
+    result = CliRunner().invoke(app, list(args), input=text, catch_exceptions=False)
+    return Outcome(result.exit_code, result.stdout, result.stderr)
+
+
+def _never_shows(out: Outcome, *secrets: str) -> None:
+    for secret in secrets:
+        assert secret not in out.stdout and secret not in out.stderr
+
+
+def _on_db(database_url: Any, work: Callable[[Database, str], Awaitable[T]]) -> T:
+    """Run `work(db, org_id)` on the CLI's database, in the CLI's organisation, through the
+    real services (to make deliveries, or to look at what the CLI stored)."""
+
+    async def _go() -> T:
+        db = create_database(database_url.url)
+        try:
+            async with db.transaction() as conn:
+                org_id = await ensure_org(conn, get_settings().default_org)
+            return await work(db, org_id)
+        finally:
+            await db.dispose()
+
+    return asyncio.run(_go())
+
+
+def test_add_with_a_secret_from_stdin_then_list(
+    cli: Invoke, key: str, database_url: Any, receiver: Receiver
+) -> None:
+    out = _with_input(
+        SECRET + "\n",
+        "webhooks",
+        "add",
+        receiver.url,
+        "--event",
+        "task_complete",
+        "--secret-stdin",
+        "--json",
+    )
+    assert out.exit_code == 0, out.stderr
+    _never_shows(out, SECRET, key)
+    hook = out.json()
+    assert set(hook) == {"id", "url", "event_types", "active", "has_secret", "created_at"}
+    assert hook["has_secret"] is True and hook["active"] is True
+    assert hook["event_types"] == ["task_complete"] and hook["url"] == receiver.url
+
+    for args in (("webhooks", "list", "--json"), ("webhooks", "list")):
+        listed = cli(*args)
+        assert listed.exit_code == 0, listed.stderr
+        _never_shows(listed, SECRET, key)
+    [item] = cli("webhooks", "list", "--json").json()
+    assert item == hook
+    table = cli("webhooks", "list")
+    assert hook["id"] in table.stdout and "active  signed  task_complete" in table.stdout
+    assert receiver.url in table.stdout
+
+    async def stored(db: Database, org_id: str) -> str:
+        async with db.transaction() as conn:
+            return str(
+                await conn.scalar(
+                    select(webhooks.c.secret_encrypted).where(webhooks.c.id == hook["id"])
+                )
+            )
+
+    token = _on_db(database_url, stored)
+    assert SECRET not in token and SecretCipher(key).decrypt(token) == SECRET
+
+    # What the CLI stored signs real deliveries (the newline of stdin is not part of it).
+    async def deliver(db: Database, org_id: str) -> None:
+        async with db.transaction() as conn:
+            await enqueue_notifications(conn, org_id, "task_complete", {"n": 1})
+        report = await deliver_due(db, limit=10, timeout=5, cipher=SecretCipher(key))
+        assert report.delivered == 1
+
+    _on_db(database_url, deliver)
+    ((headers, body),) = receiver.requests
+    expected = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
+    assert headers[SIGNATURE_HEADER.lower()] == expected
+
+
+def test_add_with_the_hidden_prompt_and_without_a_secret(cli: Invoke, key: str) -> None:
+    out = _with_input(
+        SECRET + "\n", "webhooks", "add", "https://example.invalid/a", "--secret-prompt"
+    )
+    assert out.exit_code == 0, out.stderr
+    assert "Signing secret" in out.stdout and "signed" in out.stdout
+    assert SIGNATURE_HEADER in out.stdout
+    _never_shows(out, SECRET, key)
+    plain = cli("webhooks", "add", "https://example.invalid/b", "--json")
+    assert plain.exit_code == 0, plain.stderr
+    assert plain.json()["has_secret"] is False and plain.json()["event_types"] == []
+    listed = {h["url"]: h["has_secret"] for h in cli("webhooks", "list", "--json").json()}
+    assert listed == {"https://example.invalid/a": True, "https://example.invalid/b": False}
+
+
+def test_a_secret_without_a_key_is_refused_and_nothing_is_written(cli: Invoke) -> None:
+    out = _with_input(
+        SECRET + "\n", "webhooks", "add", "https://example.invalid/a", "--secret-stdin", "--json"
+    )
+    assert out.exit_code == 1
+    data = out.json()
+    assert data["code"] == "SECRET_KEY_MISSING" and "VALUERANK_SECRET_KEY" in data["error"]
+    assert "valuerank credentials keygen" in data["hint"]
+    _never_shows(out, SECRET)
+    text = _with_input(
+        SECRET + "\n", "webhooks", "add", "https://example.invalid/a", "--secret-prompt"
+    )
+    assert text.exit_code == 1 and "VALUERANK_SECRET_KEY" in text.stderr
+    assert "Signing secret" not in text.stdout  # refused before the prompt
+    _never_shows(text, SECRET)
+    assert cli("webhooks", "list", "--json").json() == []
+    # A webhook without a secret needs no key.
+    assert cli("webhooks", "add", "https://example.invalid/b").exit_code == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "stdin", "code"),
+    [
+        (("webhooks", "add", "ftp://example.invalid/x"), "", "INVALID_INPUT"),
+        (("webhooks", "add", "https://e.invalid/x", "--secret-stdin"), "\n", "INVALID_INPUT"),
+        (
+            ("webhooks", "add", "https://e.invalid/x", "--secret-stdin", "--secret-prompt"),
+            SECRET + "\n",
+            "INVALID_INPUT",
+        ),
+        (("webhooks", "remove", "no-such-webhook"), "", "NOT_FOUND"),
+        (("webhooks", "retry", "no-such-delivery"), "", "NOT_FOUND"),
+        (("webhooks", "deliveries", "--webhook", "no-such-webhook"), "", "NOT_FOUND"),
+    ],
+)
+def test_errors_exit_1_with_a_code_and_a_hint(
+    cli: Invoke, key: str, args: tuple[str, ...], stdin: str, code: str
+) -> None:
+    out = _with_input(stdin, *args, "--json")
+    assert out.exit_code == 1
+    data = out.json()
+    assert data["success"] is False and data["code"] == code and data.get("hint")
+    _never_shows(out, SECRET)
+    text = _with_input(stdin, *args)
+    assert text.exit_code == 1 and "error:" in text.stderr and "hint:" in text.stderr
+    _never_shows(text, SECRET)
+
+
+def test_deliveries_filters_dead_letters_and_retry(
+    cli: Invoke, key: str, database_url: Any, receiver: Receiver
+) -> None:
+    first = cli("webhooks", "add", receiver.url, "--json").json()["id"]
+    second = cli("webhooks", "add", receiver.url, "--event", "b", "--json").json()["id"]
+    receiver.statuses = [410]  # the first delivery attempted is refused: with one attempt, dead
+
+    async def notify(db: Database, org_id: str) -> None:
+        async with db.transaction() as conn:
+            await enqueue_notifications(conn, org_id, "a", {"n": 1}, max_attempts=1)
+        assert (await deliver_due(db, limit=1, timeout=5)).dead == 1
+        async with db.transaction() as conn:
+            await enqueue_notifications(conn, org_id, "b", {"n": 2})  # both webhooks
+        report = await deliver_due(db, limit=1, timeout=5)
+        assert report.delivered == 1  # one of the two; the other stays pending
+
+    _on_db(database_url, notify)
+    every = cli("webhooks", "deliveries", "--json")
+    assert every.exit_code == 0, every.stderr
+    rows = every.json()
+    assert sorted(r["status"] for r in rows) == ["dead", "delivered", "pending"]
+    (dead,) = [r for r in rows if r["status"] == "dead"]
+    assert dead["topic"] == "a" and dead["webhook_id"] == first
+    assert dead["last_status_code"] == 410 and "HTTP 410" in dead["last_error"]
+
+    def ids(*args: str) -> set[str]:
+        out = cli("webhooks", "deliveries", *args, "--json")
+        assert out.exit_code == 0, out.stderr
+        return {r["id"] for r in out.json()}
+
+    assert ids("--status", "dead") == {dead["id"]}
+    assert len(ids("--status", "pending", "--status", "delivered")) == 2
+    assert ids("--webhook", second) == {r["id"] for r in rows if r["webhook_id"] == second}
+    assert len(ids("--webhook", first)) == 2
+    assert ids("--webhook", first, "--status", "dead") == {dead["id"]}
+    assert len(ids("--topic", "b")) == 2
+    assert len(ids("--limit", "1")) == 1
+    bad = cli("webhooks", "deliveries", "--status", "lost")
+    assert bad.exit_code != 0
+    table = cli("webhooks", "deliveries")
+    assert table.exit_code == 0 and dead["id"] in table.stdout and "dead" in table.stdout
+
+    letters = cli("webhooks", "dead-letters", "--json")
+    assert letters.exit_code == 0, letters.stderr
+    [group] = letters.json()
+    assert (group["topic"], group["webhook_id"], group["count"]) == ("a", first, 1)
+    assert "HTTP 410" in group["last_error"]
+    assert "retry" in cli("webhooks", "dead-letters").stdout
+
+    retried = cli("webhooks", "retry", dead["id"], "--json")
+    assert retried.exit_code == 0, retried.stderr
+    assert retried.json()["status"] == "pending" and retried.json()["attempts"] == 0
+    assert dead["id"] in ids("--status", "pending")
+    assert cli("webhooks", "dead-letters", "--json").json() == []
+    again = cli("webhooks", "retry", dead["id"], "--json")  # not dead any more
+    assert again.exit_code == 1 and again.json()["code"] == "INVALID_INPUT"
+    text = cli("webhooks", "retry", dead["id"])
+    assert text.exit_code == 1 and "not dead" in text.stderr
+
+
+def test_another_organisations_ids_are_not_found(cli: Invoke, key: str, database_url: Any) -> None:
+    mine = cli("webhooks", "add", "https://example.invalid/mine", "--json").json()["id"]
+
+    async def other_org(db: Database, org_id: str) -> tuple[str, str]:
+        async with db.transaction() as conn:
+            other = await ensure_org(conn, "other")
+            hook = await register_webhook(
+                conn,
+                other,
+                "https://example.invalid/theirs",
+                secret=SECRET,
+                cipher=SecretCipher(generate_key()),
+            )
+            (delivery,) = await enqueue_notifications(conn, other, "t", {}, max_attempts=1)
+        return hook.id, delivery
+
+    theirs, their_delivery = _on_db(database_url, other_org)
+    listed = cli("webhooks", "list", "--json").json()
+    assert [h["id"] for h in listed] == [mine]
+    assert cli("webhooks", "deliveries", "--json").json() == []
+    for args in (
+        ("webhooks", "remove", theirs),
+        ("webhooks", "deliveries", "--webhook", theirs),
+        ("webhooks", "retry", their_delivery),
+    ):
+        out = cli(*args, "--json")
+        assert out.exit_code == 1, args
+        assert out.json()["code"] == "NOT_FOUND"
+    # Theirs is untouched; mine can be removed.
+    removed = cli("webhooks", "remove", mine, "--json")
+    assert removed.exit_code == 0 and removed.json() == {"id": mine, "removed": True}
+    assert cli("webhooks", "list", "--json").json() == []
+    assert "no webhooks" in cli("webhooks", "list").stdout
+
+    async def count(db: Database, org_id: str) -> int:
+        async with db.transaction() as conn:
+            return len((await conn.execute(select(webhooks.c.id))).all())
+
+    assert _on_db(database_url, count) == 1
+
+
+def _start_worker(database_url: Any, key: str, log: Path) -> subprocess.Popen[str]:
+    """A real `valuerank worker` process that drains the outbox every 0.1 s."""
+    env = {
+        **os.environ,
+        "VALUERANK_DATABASE_URL": database_url.url,
+        "VALUERANK_SECRET_KEY": key,
+        "VALUERANK_WORKER_POLL_SECONDS": "0.05",
+        "VALUERANK_WORKER_NOTIFICATION_DRAIN_SECONDS": "0.1",
+        "VALUERANK_WORKER_SHUTDOWN_GRACE_SECONDS": "2",
+    }
+    with log.open("w") as stderr:  # a file: a pipe nobody reads could fill up
+        return subprocess.Popen(
+            [sys.executable, "-m", "valuerank", "worker", "--json"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+        )
+
+
+def _stop(proc: subprocess.Popen[str]) -> str:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+    try:
+        out, _ = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate(timeout=10)
+    assert proc.returncode == 0
+    return out
+
+
+def _wait(check: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.1)
+    pytest.fail(f"timed out waiting for {what}")
+
+
+@pytest.mark.parametrize("worker_key", ["same", "other"])
+def test_the_worker_process_signs_with_the_key_or_sends_nothing(
+    cli: Invoke, key: str, database_url: Any, receiver: Receiver, tmp_path: Path, worker_key: str
+) -> None:
+    """`valuerank worker` builds its cipher from VALUERANK_SECRET_KEY: with the key the secret
+    was stored with it signs; with another key it sends nothing and records why."""
+    added = _with_input(
+        SECRET + "\n", "webhooks", "add", receiver.url, "--event", "task_complete", "--secret-stdin"
+    )
+    assert added.exit_code == 0, added.stderr
+    assert cli("queue", "enqueue", "noop").exit_code == 0
+    log = tmp_path / "worker.log"
+    proc = _start_worker(database_url, key if worker_key == "same" else generate_key(), log)
+    try:
+        if worker_key == "same":
+            _wait(lambda: bool(receiver.requests), "a signed delivery")
+        else:
+
+            def failed() -> bool:
+                rows = cli("webhooks", "deliveries", "--json").json()
+                return bool(rows) and bool(rows[0]["last_error"])
+
+            _wait(failed, "a failed delivery attempt")
+    finally:
+        out = _stop(proc)
+    for text in (out, log.read_text()):
+        assert SECRET not in text and key not in text
+    if worker_key == "same":
+        ((headers, body),) = receiver.requests
+        expected = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
+        assert headers[SIGNATURE_HEADER.lower()] == expected
+        return
+    assert receiver.requests == []
+    (row,) = cli("webhooks", "deliveries", "--json").json()
+    assert row["status"] == "pending" and row["last_status_code"] is None
+    assert row["last_error"].startswith("not sent:") and "VALUERANK_SECRET_KEY" in row["last_error"]
+    assert SECRET not in row["last_error"]
