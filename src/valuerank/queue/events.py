@@ -254,19 +254,37 @@ async def _insert(
     *,
     hooked: bool = True,
 ) -> None:
+    await _insert_many(conn, org_id, partition, type, [(seq, data)], hooked=hooked)
+
+
+async def _insert_many(
+    conn: AsyncConnection,
+    org_id: str,
+    partition: str,
+    type: EventType,
+    written: list[tuple[int, dict[str, Any]]],
+    *,
+    hooked: bool = True,
+) -> None:
+    """Insert events of one partition and type, `(seq, data)` each, in one statement; then
+    their webhook notifications (unless `hooked` is False: no active webhook)."""
     dialect = conn.dialect.name
-    params: dict[str, Any] = {
-        "partition": partition,
-        "seq": seq,
-        "org_id": org_id,
-        "type": type.value,
-        "data": data,
-    }
-    if dialect == "postgresql":
-        params["channel_payload"] = partition
+    notify = {"channel_payload": partition} if dialect == "postgresql" else {}
+    params = [
+        {
+            "partition": partition,
+            "seq": seq,
+            "org_id": org_id,
+            "type": type.value,
+            "data": data,
+            **notify,
+        }
+        for seq, data in written
+    ]
     await conn.execute(_insert_statement(dialect), params)
     if hooked:
-        await notify_webhooks(conn, org_id, partition, seq, type, data)
+        for seq, data in written:
+            await notify_webhooks(conn, org_id, partition, seq, type, data)
 
 
 async def emit_job_events(
@@ -284,28 +302,13 @@ async def emit_job_events(
         return
     first = rows[0]
     last, hooked, counts = await _next_seq(conn, first.org_id, first.partition, delta, len(rows))
-    dialect = conn.dialect.name
     written: list[tuple[int, dict[str, Any]]] = []
     for seq, row in enumerate(rows, start=last - len(rows) + 1):
         data = job_data(row, extra)
         if type in _WITH_PROGRESS:
             data.update(counts.to_dict())
         written.append((seq, data))
-    params: list[dict[str, Any]] = [
-        {
-            "partition": first.partition,
-            "seq": seq,
-            "org_id": first.org_id,
-            "type": type.value,
-            "data": data,
-            **({"channel_payload": first.partition} if dialect == "postgresql" else {}),
-        }
-        for seq, data in written
-    ]
-    await conn.execute(_insert_statement(dialect), params)
-    if hooked:
-        for seq, data in written:
-            await notify_webhooks(conn, first.org_id, first.partition, seq, type, data)
+    await _insert_many(conn, first.org_id, first.partition, type, written, hooked=hooked)
 
 
 async def write_event(
