@@ -9,10 +9,13 @@ search_path. Locally an unreachable PostgreSQL skips those tests, saying why; in
 from __future__ import annotations
 
 import os
+import threading
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import psycopg
@@ -110,3 +113,42 @@ def compat_dir() -> Path:
     if not path.is_dir():
         pytest.fail(f"{COMPAT_ENV}={value} is not a directory")
     return path
+
+
+@dataclass
+class Receiver:
+    """A webhook receiver: a loopback HTTP server that records POSTs and answers with scripted
+    status codes (the outside world a webhook delivery reaches)."""
+
+    url: str = ""
+    statuses: list[int] = field(default_factory=list)  # popped per request; then `default`
+    default: int = 200
+    requests: list[tuple[dict[str, str], bytes]] = field(default_factory=list)  # lower-case names
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    state = Receiver()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            state.requests.append(({k.lower(): v for k, v in self.headers.items()}, body))
+            code = state.statuses.pop(0) if state.statuses else state.default
+            self.send_response(code)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    state.url = f"http://127.0.0.1:{server.server_address[1]}/hook"
+    try:
+        yield state
+    finally:
+        server.shutdown()
+        server.server_close()

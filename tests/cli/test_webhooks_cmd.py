@@ -11,13 +11,10 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 from sqlalchemy import select
@@ -38,6 +35,9 @@ from valuerank.queue.outbox import (
 
 from .conftest import Invoke, Outcome
 
+if TYPE_CHECKING:
+    from conftest import Receiver  # tests/conftest.py
+
 SECRET = "whsec-cli-test-do-not-print-9f8e7d"
 T = TypeVar("T")
 
@@ -52,41 +52,6 @@ def key(monkeypatch: pytest.MonkeyPatch) -> str:
     value = generate_key()
     monkeypatch.setenv("VALUERANK_SECRET_KEY", value)
     return value
-
-
-@dataclass
-class Receiver:
-    """A loopback HTTP server that records POSTs and answers with scripted status codes."""
-
-    url: str = ""
-    statuses: list[int] = field(default_factory=list)  # popped per request; then 200
-    requests: list[tuple[dict[str, str], bytes]] = field(default_factory=list)
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    state = Receiver()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            state.requests.append(({k.lower(): v for k, v in self.headers.items()}, body))
-            self.send_response(state.statuses.pop(0) if state.statuses else 200)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    state.url = f"http://127.0.0.1:{server.server_address[1]}/hook"
-    try:
-        yield state
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def _with_input(text: str, *args: str) -> Outcome:

@@ -8,11 +8,7 @@ import hashlib
 import hmac
 import json
 import random
-import threading
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from datetime import timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -42,48 +38,10 @@ from valuerank.queue.outbox import (
 )
 
 if TYPE_CHECKING:
-    from conftest import Kit
+    from conftest import Kit, Receiver  # tests/queue/conftest.py, tests/conftest.py
 
 SECRET = "whsec-very-secret-value-42"
 CIPHER = SecretCipher(generate_key())
-
-
-@dataclass
-class Receiver:
-    """A loopback HTTP server that records POSTs and answers with scripted status codes."""
-
-    url: str = ""
-    statuses: list[int] = field(default_factory=list)  # popped per request; then `default`
-    default: int = 200
-    requests: list[tuple[dict[str, str], bytes]] = field(default_factory=list)  # lower-case names
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    state = Receiver()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            state.requests.append(({k.lower(): v for k, v in self.headers.items()}, body))
-            code = state.statuses.pop(0) if state.statuses else state.default
-            self.send_response(code)
-            self.send_header("Content-Length", "2")
-            self.end_headers()
-            self.wfile.write(b"ok")
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    state.url = f"http://127.0.0.1:{server.server_address[1]}/hook"
-    try:
-        yield state
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 class Ceiling(random.Random):
