@@ -3,21 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from valuerank.db import Database
 from valuerank.pipeline.launch import watch_report
-from valuerank.queue.dialect import as_utc
+from valuerank.queue.dialect import iso
 from valuerank.queue.events import Event
 from valuerank.runs.progress import RunReport, run_report
 from valuerank.runs.results import ModelResult, model_results
 from valuerank.runs.service import list_runs
-
-
-def _iso(value: datetime | None) -> str | None:
-    """ISO-8601 with its UTC offset on both databases (SQLite hands back naive UTC)."""
-    return None if value is None else as_utc(value).isoformat()
 
 
 def run_item(report: RunReport) -> dict[str, Any]:
@@ -26,9 +20,9 @@ def run_item(report: RunReport) -> dict[str, Any]:
     return {
         **run.summary_dict(),
         **report.to_dict(),
-        "created_at": _iso(run.created_at),
-        "started_at": _iso(run.started_at),
-        "finished_at": _iso(run.finished_at),
+        "created_at": iso(run.created_at),
+        "started_at": iso(run.started_at),
+        "finished_at": iso(run.finished_at),
     }
 
 

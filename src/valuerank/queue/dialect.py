@@ -59,6 +59,11 @@ def as_utc(value: datetime) -> datetime:
     return value.astimezone(UTC)
 
 
+def iso(value: datetime | None) -> str | None:
+    """ISO-8601 with its UTC offset on both databases (None stays None), for JSON."""
+    return None if value is None else as_utc(value).isoformat()
+
+
 def to_db(dialect: str, value: datetime) -> datetime:
     """A datetime ready to bind: UTC; naive on SQLite, which would drop the offset silently."""
     if value.tzinfo is None:

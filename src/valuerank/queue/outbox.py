@@ -49,7 +49,7 @@ from valuerank.crypto import SECRET_KEY_ENV, SecretCipher, SecretUnreadable, cip
 from valuerank.db.engine import Database
 from valuerank.db.tables import outbox, webhooks
 from valuerank.errors import InvalidInputError, NotFoundError
-from valuerank.queue.dialect import as_utc, db_now, db_now_plus
+from valuerank.queue.dialect import as_utc, db_now, db_now_plus, iso
 from valuerank.queue.errors import backoff_seconds
 from valuerank.queue.ids import new_id
 
@@ -578,7 +578,7 @@ class OutboxEntry:
             "last_error": self.last_error,
             "last_status_code": self.last_status_code,
             "created_at": self.created_at.isoformat(),
-            "delivered_at": None if self.delivered_at is None else self.delivered_at.isoformat(),
+            "delivered_at": iso(self.delivered_at),
         }
 
 

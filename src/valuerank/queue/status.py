@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.db.tables import jobs, queue_controls
 from valuerank.queue.controls import GLOBAL_KEY, ControlScope
-from valuerank.queue.dialect import db_now, seconds_since
+from valuerank.queue.dialect import db_now, iso, seconds_since
 from valuerank.queue.ratelimit import BucketState, list_buckets
 from valuerank.queue.slots import Cap, list_caps
 from valuerank.queue.states import ACTIVE, JobStatus
@@ -102,14 +102,10 @@ class QueueStatus:
         data["caps"] = [asdict(c) | {"scope": c.scope.value} for c in self.caps]
         for provider in data["providers"].values():  # JSON-ready: enum values, ISO times
             provider["rate_limit"] = str(provider["rate_limit"])
-            provider["blocked_until"] = _iso(provider["blocked_until"])
+            provider["blocked_until"] = iso(provider["blocked_until"])
             for bucket in provider["buckets"]:
-                bucket["blocked_until"] = _iso(bucket["blocked_until"])
+                bucket["blocked_until"] = iso(bucket["blocked_until"])
         return data
-
-
-def _iso(value: datetime | None) -> str | None:
-    return None if value is None else value.isoformat()
 
 
 async def queue_status(conn: AsyncConnection, *, org_id: str | None = None) -> QueueStatus:
