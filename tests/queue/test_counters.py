@@ -8,7 +8,6 @@ general paths write; and a cap, a bucket or a pause must switch the fast claim o
 from __future__ import annotations
 
 import asyncio
-import importlib
 import logging
 import uuid
 from typing import TYPE_CHECKING, Any
@@ -53,8 +52,6 @@ from valuerank.queue.slots import remove_cap
 
 if TYPE_CHECKING:
     from conftest import Kit
-
-claim_sql = importlib.import_module("valuerank.queue.claim_sql")
 
 
 async def _counters_match(kit: Kit, partition: str = "run-1") -> dict[str, int]:
@@ -372,24 +369,22 @@ async def test_a_claim_skips_held_jobs_and_widens_its_window(kit: Kit, held: int
 
 
 async def test_racing_claimers_with_a_narrow_window_share_nothing_and_lose_nothing(
-    kit: Kit, monkeypatch: pytest.MonkeyPatch
+    kit: Kit,
 ) -> None:
-    monkeypatch.setattr(claim_sql, "CLAIM_WINDOW_SLACK", 1)
-    claim_sql.pg_sql.cache_clear()
-    try:
-        ids = set(await kit.put(60))
-        seen: list[str] = []
+    """A window of one candidate beyond what a claim asks for: racing claimers skip each
+    other's held jobs and widen their windows, and no job is claimed twice or left behind."""
+    narrow = kit.settings.model_copy(update={"claim_window_slack": 1})
+    ids = set(await kit.put(60))
+    seen: list[str] = []
 
-        async def claimer(n: int) -> None:
-            while batch := await kit.take(2, worker=f"w{n}"):
-                seen.extend(j.id for j in batch)
-                await asyncio.sleep(0)
+    async def claimer(n: int) -> None:
+        while batch := await kit.take(2, worker=f"w{n}", settings=narrow):
+            seen.extend(j.id for j in batch)
+            await asyncio.sleep(0)
 
-        await asyncio.gather(*(claimer(n) for n in range(6)))
-        assert len(seen) == len(set(seen)) and set(seen) == ids
-        await _counters_match(kit)
-    finally:
-        claim_sql.pg_sql.cache_clear()
+    await asyncio.gather(*(claimer(n) for n in range(6)))
+    assert len(seen) == len(set(seen)) and set(seen) == ids
+    await _counters_match(kit)
 
 
 async def test_enqueue_counts_only_what_it_inserted(kit: Kit) -> None:

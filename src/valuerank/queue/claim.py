@@ -237,13 +237,13 @@ async def _claim_round(
 
     Adds to `closed_buckets` the rate buckets that refused a job in this round."""
     dialect = conn.dialect.name
-    window = claim_window(n, contended)
     if (
         dialect == "postgresql"
         and settings.org_concurrency is None
         and not closed_buckets
         and _fast_path_hinted(conn.engine.url)
     ):
+        window = claim_window(n, contended, settings.claim_window_slack)
         fast = await _fast_round(
             conn, n=n, worker_id=worker_id, settings=settings, kinds=kinds, window=window
         )
@@ -259,6 +259,7 @@ async def _claim_round(
         return _Round([], more=False)
     rooms = [c.room for c in caps if c.room > 0]
     limit = min([n, *rooms])
+    window = claim_window(limit, contended, settings.claim_window_slack)
     if not full and not closed and not buckets:
         # The common case: the same statement every round, built once (immutable, reusable).
         kinds_key = None if kinds is None else tuple(kinds)
@@ -268,7 +269,7 @@ async def _claim_round(
             worker_id,
             settings.lease_seconds,
             kinds_key,
-            claim_window(limit, contended) if dialect == "postgresql" else None,
+            window if dialect == "postgresql" else None,
         )
     else:
         stmt = claim_statement(
@@ -280,7 +281,7 @@ async def _claim_round(
             full=full,
             closed=closed,
             buckets=list(buckets.values()),
-            window=claim_window(limit, contended),
+            window=window,
         )
     rows = (await conn.execute(stmt)).all()
     claimed = sorted((job_from_row(r) for r in rows if r.id is not None), key=_claim_order)
@@ -370,7 +371,9 @@ async def claim(
                     worker_id=worker_id,
                     settings=settings,
                     kinds=kinds,
-                    window=claim_window(limit - len(claimed), contended),
+                    window=claim_window(
+                        limit - len(claimed), contended, settings.claim_window_slack
+                    ),
                     alone=True,
                 )
             alone = result is not None  # else a cap, bucket or webhook: transactions

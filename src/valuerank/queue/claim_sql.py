@@ -24,12 +24,12 @@ it the partition with the fewest; then the oldest `run_at`, creation and id.
 On PostgreSQL the statement does not sort every queued job: within one partition the order is
 priority then age (the fairness terms are the same for all its jobs), which the index
 `ix_jobs_queued_partition` serves, so it reads the first `window` eligible jobs of each
-partition (`window` = n + CLAIM_WINDOW_SLACK) and orders only those. The row locks are taken
-in that order on the jobs themselves, skipping jobs another claimer holds, so exactly the
-claimed jobs are locked. A round that skipped so many that it claimed fewer than n while
-candidates were left is tried again at once (new snapshot) with a window 8 times wider, up
-to CONTENDED_ROUNDS times: only more than ~8 000 jobs of one partition held at the same
-instant by other claimers could leave a claim short (it then returns what it got).
+partition (`window` = n + `QueueSettings.claim_window_slack`) and orders only those. The
+row locks are taken in that order on the jobs themselves, skipping jobs another claimer
+holds, so exactly the claimed jobs are locked. A round that skipped so many that it claimed
+fewer than n while candidates were left is tried again at once (new snapshot) with a window
+8 times wider, up to CONTENDED_ROUNDS times: only more than ~8 000 jobs of one partition held
+at the same instant by other claimers could leave a claim short (it returns what it got).
 """
 
 from __future__ import annotations
@@ -64,15 +64,14 @@ from valuerank.queue.ratelimit import (
     BucketState,
     exclusion_clauses,
 )
+from valuerank.queue.settings import QueueSettings
 from valuerank.queue.slots import (
     Cap,
     SlotScope,
 )
 from valuerank.queue.states import JobStatus, status_guard
 
-CLAIM_WINDOW_SLACK = 16
-"""PostgreSQL: candidates read per partition beyond the n asked for, so that jobs held by
-concurrent claimers (skipped) do not leave a round short."""
+_DEFAULT_SLACK: int = QueueSettings.model_fields["claim_window_slack"].default
 
 CONTENDED_ROUNDS = 3
 """PostgreSQL: extra rounds a claim tries after one that skipped locked candidates, each with
@@ -81,8 +80,10 @@ a window WIDEN times wider."""
 WIDEN = 8
 
 
-def claim_window(n: int, contended: int) -> int:
-    return n + CLAIM_WINDOW_SLACK * int(WIDEN ** min(contended, CONTENDED_ROUNDS))
+def claim_window(n: int, contended: int, slack: int) -> int:
+    """Candidates to read per partition for n jobs, after `contended` rounds in a row that
+    skipped held ones (`slack`: `QueueSettings.claim_window_slack`)."""
+    return n + slack * int(WIDEN ** min(contended, CONTENDED_ROUNDS))
 
 
 def _paused_keys(scope: str, *, or_cancelled: bool = False) -> Any:
@@ -343,9 +344,11 @@ def pg_sql(
         only = "AND j.kind IN (" + ", ".join(_sql_literal(k) for k in kinds) + ")"
     else:
         only = "AND false"
+    if window is None:
+        window = claim_window(n, 0, _DEFAULT_SLACK)
     sql = (
         sql.replace("@N@", str(int(n)))
-        .replace("@WINDOW@", str(int(window if window is not None else claim_window(n, 0))))
+        .replace("@WINDOW@", str(int(window)))
         .replace("@KINDS@", only)
     )
     return compact_sql(sql)
@@ -430,7 +433,7 @@ def claim_statement(
 
     `closed` rate buckets (among all `buckets`) leave their jobs out. On PostgreSQL the
     statement's parameters are bound into it; it reads `window` candidates per partition
-    (default n + CLAIM_WINDOW_SLACK) and also returns `considered`, how many it read."""
+    (default n + the default slack) and also returns `considered`, how many it read."""
     if dialect == "postgresql":
         params = pg_params(
             worker_id=worker_id,

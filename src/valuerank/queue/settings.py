@@ -52,6 +52,12 @@ class QueueSettings(BaseModel):
     notification_drain_seconds: float = Field(
         default=5.0, gt=0, description="How often a worker delivers due webhook notifications."
     )
+    claim_window_slack: int = Field(
+        default=16,
+        ge=1,
+        description="PostgreSQL: candidates a claim reads per partition beyond the jobs it "
+        "asks for, so that jobs held by concurrent claimers (skipped) do not leave it short.",
+    )
 
     @model_validator(mode="after")
     def _heartbeat_inside_lease(self) -> QueueSettings:
