@@ -43,7 +43,7 @@ def create_app(
     app.include_router(routes_system.router)
     app.include_router(routes_runs.router)
     pages.install(app)
-    app.add_middleware(AuthMiddleware, token=AccessToken(access_token))
+    app.add_middleware(AuthMiddleware, token=AccessToken(access_token), org_id=org_id)
     app.add_middleware(BodyLimitMiddleware, max_body_bytes=max_body_bytes)
     app.add_middleware(SecurityHeadersMiddleware)
     return app

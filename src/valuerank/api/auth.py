@@ -24,6 +24,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from valuerank.accounts.roles import Role
+from valuerank.api.deps import Principal
 from valuerank.api.errors import error_response
 from valuerank.config import Settings
 from valuerank.errors import InvalidInputError
@@ -138,23 +140,34 @@ def _unauthorized(request: Request, message: str) -> Response:
 class AuthMiddleware:
     """Lets a request through only with the Bearer token or the session cookie."""
 
-    def __init__(self, app: ASGIApp, token: AccessToken) -> None:
+    def __init__(self, app: ASGIApp, token: AccessToken, org_id: str) -> None:
         self.app = app
         self.token = token
+        self.org_id = org_id
 
-    def authenticated(self, request: Request) -> bool:
+    def principal(self, request: Request) -> Principal | None:
+        """The server's own access token (or its session cookie) acts as the install's admin."""
         if self.token.matches(bearer_token(request)):
-            return True
-        return self.token.matches_session(request.cookies.get(cookie_name(request.scope)))
+            return Principal(org_id=self.org_id, role=Role.ADMIN, via="token")
+        if self.token.matches_session(request.cookies.get(cookie_name(request.scope))):
+            return Principal(org_id=self.org_id, role=Role.ADMIN, via="session")
+        return None
+
+    async def _admit(
+        self, principal: Principal, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        scope.setdefault("state", {})["principal"] = principal
+        await self.app(scope, receive, send)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket") or scope["path"] in OPEN_PATHS:
             await self.app(scope, receive, send)
             return
         request = Request(scope, receive)
+        principal = self.principal(request)
         if scope["type"] == "websocket":
-            if self.authenticated(request):
-                await self.app(scope, receive, send)
+            if principal is not None:
+                await self._admit(principal, scope, receive, send)
             else:
                 await send({"type": "websocket.close", "code": 1008})
             return
@@ -166,8 +179,8 @@ class AuthMiddleware:
                 response = _unauthorized(request, "invalid access token")
             await response(scope, receive, send)
             return
-        if self.authenticated(request):
-            await self.app(scope, receive, send)
+        if principal is not None:
+            await self._admit(principal, scope, receive, send)
             return
         has_credential = bearer_token(request) is not None or cookie_name(scope) in request.cookies
         message = "invalid credentials" if has_credential else "authentication required"

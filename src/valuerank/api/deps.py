@@ -1,29 +1,104 @@
-"""What routes get from the app: the database, the organisation served, the stop signal."""
+"""What routes get from the app: who is asking (the principal, in one organisation, with a
+role), the database, and the stop signal.
+
+Routes declare the role they need with one of `Viewer`, `Member`, `Admin`: each resolves to a
+`RequestContext` whose `org_id` is the principal's organisation (every service call is scoped
+by it), and answers 403 FORBIDDEN when the principal's role is weaker. The authentication
+middleware sets `request.state.principal`; a request without one never reaches a route.
+"""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import Depends, Request
 
+from valuerank.accounts.roles import Role
 from valuerank.db import Database
+from valuerank.errors import ValueRankError
 
 
 @dataclass
 class AppContext:
     """Shared by every request of one app. `stopping` is set when the server shuts down, so
-    long-lived streams end instead of holding the shutdown up."""
+    long-lived streams end instead of holding the shutdown up. `org_id` is the organisation
+    of the install's own access (the embedded default)."""
 
     db: Database
     org_id: str
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
 
 
-def get_context(request: Request) -> AppContext:
+@dataclass(frozen=True)
+class Principal:
+    """Who sent the request: a user (or the server's own access token) acting in one
+    organisation with one role."""
+
+    org_id: str
+    role: Role
+    user_id: str | None = None
+    via: Literal["token", "session", "local"] = "token"
+    token_id: str | None = None
+
+
+@dataclass(frozen=True)
+class RequestContext:
+    """A route's view of the request: the app's shared parts and the principal."""
+
+    app: AppContext
+    principal: Principal
+
+    @property
+    def db(self) -> Database:
+        return self.app.db
+
+    @property
+    def org_id(self) -> str:
+        return self.principal.org_id
+
+    @property
+    def stopping(self) -> asyncio.Event:
+        return self.app.stopping
+
+
+class ForbiddenError(ValueRankError):
+    code = "FORBIDDEN"
+    http_status = 403
+
+
+def get_app_context(request: Request) -> AppContext:
     context: AppContext = request.app.state.valuerank
     return context
 
 
-Context = Annotated[AppContext, Depends(get_context)]
+def get_principal(request: Request) -> Principal:
+    principal: Principal | None = getattr(request.state, "principal", None)
+    if principal is None:  # the middleware lets no such request through; never trust it
+        raise ForbiddenError("no authenticated principal on this request")
+    return principal
+
+
+def require(role: Role) -> Callable[[Request], RequestContext]:
+    """A dependency giving the `RequestContext` of a principal holding at least `role`."""
+
+    def dependency(request: Request) -> RequestContext:
+        principal = get_principal(request)
+        if not principal.role.allows(role):
+            raise ForbiddenError(
+                f"this needs the {role.value} role; you are {principal.role.value} "
+                "in this organisation",
+                hint="ask an admin of the organisation for a stronger role",
+            )
+        return RequestContext(get_app_context(request), principal)
+
+    return dependency
+
+
+Viewer = Annotated[RequestContext, Depends(require(Role.VIEWER))]
+Member = Annotated[RequestContext, Depends(require(Role.MEMBER))]
+Admin = Annotated[RequestContext, Depends(require(Role.ADMIN))]
+# Routes that only need the shared parts (health, the open pages).
+Context = Annotated[AppContext, Depends(get_app_context)]

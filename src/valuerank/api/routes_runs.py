@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Query
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from valuerank.api.deps import Context
+from valuerank.api.deps import Viewer
 from valuerank.api.envelope import ok
 from valuerank.api.sse import run_event_stream
 from valuerank.api.views import event_dict, load_run, load_runs, run_item
@@ -20,7 +20,7 @@ router = APIRouter(prefix="/api/runs", tags=["runs"])
 
 @router.get("")
 async def list_runs_route(
-    ctx: Context, limit: Annotated[int, Query(ge=1, le=500)] = 100
+    ctx: Viewer, limit: Annotated[int, Query(ge=1, le=500)] = 100
 ) -> JSONResponse:
     """The newest runs first, each with its status and probe progress."""
     reports = await load_runs(ctx.db, ctx.org_id, limit=limit)
@@ -28,7 +28,7 @@ async def list_runs_route(
 
 
 @router.get("/{run_id}")
-async def get_run_route(run_id: str, ctx: Context) -> JSONResponse:
+async def get_run_route(run_id: str, ctx: Viewer) -> JSONResponse:
     """A run (id or unique prefix): status, progress, cost, ETA, summary, results per model."""
     detail = await load_run(ctx.db, ctx.org_id, run_id)
     return ok(detail.to_dict())
@@ -37,7 +37,7 @@ async def get_run_route(run_id: str, ctx: Context) -> JSONResponse:
 @router.get("/{run_id}/events")
 async def run_events_route(
     run_id: str,
-    ctx: Context,
+    ctx: Viewer,
     after: Annotated[int, Query(ge=0, description="Return events with seq > after.")] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> JSONResponse:
@@ -61,7 +61,7 @@ async def run_events_route(
 @router.get("/{run_id}/events/stream", response_class=StreamingResponse)
 async def run_events_stream_route(
     run_id: str,
-    ctx: Context,
+    ctx: Viewer,
     after: Annotated[int, Query(ge=0, description="Start after this seq.")] = 0,
     last_event_id: Annotated[
         int | None, Header(alias="Last-Event-ID", ge=0, description="Resume after this seq.")

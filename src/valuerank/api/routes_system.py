@@ -7,7 +7,7 @@ from fastapi.responses import JSONResponse, Response
 from sqlalchemy import text
 
 from valuerank import __version__
-from valuerank.api.deps import Context
+from valuerank.api.deps import Context, Viewer
 from valuerank.api.envelope import ok
 from valuerank.queue.metrics import CONTENT_TYPE, render_metrics
 
@@ -23,6 +23,6 @@ async def health(ctx: Context) -> JSONResponse:
 
 
 @router.get("/metrics", response_class=Response)
-async def metrics(ctx: Context) -> Response:
+async def metrics(ctx: Viewer) -> Response:
     """The queue's metrics in the Prometheus text format."""
     return Response(await render_metrics(ctx.db), media_type=CONTENT_TYPE)

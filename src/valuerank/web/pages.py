@@ -8,7 +8,7 @@ from fastapi.responses import HTMLResponse, Response
 from fastapi.staticfiles import StaticFiles
 from markupsafe import Markup
 
-from valuerank.api.deps import Context
+from valuerank.api.deps import Viewer
 from valuerank.api.views import load_run, load_runs
 from valuerank.web.charts import mean_decision_chart
 from valuerank.web.templating import STATIC_DIR, templates
@@ -17,13 +17,13 @@ router = APIRouter(include_in_schema=False)
 
 
 @router.get("/", response_class=HTMLResponse)
-async def index(request: Request, ctx: Context) -> Response:
+async def index(request: Request, ctx: Viewer) -> Response:
     reports = await load_runs(ctx.db, ctx.org_id, limit=200)
     return templates.TemplateResponse(request, "index.html", {"reports": reports})
 
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse)
-async def run_page(request: Request, run_id: str, ctx: Context) -> Response:
+async def run_page(request: Request, run_id: str, ctx: Viewer) -> Response:
     detail = await load_run(ctx.db, ctx.org_id, run_id)
     # The chart escapes every text it holds (web/charts.py): safe to embed as markup.
     chart = Markup(mean_decision_chart(detail.results))
