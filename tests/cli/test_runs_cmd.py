@@ -113,3 +113,56 @@ def test_no_start_then_start_and_timeout(cli: Invoke) -> None:
     assert started["enqueued"] == 2 and started["status"] == "running"
     again = cli("runs", "start", created["id"], "--json").json()
     assert again["enqueued"] == 0
+
+
+@pytest.mark.parametrize(
+    ("flag", "model"),
+    [("--model", "scripted:alpha"), ("--judge", "scripted:alpha"), ("--summary-model", "foo:x")],
+)
+def test_an_unknown_model_is_refused_and_nothing_is_written(
+    cli: Invoke, flag: str, model: str
+) -> None:
+    definition = _definition(cli)
+    args = ["runs", "create", "--definition", definition, "--sample-percentage", "15"]
+    if flag != "--model":
+        args += ["--model", "scripted:utilitarian"]
+    refused = cli(*args, flag, model, "--json")
+    assert refused.exit_code == 1
+    error = refused.json()
+    assert error["success"] is False and error["code"] == "UNKNOWN_MODEL"
+    assert model in error["error"]
+    assert cli("runs", "list", "--json").json() == []
+    assert sum(cli("queue", "status", "--json").json()["counts"].values()) == 0
+
+
+def test_an_unregistered_model_needs_allow_unknown_model(cli: Invoke) -> None:
+    definition = _definition(cli)
+    args = ["runs", "create", "--definition", definition, "--model", "ollama:qwen3:0.6b"]
+    refused = cli(*args, "--no-start", "--json")
+    assert refused.exit_code == 1 and refused.json()["code"] == "UNKNOWN_MODEL"
+    assert "--allow-unknown-model" in refused.json()["hint"]
+    allowed = cli(*args, "--no-start", "--allow-unknown-model", "--json")
+    assert allowed.exit_code == 0, allowed.stderr
+    assert allowed.json()["models"] == ["ollama:qwen3:0.6b"]
+
+
+def test_a_run_without_a_seed_gets_a_drawn_one_shown_and_stored(cli: Invoke) -> None:
+    definition = _definition(cli)
+    args = ["runs", "create", "--definition", definition, "--model", "scripted:utilitarian"]
+    first = cli(*args, "--sample-percentage", "30", "--no-start", "--json").json()
+    second = cli(*args, "--sample-percentage", "30", "--no-start", "--json").json()
+    seeds = {first["sample_seed"], second["sample_seed"]}
+    assert len(seeds) == 2 and all(isinstance(s, int) and s >= 0 for s in seeds)
+    stored = cli("runs", "status", first["id"], "--json").json()
+    assert stored["sample_seed"] == first["sample_seed"]
+    # The drawn seed redraws the same sample.
+    again = cli(
+        *args, "--sample-percentage", "30", "--sample-seed", str(first["sample_seed"]),
+        "--no-start", "--json",
+    ).json()  # fmt: skip
+    scenarios = cli("scenarios", "expand", definition, "--sample-percentage", "30",
+                    "--sample-seed", str(first["sample_seed"]), "--json").json()  # fmt: skip
+    assert again["sample_seed"] == first["sample_seed"]
+    assert scenarios["sample_seed"] == first["sample_seed"]
+    human = cli(*args, "--sample-percentage", "30", "--no-start")
+    assert "seed " in human.stdout

@@ -41,7 +41,12 @@ def create(
     sample_percentage: float = typer.Option(
         100.0, "--sample-percentage", help="Share of the scenarios to run (nested sample)."
     ),
-    sample_seed: int = typer.Option(0, "--sample-seed", help="Seed of the sample."),
+    sample_seed: int | None = typer.Option(
+        None,
+        "--sample-seed",
+        min=0,
+        help="Seed of the sample (default: a random one, stored on the run and shown).",
+    ),
     samples_per_scenario: int = typer.Option(
         1, "--samples-per-scenario", help="Conversations per scenario and model."
     ),
@@ -61,9 +66,20 @@ def create(
     name: str = typer.Option("", "--name", help="A name for the run."),
     priority: str = typer.Option("normal", "--priority", help="low, normal, high or a number."),
     no_start: bool = typer.Option(False, "--no-start", help="Create only; start it later."),
+    allow_unknown_model: bool = typer.Option(
+        False,
+        "--allow-unknown-model",
+        help="Use models the registry does not know (e.g. a new model, or one served by a "
+        "local Ollama); they must still name a known provider.",
+    ),
     as_json: bool = JsonOption,
 ) -> None:
-    """Create a run (and start it): one probe job per (scenario, model, sample)."""
+    """Create a run (and start it): one probe job per (scenario, model, sample).
+
+    Every model (targets, judges, summary model) is checked first: a known provider, a valid
+    scripted persona or local model file, a key for the provider, and a model the registry
+    knows (`valuerank models list`) unless --allow-unknown-model. Any problem exits 1 naming
+    the model and the valid choices, and nothing is written."""
 
     async def _go() -> dict[str, Any]:
         config = _config(
@@ -89,6 +105,7 @@ def create(
                 name=name,
                 priority=priority_value(level),
                 start=not no_start,
+                allow_unknown_models=allow_unknown_model,
             )
         return launched.to_dict()
 
@@ -101,6 +118,7 @@ def create(
     console.print(
         f"run [bold]{data['id']}[/] ({data['status']}): {data['scenarios']} of "
         f"{data['total_scenarios']} scenarios × {len(data['models'])} models → {data['jobs']} jobs"
+        f" (sample {data['sample_percentage']:g}%, seed {data['sample_seed']})"
     )
     estimate = "unknown" if cost is None else f"≤ ${cost:.4f}"
     console.print(

@@ -41,7 +41,12 @@ def expand(
         max=100.0,
         help="Keep only this percentage (nested: the 10% sample is inside the 50% one).",
     ),
-    sample_seed: int = typer.Option(0, "--sample-seed", help="Seed of the sample."),
+    sample_seed: int | None = typer.Option(
+        None,
+        "--sample-seed",
+        min=0,
+        help="Seed of the sample (default: a random one, printed so the sample can be redrawn).",
+    ),
     mode: Mode = typer.Option(
         Mode.first,
         "--mode",
@@ -76,7 +81,7 @@ def expand(
                     "total": result.total,
                     "selected": len(chosen.scenarios),
                     "sample_percentage": sample_percentage,
-                    "sample_seed": sample_seed if sample_percentage is not None else None,
+                    "sample_seed": result.sample_seed,
                     "output": str(output) if output else None,
                     "scenario_ids": [sc.id for sc in chosen.scenarios],
                 }
@@ -86,7 +91,7 @@ def expand(
         else:
             note = ""
             if sample_percentage is not None:
-                note = f" ({sample_percentage:g}% sample, seed {sample_seed})"
+                note = f" ({sample_percentage:g}% sample, seed {result.sample_seed})"
             err_console.print(
                 f"wrote {len(chosen.scenarios)} of {result.total} scenarios{note} to {output}"
             )

@@ -21,17 +21,37 @@ from __future__ import annotations
 
 import hashlib
 import math
+import secrets
 from collections.abc import Callable, Sequence
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any, TypeVar
 
-__all__ = ["Percentage", "Seed", "item_id", "rank_order", "sample", "sample_size"]
+__all__ = [
+    "MAX_DRAWN_SEED",
+    "Percentage",
+    "Seed",
+    "draw_seed",
+    "item_id",
+    "rank_order",
+    "sample",
+    "sample_size",
+]
 
 T = TypeVar("T")
 
 Seed = int | str
 Percentage = int | float | Fraction | Decimal
+
+
+# Seeds drawn when the user gives none: non-negative and small enough for every JSON reader.
+MAX_DRAWN_SEED = 2**31 - 1
+
+
+def draw_seed() -> int:
+    """A fresh random seed for a sample the user asked for without one. Whoever draws it
+    stores and shows it, so the sample can be drawn again."""
+    return secrets.randbelow(MAX_DRAWN_SEED + 1)
 
 
 def item_id(item: object) -> str:

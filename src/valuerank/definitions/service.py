@@ -20,7 +20,7 @@ from valuerank.definitions.errors import DefinitionError
 from valuerank.definitions.expansion import ExpansionMode, expand
 from valuerank.definitions.hashing import content_hash
 from valuerank.definitions.rules import parse_rules
-from valuerank.definitions.sampling import sample
+from valuerank.definitions.sampling import draw_seed, sample
 from valuerank.errors import ImmutableVersionError
 from valuerank.formats import parse_definition, serialize_definition
 from valuerank.formats.definition_model import Definition
@@ -212,6 +212,7 @@ class ExpandedScenarios:
 
     file: ScenarioFile
     total: int
+    sample_seed: int | None = None  # the seed of the sample (drawn if none was given)
 
 
 async def expand_scenarios(
@@ -222,13 +223,16 @@ async def expand_scenarios(
     mode: ExpansionMode = "first",
     seed: int | None = None,
     sample_percentage: float | None = None,
-    sample_seed: int = 0,
+    sample_seed: int | None = None,
 ) -> ExpandedScenarios:
-    """The scenarios of a version; optionally the nested deterministic sample of them."""
+    """The scenarios of a version; optionally the nested deterministic sample of them (with
+    a random seed, reported in the result, when none is given)."""
     stored = await get_definition(conn, org_id, ref)
     full = expand(stored.definition, mode=mode, seed=seed)
     if sample_percentage is None:
         return ExpandedScenarios(full, len(full.scenarios))
+    if sample_seed is None:
+        sample_seed = draw_seed()
     chosen = sample(full.scenarios, sample_percentage, sample_seed)
     sampled = ScenarioFile(preamble=full.preamble, scenarios=tuple(chosen), layout=full.layout)
-    return ExpandedScenarios(sampled, len(full.scenarios))
+    return ExpandedScenarios(sampled, len(full.scenarios), sample_seed)

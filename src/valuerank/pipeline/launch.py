@@ -22,6 +22,7 @@ from valuerank.providers.costs import (
     estimate_run_cost,
     estimate_tokens,
 )
+from valuerank.registry.check import check_models
 from valuerank.registry.service import prices_for, seed_models
 from valuerank.runs.config import RunConfig
 from valuerank.runs.progress import RunReport, run_report
@@ -95,16 +96,20 @@ async def launch_run(
     priority: int = 0,
     start: bool = True,
     environ: Mapping[str, str] | None = None,
+    allow_unknown_models: bool = False,
 ) -> Launched:
-    """Create (and by default start) a run. A provider without a key fails here, before
-    anything is written — never later as a silent placeholder answer."""
+    """Create (and by default start) a run. A model that cannot be served (unknown provider,
+    persona or file, not in the registry unless `allow_unknown_models`) or a provider without
+    a key fails here, before anything is written — never later as a run whose jobs all fail.
+    """
     models = [*config.models, *config.judge_models]
     if config.summary_model:
         models.append(config.summary_model)
+    await seed_models(conn)  # the registry the check reads; adds only what is missing
+    await check_models(conn, models, allow_unknown=allow_unknown_models)
     await require_credentials(
         conn, org_id, models, environ=os.environ if environ is None else environ
     )
-    await seed_models(conn)  # prices for the estimate and costs; adds only what is missing
     rubric_id = await _latest_rubric(conn, org_id) if config.judge_models else None
     created = await create_run(
         conn, org_id, definition_ref, config, name=name, priority=priority, rubric_id=rubric_id

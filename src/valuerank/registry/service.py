@@ -159,7 +159,8 @@ def _candidate_names(mid: ModelId) -> list[str]:
     return names
 
 
-async def _find(conn: AsyncConnection, mid: ModelId) -> RegisteredModel | None:
+async def find_model(conn: AsyncConnection, mid: ModelId) -> RegisteredModel | None:
+    """The registry entry of `mid` (aliases and a query string allowed), or None."""
     names = _candidate_names(mid)
     rows = (
         await conn.execute(
@@ -208,7 +209,7 @@ async def list_models(
 async def get_model(conn: AsyncConnection, model_id: str | ModelId) -> RegisteredModel:
     """The registry entry of `provider:name` (aliases and query strings allowed)."""
     mid = _parse(model_id)
-    found = await _find(conn, mid)
+    found = await find_model(conn, mid)
     if found is None:
         raise NotFoundError(
             f"model {str(mid)!r} is not in the registry",
@@ -220,7 +221,7 @@ async def get_model(conn: AsyncConnection, model_id: str | ModelId) -> Registere
 
 async def prices_for(conn: AsyncConnection, model_id: str | ModelId) -> tuple[float, float] | None:
     """(input, output) USD per million tokens, or None when unregistered or a price unknown."""
-    found = await _find(conn, _parse(model_id))
+    found = await find_model(conn, _parse(model_id))
     if found is None or found.input_price_per_mtok is None or found.output_price_per_mtok is None:
         return None
     return found.input_price_per_mtok, found.output_price_per_mtok
@@ -360,7 +361,7 @@ async def upsert_model(
     }
     values = _changes(**fields)
     mid = _parse(model_id)
-    existing = await _find(conn, mid)
+    existing = await find_model(conn, mid)
     if existing is not None:
         return await update_model(conn, existing.id, **fields)
     if mid.provider not in known_providers():

@@ -16,7 +16,8 @@ class RunConfig(BaseModel):
 
     models: tuple[str, ...] = Field(min_length=1)
     sample_percentage: float = Field(default=100.0, gt=0, le=100)
-    sample_seed: int = Field(default=0, ge=0)
+    # None until the run is created: `create_run` draws one then (and it is shown and stored).
+    sample_seed: int | None = Field(default=None, ge=0)
     samples_per_scenario: int = Field(default=1, ge=1, le=100)
     temperature: float | None = Field(default=0.0, ge=0, le=2)
     max_tokens: int = Field(default=1000, ge=1, le=100_000)

@@ -66,16 +66,12 @@ class RunReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "id": self.run.id,
-            "name": self.run.name,
-            "status": self.run.status.value,
+            **self.run.summary_dict(),
             "progress": self.progress.to_dict(),
             "judging": self.judging.to_dict(),
             "transcripts": self.transcripts,
             "cost_usd": round(self.cost_usd, 6),
             "eta_seconds": None if self.eta_seconds is None else round(self.eta_seconds, 1),
-            "models": list(self.run.config.models),
-            "synthetic": self.run.synthetic,
             "error": self.run.error,
         }
 

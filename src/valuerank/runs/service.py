@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.db.tables import events, jobs, queue_controls, run_scenarios, runs
 from valuerank.definitions.expansion import expand_with_scores
-from valuerank.definitions.sampling import rank_order, sample_size
+from valuerank.definitions.sampling import draw_seed, rank_order, sample_size
 from valuerank.definitions.service import get_definition
 from valuerank.errors import InvalidInputError
 from valuerank.providers.costs import conversation_tokens, estimate_tokens
@@ -71,6 +71,8 @@ class Run:
             "status": self.status.value,
             "definition_id": self.definition_id,
             "models": list(self.config.models),
+            "sample_percentage": self.config.sample_percentage,
+            "sample_seed": self.config.sample_seed,
             "cli_run_id": self.cli_run_id,
             "origin": self.origin,
             "synthetic": self.synthetic,
@@ -141,6 +143,8 @@ async def plan_scenarios(
     expansion = expand_with_scores(stored.definition)
     scenarios = list(expansion.scenarios)
     scores = expansion.dimension_scores
+    if config.sample_seed is None:
+        raise InvalidInputError("the run has no sample seed (it was created without one)")
     ranked = rank_order(scenarios, config.sample_seed)
     k = sample_size(len(scenarios), config.sample_percentage)
     chosen = [
@@ -173,7 +177,10 @@ async def create_run(
     priority: int = 0,
     rubric_id: str | None = None,
 ) -> CreatedRun:
-    """A pending run of a definition version with its sampled scenarios frozen in."""
+    """A pending run of a definition version with its sampled scenarios frozen in; a sample
+    asked for without a seed gets a random one, stored in the run's config."""
+    if config.sample_seed is None:
+        config = config.model_copy(update={"sample_seed": draw_seed()})
     stored = await get_definition(conn, org_id, definition_ref)
     plan, preamble = await plan_scenarios(conn, org_id, stored.version.id, config)
     if not plan.chosen:
