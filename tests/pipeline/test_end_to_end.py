@@ -89,8 +89,10 @@ async def test_a_run_completes_with_judges_consensus_and_summaries(
     config = RunConfig(
         models=("scripted:utilitarian", "scripted:deontologist", "scripted:refuser"),
         sample_percentage=20,
+        sample_seed=0,
         followup_turns=1,
-        judge_models=("scripted:centrist", "scripted:contrarian"),
+        # Judges read the transcripts: one literally, one with the scale upside down.
+        judge_models=("scripted:deontologist", "scripted:contrarian"),
         summary_model="scripted:centrist",
     )
     run_id = await _launch(db, org_id, config)
@@ -130,6 +132,19 @@ async def test_a_run_completes_with_judges_consensus_and_summaries(
             "WEAK",
         )
         assert len(row.turns) == 2 and "input_tokens" in row.turns[0]
+    # The judges read each transcript themselves: they agree where the Target chose the middle
+    # of the scale (mirrored, 3 is 3) or refused (both read no decision), and disagree
+    # everywhere else; the consensus says so.
+    disagreements = 0
+    for row in rows:
+        level = row.consensus["consensus"]["agreement_level"]
+        disagreed = row.consensus["consensus"]["model_disagreement"]
+        if row.decision_code in (None, 3):
+            assert (level, disagreed) == ("STRONG", False), row.consensus
+        else:
+            assert disagreed and level in ("MODERATE", "WEAK"), row.consensus
+            disagreements += 1
+    assert disagreements > 0
     assert results["scripted:refuser"].decided == 0
     assert results["scripted:refuser"].refusals == 5
     assert results["scripted:utilitarian"].decided == 5
@@ -150,6 +165,7 @@ async def test_pause_holds_the_run_and_resume_finishes_it(db: Database, org_id: 
     config = RunConfig(
         models=("scripted:utilitarian?latency_ms=30", "scripted:deontologist?latency_ms=30"),
         sample_percentage=40,
+        sample_seed=0,
         followup_turns=0,
     )
     run_id = await _launch(db, org_id, config)

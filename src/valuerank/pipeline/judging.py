@@ -86,7 +86,7 @@ async def run_judge(ctx: PipelineContext, job: Job) -> HandlerResult:
         temperature=0.0,
         max_tokens=JUDGE_MAX_TOKENS,
         json_schema=JUDGE_SCHEMA,
-        hints={"role": "judge", "decision_code": row.decision_code},
+        hints={"role": "judge"},
     )
     answer = await call_model(
         ctx.db, ctx.providers, org_id=job.org_id, model_id=judge_model, request=request

@@ -36,9 +36,12 @@ Answers are a short paragraph, the marker line and a final line `Rating: N` (und
 `max_tokens` and `temperature` are ignored). A follow-up turn (more than one user message) gets
 a brief answer with the same rating.
 
-Judge requests (`hints["role"] == "judge"`) get a bare JSON object, whatever the persona:
-`decision` = `hints["decision_code"]` when given (None -> null), else the last `Rating: N` in
-the messages, else the persona's own rating; `prioritized_values` / `deprioritized_values` =
+Judge requests (`hints["role"] == "judge"`) get a bare JSON object: `decision` = what the
+persona reads in the transcript it was sent — the Target's first answer parsed as the pipeline
+parses it, then the persona's reading habit (literal, careful with a seeded misread, mirrored,
+central, generous, middle, random; see `scripted_judge`) — never a value handed over in the
+request's hints; the refuser and the rambler decline in prose (an unusable verdict);
+`prioritized_values` / `deprioritized_values` =
 the values of `hints["values"]` (else the `- Name: definition` list of a system message, as
 the judge prompt lists the rubric, else the dimension names) whose weight for this persona is
 positive / negative, strongest first; `confidence` = 55..94 (a hash); text fields such as
@@ -82,6 +85,7 @@ from valuerank.providers.base import (
     ProviderTransient,
     Usage,
 )
+from valuerank.providers.scripted_judge import NON_JUDGES, declined_to_judge, judge_reading
 
 PROVIDER_NAME = "scripted"
 RATE_WINDOW_SECONDS = 60.0
@@ -413,16 +417,7 @@ def _summary_text(persona: Persona, decision_code: Any) -> str:
 
 # ---------------------------------------------------------------------------------- JSON answers
 
-_RATING_IN_TEXT = re.compile(r"^\s*Rating:\s*(-?\d+)\s*$", re.MULTILINE | re.IGNORECASE)
 _TEXT_FIELDS = ("reasoning", "rationale", "explanation", "summary", "justification", "notes")
-
-
-def _last_rating(messages: Sequence[Message]) -> int | None:
-    found: int | None = None
-    for message in messages:
-        for match in _RATING_IN_TEXT.finditer(message.content):
-            found = int(match.group(1))
-    return found
 
 
 _LISTED_VALUE = re.compile(r"^- ([A-Za-z][A-Za-z0-9_]*):", re.MULTILINE)
@@ -456,16 +451,14 @@ def _facts(
     request: CompletionRequest,
     scores: Mapping[str, float],
     seed_material: str,
-    judge: bool,
+    judge: tuple[tuple[int, int], random.Random] | None,
 ) -> dict[str, Any]:
+    """The answer's facts; `judge` is (rating scale, generator) when judging a transcript."""
     decision: int | None
-    code = request.hints.get("decision_code")
-    if judge and "decision_code" in request.hints:
-        decision = code if isinstance(code, int) and not isinstance(code, bool) else None
+    if judge is not None:
+        decision = judge_reading(persona.name, request.messages, *judge)
     else:
-        decision = _last_rating(request.messages) if judge else None
-        if decision is None:
-            decision = verdict.rating
+        decision = verdict.rating
         if decision is None:
             decision = (DEFAULT_SCALE[0] + DEFAULT_SCALE[1]) // 2
     weights = {v: _value_weight(persona, v) for v in _judge_values(request, scores)}
@@ -681,8 +674,11 @@ class ScriptedProvider:
         role = request.hints.get("role")
         if role == "summary":
             text = _summary_text(persona, request.hints.get("decision_code"))
+        elif judge and persona.name in NON_JUDGES:
+            text = declined_to_judge(persona.name)
         elif judge or (request.json_schema is not None and persona.kind in ("weighted", "random")):
-            facts = _facts(persona, verdict, request, scores, seed_material, judge)
+            reading = (scale, rng) if judge else None
+            facts = _facts(persona, verdict, request, scores, seed_material, reading)
             text = json.dumps(_fill_object(request.json_schema or {}, facts), ensure_ascii=False)
         else:
             follow_up = sum(1 for m in request.messages if m.role == "user") > 1
