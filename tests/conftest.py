@@ -36,6 +36,14 @@ def _libpq_url(url: str) -> str:
     return "postgresql://" + rest if scheme.startswith("postgres") else url
 
 
+def missing_prerequisite(reason: str) -> None:
+    """A test cannot run here: skip on a developer's partial machine, fail in CI (`CI` set),
+    where every prerequisite must be present."""
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason} (CI requires it)")
+    pytest.skip(reason)
+
+
 _pg_checked: str | None = None
 
 
@@ -49,9 +57,7 @@ def _require_postgres() -> None:
         except psycopg.Error as exc:
             _pg_checked = f"PostgreSQL unreachable at {PG_URL}: {exc}".strip()
     if _pg_checked:
-        if os.environ.get("CI"):
-            pytest.fail(_pg_checked + " (CI requires PostgreSQL)")
-        pytest.skip(_pg_checked)
+        missing_prerequisite(_pg_checked)
 
 
 @dataclass
@@ -105,10 +111,13 @@ async def org_id(db: Database) -> str:
 
 @pytest.fixture
 def compat_dir() -> Path:
-    """The original CLI's real files; tests using them skip where the env var is unset."""
+    """The original CLI's real files; tests using them skip where the env var is unset, and
+    fail in CI."""
     value = os.environ.get(COMPAT_ENV)
     if not value:
-        pytest.skip(f"{COMPAT_ENV} is not set: point it at shared/compat/valuerank-cli to run")
+        missing_prerequisite(
+            f"{COMPAT_ENV} is not set: point it at shared/compat/valuerank-cli to run"
+        )
     path = Path(value)
     if not path.is_dir():
         pytest.fail(f"{COMPAT_ENV}={value} is not a directory")

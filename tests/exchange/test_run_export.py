@@ -75,6 +75,7 @@ async def test_compat_transcripts_round_trip(db: Database, org_id: str, compat_d
     originals = {
         f"transcripts/{p.name}": p.read_bytes() for p in (compat_dir / "transcripts").glob("*.md")
     }
+    assert len(originals) == 3
     assert _transcripts(files) == originals  # the CLI's own names and bytes
     second = unzip(await _round_trip(db, first))
     _assert_same_run(files, second)
@@ -108,7 +109,9 @@ async def test_fixture_run_with_manifest_round_trips(db: Database, org_id: str) 
         assert manifest["runtime_config"][key] == original["runtime_config"][key]
     # The follow-up prompt hashes like the CLI's; the CLI's preamble is not in its transcripts.
     assert manifest["prompt_templates"]["followups"] == original["prompt_templates"]["followups"]
-    for path in FIXTURE_RUN.glob("transcript.*.md"):
+    fixtures = sorted(FIXTURE_RUN.glob("transcript.*.md"))
+    assert fixtures
+    for path in fixtures:
         assert files[f"transcripts/{path.name}"] == path.read_bytes()
 
 

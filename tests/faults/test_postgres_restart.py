@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from tests.conftest import missing_prerequisite
 
 from .conftest import Faults
 
@@ -28,7 +29,7 @@ pytestmark = pytest.mark.skipif(
 def _cluster_version() -> str:
     versions = sorted(p.name for p in Path("/etc/postgresql").iterdir() if p.is_dir())
     if not versions:
-        pytest.skip("no local PostgreSQL cluster under /etc/postgresql to restart")
+        missing_prerequisite("no local PostgreSQL cluster under /etc/postgresql to restart")
     return versions[-1]
 
 

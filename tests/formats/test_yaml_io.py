@@ -63,7 +63,9 @@ def test_multi_line_strings_are_literal_blocks() -> None:
 @pytest.mark.compat
 def test_readable_dump_reproduces_the_cli_generated_file(compat_dir: Path) -> None:
     path = compat_dir / "definitions"
-    for file in sorted(path.glob("exp-*.yaml")):
+    files = sorted(path.glob("exp-*.yaml"))
+    assert len(files) == 1
+    for file in files:
         text = read(file)
         assert dump_readable(yaml.safe_load(text)) == text
 

@@ -158,6 +158,8 @@ def test_frozen() -> None:
 
 @pytest.mark.compat
 def test_models_of_the_cli_transcripts_are_listed(compat_dir: Path) -> None:
-    for path in sorted((compat_dir / "transcripts").glob("*.md")):
+    paths = sorted((compat_dir / "transcripts").glob("*.md"))
+    assert len(paths) == 3
+    for path in paths:
         transcript = parse_transcript(path.read_text(encoding="utf-8"), path.name)
         assert catalog_model(transcript.target_model) is not None, transcript.target_model

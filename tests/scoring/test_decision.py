@@ -345,7 +345,9 @@ def test_real_transcripts_have_no_rating_scale(compat_dir: Path) -> None:
     from the answers (the front matter's dates and versions are never seen)."""
     from valuerank.formats import parse_transcript
 
-    for path in sorted((compat_dir / "transcripts").glob("*.md")):
+    paths = sorted((compat_dir / "transcripts").glob("*.md"))
+    assert len(paths) == 3
+    for path in paths:
         transcript = parse_transcript(path.read_text(encoding="utf-8"), path.name)
         decision = decision_code(transcript.turns[0].target)
         assert decision.code is None, (path.name, decision)
