@@ -166,3 +166,28 @@ def test_a_run_without_a_seed_gets_a_drawn_one_shown_and_stored(cli: Invoke) -> 
     assert scenarios["sample_seed"] == first["sample_seed"]
     human = cli(*args, "--sample-percentage", "30", "--no-start")
     assert "seed " in human.stdout
+
+
+def test_one_burst_worker_finishes_the_runs_it_worked_on(
+    cli: Invoke, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    definition = _definition(cli)
+    base = ["runs", "create", "--definition", definition, "--sample-percentage", "15"]
+    done = cli(
+        *base, "--model", "scripted:utilitarian", "--model", "scripted:contrarian",
+        "--judge", "scripted:deontologist", "--json",
+    ).json()  # fmt: skip
+    # Every attempt fails (transient errors, retried after a short backoff, then dead).
+    monkeypatch.setenv("VALUERANK_WORKER_RETRY_BASE_SECONDS", "0.05")
+    doomed = cli(*base, "--model", "scripted:neutral?error_rate=1", "--json").json()
+    burst = cli("worker", "--burst", "--json")
+    assert burst.exit_code == 0, burst.stderr
+    finished = cli("runs", "status", done["id"], "--json").json()
+    assert finished["status"] == "completed", finished
+    assert finished["judging"]["completed"] == finished["progress"]["completed"] == 8
+    failed = cli("runs", "status", doomed["id"], "--json").json()
+    assert failed["status"] == "failed", failed
+    assert failed["progress"]["failed"] == 4
+    assert failed["error"].startswith("every probe job failed (4): ")
+    assert "synthetic transient error" in failed["error"]
+    assert "(4×)" in failed["error"]

@@ -12,9 +12,11 @@ from valuerank.queue import (
     JobStatus,
     Permanent,
     RateLimited,
+    Snooze,
     Transient,
     Worker,
     cancel_partition,
+    pause_partition,
     reap,
 )
 
@@ -220,3 +222,67 @@ async def test_burst_mode_runs_the_retries_it_makes_runnable(kit: Kit) -> None:
     stats = await worker.run_until_idle()
     assert calls == 4 and (stats.failed, stats.retried) == (1, 3)
     assert (await kit.load(job_id)).status is JobStatus.FAILED
+
+
+async def test_burst_mode_waits_for_a_snoozed_job_of_a_partition_it_ran(kit: Kit) -> None:
+    """A step that waits on other jobs (snoozed a moment) still runs before burst mode
+    returns: the partition is left finished, not one step short."""
+    await kit.put(3)
+    (step,) = await kit.put(prefix="step", kind="step")
+    tries = 0
+
+    async def echo(job: Job) -> Any:
+        return {"i": job.payload["i"]}
+
+    async def step_handler(job: Job) -> Any:
+        nonlocal tries
+        tries += 1
+        if tries < 3:
+            raise Snooze(0.3, "waiting for the others")
+        return {"done": True}
+
+    worker = Worker(
+        kit.db, settings=kit.settings, concurrency=2, handlers={"echo": echo, "step": step_handler}
+    )
+    await worker.run_until_idle()
+    assert tries == 3
+    assert (await kit.load(step)).status is JobStatus.SUCCEEDED
+
+
+async def test_burst_mode_does_not_wait_for_what_it_never_touched_or_beyond_its_budget(
+    kit: Kit,
+) -> None:
+    await kit.put(2)
+    later = await kit.put(prefix="later", partition="run-1", delay_seconds=3600)
+    elsewhere = await kit.put(prefix="other", partition="run-2", delay_seconds=0.5)
+
+    async def echo(job: Job) -> Any:
+        return None
+
+    worker = Worker(
+        kit.db,
+        settings=kit.settings.model_copy(update={"burst_wait_seconds": 60}),
+        concurrency=2,
+        handlers={"echo": echo},
+    )
+    async with asyncio.timeout(10):
+        stats = await worker.run_until_idle()
+    assert stats.succeeded == 2
+    assert (await kit.load(later[0])).status is JobStatus.QUEUED  # due past the budget
+    assert (await kit.load(elsewhere[0])).status is JobStatus.QUEUED  # another partition
+
+
+async def test_burst_mode_does_not_wait_for_a_paused_partition(kit: Kit) -> None:
+    await kit.put(1)
+    (waiting,) = await kit.put(prefix="later", delay_seconds=0.3)
+
+    async def pause_then_return(job: Job) -> Any:
+        async with kit.db.transaction(immediate=True) as conn:
+            await pause_partition(conn, kit.org_id, "run-1")
+
+    worker = Worker(
+        kit.db, settings=kit.settings, concurrency=1, handlers={"echo": pause_then_return}
+    )
+    async with asyncio.timeout(10):
+        await worker.run_until_idle()
+    assert (await kit.load(waiting)).status is JobStatus.QUEUED

@@ -11,17 +11,18 @@ was reaped never ran the code that enqueues it).
 
 from __future__ import annotations
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.consensus import Judgement, decision_consensus
-from valuerank.db.tables import judgments, models, runs, transcripts
+from valuerank.db.tables import jobs, judgments, models, runs, transcripts
 from valuerank.pipeline.calls import call_model
 from valuerank.pipeline.context import PipelineContext
 from valuerank.pipeline.prompts import run_summary_messages
 from valuerank.providers.base import CompletionRequest
 from valuerank.providers.model_id import parse_model_id
 from valuerank.queue import HandlerResult, Job, JobSpec, Snooze, enqueue, enqueue_many
+from valuerank.queue.states import JobStatus
 from valuerank.runs.progress import job_progress
 from valuerank.runs.results import ModelResult, model_results
 from valuerank.runs.service import FINALIZE, JUDGE, PROBE, SUMMARIZE, Run, get_run
@@ -135,6 +136,35 @@ async def _store_consensus(conn: AsyncConnection, run: Run) -> int:
     return len(by_transcript)
 
 
+async def failure_reason(conn: AsyncConnection, run_id: str) -> str:
+    """Why no probe wrote a transcript, from the failed probes' own last errors (the most
+    common first), and where to look."""
+    rows = await conn.execute(
+        select(jobs.c.last_error, func.count())
+        .where(
+            jobs.c.partition == run_id,
+            jobs.c.kind == PROBE,
+            jobs.c.status == JobStatus.FAILED.value,
+        )
+        .group_by(jobs.c.last_error)
+        .order_by(func.count().desc(), jobs.c.last_error)
+    )
+    counted = [(str(error or "no error recorded"), int(n)) for error, n in rows]
+    failed = sum(n for _, n in counted)
+    if not failed:
+        return "no probe job wrote a transcript"
+    shown = "; ".join(f"{error} ({n}×)" for error, n in counted[:_REASONS_SHOWN])
+    others = len(counted) - _REASONS_SHOWN
+    more = f"; and {others} other errors" if others > 0 else ""
+    return (
+        f"every probe job failed ({failed}): {shown}{more} — see `valuerank queue status` "
+        "and `valuerank runs rerun-failed`"
+    )
+
+
+_REASONS_SHOWN = 3
+
+
 def plain_summary(results: list[ModelResult]) -> str:
     """The run's summary from its figures alone (also the fallback when no model writes one)."""
     if not results:
@@ -203,7 +233,7 @@ async def run_finalize(ctx: PipelineContext, job: Job) -> HandlerResult:
     async with ctx.db.transaction(immediate=True) as conn:
         written = sum(r.transcripts for r in results)
         target = RunStatus.COMPLETED if written else RunStatus.FAILED
-        error = None if written else "every probe job failed: see `valuerank queue status`"
+        error = None if written else await failure_reason(conn, run.id)
         sources = frozenset({RunStatus.RUNNING, RunStatus.SUMMARIZING})
         moved = await move_run(conn, run.org_id, run.id, target, sources=sources, error=error)
         if moved:

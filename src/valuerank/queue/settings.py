@@ -52,6 +52,13 @@ class QueueSettings(BaseModel):
     notification_drain_seconds: float = Field(
         default=5.0, gt=0, description="How often a worker delivers due webhook notifications."
     )
+    burst_wait_seconds: float = Field(
+        default=300.0,
+        ge=0,
+        description="Burst mode (`worker --burst`): how long an idle worker still waits for "
+        "queued jobs of the partitions it worked on (a snoozed finalize step, a retry after "
+        "a backoff) before it exits; jobs due later than that are left for the next worker.",
+    )
     claim_window_slack: int = Field(
         default=16,
         ge=1,

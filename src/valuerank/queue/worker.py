@@ -48,6 +48,7 @@ from valuerank.queue.claim import claim
 from valuerank.queue.job import Job
 from valuerank.queue.maintenance import MaintenanceRun, run_maintenance
 from valuerank.queue.outbox import DeliveryReport, deliver_due
+from valuerank.queue.pending import seconds_until_due
 from valuerank.queue.reaper import reap
 from valuerank.queue.settings import QueueSettings
 from valuerank.queue.slots import apply_global_cap
@@ -204,6 +205,7 @@ class Worker:
         # it, deliveries of webhooks that have a secret fail unsent and are retried.
         self._cipher = cipher
         self._running: dict[str, _Running] = {}  # handler running
+        self._touched: set[str] = set()  # partitions this worker ran jobs of
         self._settling: dict[str, _Running] = {}  # handler returned, outcome being written
         self._wake = asyncio.Event()
         self._stopping = False
@@ -251,22 +253,48 @@ class Worker:
     # -- main loops -----------------------------------------------------------------------
 
     async def run_until_idle(self) -> WorkerStats:
-        """Burst mode: run what is runnable now (and what it makes runnable), then return."""
+        """Burst mode: run what is runnable now and what it makes runnable, then return.
+
+        Before returning it waits for the jobs still queued in the partitions it worked on
+        (a step snoozed until other jobs end, a retry after a backoff) as long as the next
+        one falls due within `burst_wait_seconds`, so the partitions it touched are left
+        finished, not one step short. Paused partitions and providers are not waited for."""
         await self._start()
         await self._reap(force=True)
+        idle_since: float | None = None
         try:
             while True:
                 self._wake.clear()  # set when a handler returns or an outcome is written
                 await self._fill()
-                if not self._running and not self._settling:
-                    if self._wake.is_set():
-                        continue  # an outcome was written during that claim: it may have
-                        # made a job runnable (a retry), so claim once more
+                if self._running or self._settling:
+                    idle_since = None
+                    await self._wake.wait()
+                    await self._reap()
+                    continue
+                if self._wake.is_set():
+                    continue  # an outcome was written during that claim: it may have made
+                    # a job runnable (a retry), so claim once more
+                now = time.monotonic()
+                idle_since = now if idle_since is None else idle_since
+                wait = await self._burst_wait(self.settings.burst_wait_seconds - (now - idle_since))
+                if wait is None:
                     return self.stats
-                await self._wake.wait()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), wait)
                 await self._reap()
         finally:
             await self._drop_connections()
+
+    async def _burst_wait(self, budget: float) -> float | None:
+        """How long an idle burst worker sleeps before claiming again: until the next queued
+        job of a partition it touched is due (at most a poll interval); None to stop."""
+        if budget <= 0 or not self._touched:
+            return None
+        async with self.db.transaction() as conn:
+            due = await seconds_until_due(conn, self._touched, self._handlers)
+        if due is None or due > budget:
+            return None
+        return min(max(due, 0.01), self.settings.poll_seconds)
 
     async def run_forever(self) -> WorkerStats:
         """Claim and run until `stop()`; then stop claiming, give running jobs
@@ -412,6 +440,7 @@ class Worker:
             return False
         for job in jobs:
             self.stats.claimed += 1
+            self._touched.add(job.partition)
             handler_task = asyncio.create_task(self._handlers[job.kind](job))
             running = _Running(job, handler_task)
             running.task = asyncio.create_task(self._supervise(running))
