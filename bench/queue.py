@@ -75,7 +75,7 @@ async def ours(url: str, jobs: int, claimers: int) -> float:
         async with db.transaction() as conn:
             org = await ensure_org(conn, "bench")
             await enqueue_many(conn, [JobSpec(kind="noop", org_id=org) for _ in range(jobs)])
-        settings = QueueSettings(poll_seconds=0.01, reap_seconds=3600)
+        settings = QueueSettings(poll_seconds=0.01, reap_interval_seconds=3600)
 
         async def noop(job: Any) -> None:
             return None
@@ -106,7 +106,7 @@ async def ours_latency(url: str, rate: float, seconds: float, claimers: int) -> 
         await upgrade(db)
         async with db.transaction() as conn:
             org = await ensure_org(conn, "bench")
-        settings = QueueSettings(poll_seconds=0.01, reap_seconds=3600)
+        settings = QueueSettings(poll_seconds=0.01, reap_interval_seconds=3600)
 
         async def noop(job: Any) -> None:
             return None

@@ -150,7 +150,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             return HandlerResult(None)
 
         settings = QueueSettings(
-            lease_seconds=60, heartbeat_seconds=20, poll_seconds=0.05, reap_seconds=30
+            lease_seconds=60, heartbeat_seconds=20, poll_seconds=0.05, reap_interval_seconds=30
         )
         workers = [
             Worker(db, settings=settings, concurrency=args.concurrency, handlers={"call": call})

@@ -41,3 +41,18 @@ def test_bad_limits_exit_1_with_a_code(cli: Invoke) -> None:
     assert bad.exit_code == 1 and bad.json()["code"] == "INVALID_INPUT"
     missing = cli("queue", "limits", "remove", "anthropic", "--json")
     assert missing.exit_code == 1 and missing.json()["code"] == "NOT_FOUND"
+
+
+def test_zero_is_no_limit(cli: Invoke) -> None:
+    capped = cli(
+        "queue", "limits", "set", "openai", "--rpm", "500", "--concurrency", "4", "--json"
+    ).json()  # fmt: skip
+    assert (capped["rpm"], capped["concurrency"]) == (500.0, 4)
+    lifted = cli(
+        "queue", "limits", "set", "openai", "--rpm", "0", "--tpm", "0", "--concurrency", "0",
+        "--json",
+    )  # fmt: skip
+    assert lifted.exit_code == 0, lifted.stdout
+    data = lifted.json()
+    assert (data["rpm"], data["tpm"], data["concurrency"]) == (None, None, None)
+    assert "0 or unset: no limit" in cli("queue", "limits", "set", "--help").stdout

@@ -134,7 +134,7 @@ def test_maintenance_run_records_a_run(cli: Invoke) -> None:
     assert run["status"] == "succeeded" and run["id"]
     assert isinstance(run["actions"], dict)
     text = cli("maintenance", "run")
-    assert text.exit_code == 0 and "maintenance done" in text.stdout
+    assert text.exit_code == 0 and "maintenance succeeded in" in text.stdout
 
 
 @pytest.mark.parametrize(

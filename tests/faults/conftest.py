@@ -29,7 +29,7 @@ from valuerank.queue import JobSpec, enqueue_many
 from valuerank.queue.job import Job, list_jobs
 
 FAST_ENV = {
-    "VALUERANK_WORKER_STALE_LEASE_SECONDS": "2",
+    "VALUERANK_WORKER_LEASE_SECONDS": "2",
     "VALUERANK_WORKER_HEARTBEAT_SECONDS": "0.3",
     "VALUERANK_WORKER_POLL_SECONDS": "0.05",
     "VALUERANK_WORKER_REAP_INTERVAL_SECONDS": "0.3",

@@ -24,7 +24,7 @@ FAST = QueueSettings(
     poll_seconds=0.02,
     retry_base_seconds=0.0,
     retry_cap_seconds=0.0,
-    reap_seconds=0.05,
+    reap_interval_seconds=0.05,
     shutdown_grace_seconds=0.1,
 )
 

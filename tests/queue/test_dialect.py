@@ -25,9 +25,10 @@ async def test_the_database_clock_has_sub_second_resolution(db: Database) -> Non
         earlier = _utc(await conn.scalar(select(db_now_plus(dialect, -10))))
         age = await conn.scalar(select(seconds_since(dialect, db_now_plus(dialect, -42))))
     assert abs(now - datetime.now(UTC)) < timedelta(seconds=5)
-    assert abs((later - now).total_seconds() - 90.5) < 0.5
-    assert abs((now - earlier).total_seconds() - 10) < 0.5
-    assert age is not None and 41.5 < age < 43
+    # SQLite reads its clock per statement: the margins allow a busy machine between them.
+    assert abs((later - now).total_seconds() - 90.5) < 5
+    assert abs((now - earlier).total_seconds() - 10) < 5
+    assert age is not None and 41.5 < age < 47
     # Milliseconds, not SQLite's whole-second CURRENT_TIMESTAMP.
     async with db.transaction() as conn:
         samples = {await conn.scalar(select(db_now_plus(dialect, n / 1000))) for n in range(5)}

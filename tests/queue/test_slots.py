@@ -152,8 +152,18 @@ async def test_default_org_cap_from_settings(kit: Kit) -> None:
 
 async def test_model_caps_apply_to_that_model_only(kit: Kit) -> None:
     async with kit.db.transaction(immediate=True) as conn:
-        key = await set_cap(conn, SlotScope.MODEL, 0, provider="ollama", model="llama3:8b")
+        key = await set_cap(conn, SlotScope.MODEL, 1, provider="ollama", model="llama3:8b")
     assert key == model_key("ollama", "llama3:8b")
-    await kit.put(2, prefix="l", provider="ollama", model="llama3:8b")
+    llamas = await kit.put(2, prefix="l", provider="ollama", model="llama3:8b")
     (other,) = await kit.put(prefix="q", provider="ollama", model="qwen")
-    assert [j.id for j in await kit.take(5)] == [other]
+    taken = {j.id for j in await kit.take(5)}
+    assert other in taken and len(taken & set(llamas)) == 1
+
+
+async def test_a_cap_of_zero_is_no_cap(kit: Kit) -> None:
+    async with kit.db.transaction(immediate=True) as conn:
+        await set_cap(conn, SlotScope.PROVIDER, 1, provider="ollama")
+        await set_cap(conn, SlotScope.PROVIDER, 0, provider="ollama")
+    assert await kit.slots_in_use() == {}
+    await kit.put(3, provider="ollama")
+    assert len(await kit.take(5)) == 3

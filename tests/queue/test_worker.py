@@ -11,6 +11,7 @@ from valuerank.queue import (
     Job,
     JobStatus,
     Permanent,
+    QueueSettings,
     RateLimited,
     Snooze,
     Transient,
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from conftest import Kit
 
 
-async def _until(check: Callable[[], Awaitable[bool]], timeout: float = 5.0) -> None:
+async def _until(check: Callable[[], Awaitable[bool]], timeout: float = 30.0) -> None:
     async with asyncio.timeout(timeout):
         while not await check():
             await asyncio.sleep(0.01)
@@ -124,10 +125,10 @@ async def test_cancellation_reaches_the_handler(kit: Kit) -> None:
 
     worker = Worker(kit.db, settings=kit.settings, handlers={"echo": slow})
     run = asyncio.create_task(worker.run_until_idle())
-    await asyncio.wait_for(started.wait(), 5)
+    await asyncio.wait_for(started.wait(), 30)
     async with kit.db.transaction(immediate=True) as conn:
         await cancel_partition(conn, kit.org_id, "run-1")
-    stats = await asyncio.wait_for(run, 5)
+    stats = await asyncio.wait_for(run, 30)
     assert seen == ["cancelled, flag=True"]
     assert stats.cancelled == 1
     assert (await kit.load(job_id)).status is JobStatus.CANCELLED
@@ -149,11 +150,11 @@ async def test_a_lost_lease_abandons_the_attempt(kit: Kit) -> None:
 
     worker = Worker(kit.db, settings=kit.settings, handlers={"echo": handler})
     run = asyncio.create_task(worker.run_until_idle())
-    await asyncio.wait_for(first_started.wait(), 5)
+    await asyncio.wait_for(first_started.wait(), 30)
     await kit.age("lease_expires_at", 1)
     async with kit.db.transaction(immediate=True) as conn:
         assert (await reap(conn, kit.settings)).requeued == [job_id]
-    stats = await asyncio.wait_for(run, 5)
+    stats = await asyncio.wait_for(run, 30)
     assert stats.lost == 1 and stats.succeeded == 1
     job = await kit.load(job_id)
     assert job.status is JobStatus.SUCCEEDED and job.result == "second try" and job.attempts == 2
@@ -178,7 +179,7 @@ async def test_graceful_stop_waits_then_gives_jobs_back(kit: Kit) -> None:
 
     await _until(both_started)
     worker.stop()
-    stats = await asyncio.wait_for(run, 5)
+    stats = await asyncio.wait_for(run, 30)
     assert (stats.succeeded, stats.released) == (1, 1)
     assert (await kit.load(quick_id)).status is JobStatus.SUCCEEDED
     stuck = await kit.load(stuck_id)
@@ -202,7 +203,7 @@ async def test_run_forever_picks_up_new_work(kit: Kit) -> None:
 
     await _until(all_done)
     worker.stop()
-    stats = await asyncio.wait_for(run, 5)
+    stats = await asyncio.wait_for(run, 30)
     assert stats.succeeded == 3 and sorted(done) == [0, 1, 2]
     assert await kit.status_counts() == {"succeeded": 3}
 
@@ -286,3 +287,31 @@ async def test_burst_mode_does_not_wait_for_a_paused_partition(kit: Kit) -> None
     async with asyncio.timeout(10):
         await worker.run_until_idle()
     assert (await kit.load(waiting)).status is JobStatus.QUEUED
+
+
+async def test_a_global_cap_of_zero_is_no_cap(kit: Kit) -> None:
+    """0 means unlimited, as in the seed: it lifts a cap set before, and every job runs."""
+    await kit.put(4)
+
+    async def handler(job: Job) -> Any:
+        return None
+
+    capped = kit.settings.model_copy(update={"global_concurrency": 1})
+    await Worker(kit.db, settings=capped, handlers={"echo": handler})._start()
+    assert "global" in await kit.slots_in_use()
+    unlimited = QueueSettings(**{**kit.settings.model_dump(), "global_concurrency": 0})
+    worker = Worker(kit.db, settings=unlimited, concurrency=4, handlers={"echo": handler})
+    assert (await worker.run_until_idle()).succeeded == 4
+    assert "global" not in await kit.slots_in_use()
+
+
+async def test_an_organisation_cap_of_zero_is_no_cap(kit: Kit) -> None:
+    await kit.put(3)
+
+    async def handler(job: Job) -> Any:
+        return None
+
+    settings = QueueSettings(**{**kit.settings.model_dump(), "org_concurrency": 0})
+    worker = Worker(kit.db, settings=settings, concurrency=3, handlers={"echo": handler})
+    assert (await worker.run_until_idle()).succeeded == 3
+    assert await kit.slots_in_use() == {}

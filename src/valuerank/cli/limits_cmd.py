@@ -35,15 +35,24 @@ def _row(bucket: Any) -> dict[str, Any]:
 def set_limits(
     provider: str = typer.Argument(..., help="Provider prefix, e.g. openai."),
     model: str = typer.Option("", "--model", help="Only this model (default: the provider)."),
-    rpm: float | None = typer.Option(None, "--rpm", help="Requests per minute."),
-    tpm: float | None = typer.Option(None, "--tpm", help="Tokens per minute."),
-    min_interval_ms: int = typer.Option(0, "--min-interval-ms", help="Spacing of requests."),
+    rpm: float | None = typer.Option(
+        None, "--rpm", help="Requests per minute (0 or unset: no limit)."
+    ),
+    tpm: float | None = typer.Option(
+        None, "--tpm", help="Tokens per minute (0 or unset: no limit)."
+    ),
+    min_interval_ms: int = typer.Option(
+        0, "--min-interval-ms", help="Spacing of requests in ms (0: none)."
+    ),
     concurrency: int | None = typer.Option(
-        None, "--concurrency", help="Calls in flight (cut on a 429, grown back when clean)."
+        None,
+        "--concurrency",
+        help="Calls in flight, cut on a 429 and grown back when clean (0 or unset: no limit).",
     ),
     as_json: bool = JsonOption,
 ) -> None:
-    """Create or change a provider's (or one model's) limits."""
+    """Create or change a provider's (or one model's) limits. Every limit left out or set to
+    0 is no limit: `set openai --rpm 0` lifts the RPM limit."""
 
     async def _go() -> dict[str, Any]:
         async with session() as s:

@@ -17,7 +17,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from valuerank.cli.common import console
-from valuerank.config import WorkerSettings, get_settings, queue_settings
+from valuerank.cli.worker_settings import worker_settings
+from valuerank.config import get_settings
 from valuerank.crypto import optional_cipher
 from valuerank.db import Database
 from valuerank.pipeline.context import PipelineContext
@@ -37,10 +38,10 @@ NO_WORKER_HINT_SECONDS = 10.0
 async def in_process_worker(db: Database, *, concurrency: int | None = None) -> AsyncIterator[None]:
     """A worker running the pipeline's jobs in this process until the block ends; it signs
     webhook deliveries with secrets decrypted with VALUERANK_SECRET_KEY when that is set."""
-    ws = WorkerSettings()
+    ws = worker_settings()
     worker = Worker(
         db,
-        settings=queue_settings(ws),
+        settings=ws.queue_settings(),
         concurrency=concurrency or ws.concurrency,
         cipher=optional_cipher(get_settings().secret_key),
     )

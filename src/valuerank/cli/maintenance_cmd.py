@@ -6,63 +6,46 @@ It calls `valuerank.queue.maintenance.run_maintenance`, which workers also run p
 from __future__ import annotations
 
 import dataclasses
-import importlib
-import inspect
 from typing import Any
 
 import typer
 
-from valuerank.cli.common import JsonOption, console, fail, print_json, run
-from valuerank.config import get_settings, queue_settings
+from valuerank.cli.common import JsonOption, console, print_json, run
+from valuerank.cli.worker_settings import worker_settings
+from valuerank.config import get_settings
 from valuerank.db import create_database
 from valuerank.db.migrate import ensure_schema
+from valuerank.queue.dialect import iso
+from valuerank.queue.maintenance import run_maintenance
 
 app = typer.Typer(help="Queue hygiene: prune finished jobs, reap stale work.", no_args_is_help=True)
 
 
-def _plain(value: Any) -> Any:
-    if hasattr(value, "to_dict"):
-        return value.to_dict()
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return dataclasses.asdict(value)
-    if hasattr(value, "model_dump"):
-        return value.model_dump(mode="json")
-    return value
-
-
 @app.command("run")
 def run_(as_json: bool = JsonOption) -> None:
-    """Run maintenance once, now."""
-    try:
-        module = importlib.import_module("valuerank.queue.maintenance")
-        run_maintenance = module.run_maintenance
-    except (ImportError, AttributeError):
-        fail(
-            "queue maintenance is not available in this version",
-            code="NOT_AVAILABLE",
-            as_json=as_json,
-            hint="valuerank.queue.maintenance.run_maintenance is missing",
-        )
+    """Run maintenance once, now (workers also run it every
+    VALUERANK_WORKER_MAINTENANCE_INTERVAL_SECONDS)."""
 
-    async def _go() -> Any:
+    async def _go() -> dict[str, Any] | None:
         settings = get_settings()
         db = create_database(settings.database_url, busy_timeout_ms=settings.sqlite_busy_timeout_ms)
         try:
             await ensure_schema(db)
-            params = inspect.signature(run_maintenance).parameters
-            kwargs: dict[str, Any] = {}
-            if "settings" in params:
-                kwargs["settings"] = queue_settings()
-            first = next(iter(params), "db")
-            if first in ("conn", "connection"):
-                async with db.transaction(immediate=True) as conn:
-                    return await run_maintenance(conn, **kwargs)
-            return await run_maintenance(db, **kwargs)
+            done = await run_maintenance(db, worker_settings().queue_settings())
         finally:
             await db.dispose()
+        if done is None:
+            return None
+        data = dataclasses.asdict(done)
+        data.update(started_at=iso(done.started_at), finished_at=iso(done.finished_at))
+        return data
 
-    result = _plain(run(_go(), as_json=as_json))
+    result = run(_go(), as_json=as_json)
     if as_json:
-        print_json(result)
+        print_json(result if result is not None else {"skipped": True})
+    elif result is None:
+        console.print("maintenance skipped: another run holds the lock")
     else:
-        console.print("maintenance done:", result)
+        console.print(f"maintenance {result['status']} in {result['duration_ms']} ms:")
+        for action, value in result["actions"].items():
+            console.print(f"  {action}: {value}")

@@ -12,7 +12,8 @@ from typing import Any
 import typer
 
 from valuerank.cli.common import JsonOption, console, err_console, print_json, run
-from valuerank.config import WorkerSettings, get_settings, queue_settings
+from valuerank.cli.worker_settings import worker_settings
+from valuerank.config import get_settings
 from valuerank.crypto import optional_cipher
 from valuerank.db import create_database
 from valuerank.db.migrate import ensure_schema
@@ -46,7 +47,7 @@ def worker(
 
     Webhook deliveries are signed with secrets decrypted with VALUERANK_SECRET_KEY: give every
     worker the key the secrets were stored with."""
-    ws = WorkerSettings()
+    ws = worker_settings()
 
     async def _go() -> dict[str, Any]:
         settings = get_settings()
@@ -56,7 +57,7 @@ def worker(
             await ensure_schema(db)
             w = Worker(
                 db,
-                settings=queue_settings(ws),
+                settings=ws.queue_settings(),
                 concurrency=concurrency or ws.concurrency,
                 worker_id=worker_id or ws.id,
                 cipher=cipher,

@@ -50,6 +50,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from valuerank.db.tables import jobs, rate_buckets
 from valuerank.queue.dialect import as_utc, db_now, to_db
 from valuerank.queue.job import Job
+from valuerank.queue.settings import unlimited_if_zero
 from valuerank.queue.slots import SlotScope, model_key, provider_key, remove_cap, set_cap
 
 CLEAN_COMPLETIONS_TO_GROW = 20
@@ -354,13 +355,16 @@ async def configure_bucket(
     A new bucket starts full. Changing a bucket keeps its contents (capped to the new
     capacities at the next refill) and its block. `concurrency` sets the adaptive limit
     (and the ceiling, unless `concurrency_ceiling` is given) and takes over the slot cap of
-    the bucket's provider/model; None lifts a cap this bucket had set.
+    the bucket's provider/model; None lifts a cap this bucket had set. A limit of 0 (rpm,
+    tpm, concurrency) is no limit, as None is.
     """
     if not provider:
         raise ValueError("a rate bucket needs a provider")
+    rpm, tpm = unlimited_if_zero(rpm), unlimited_if_zero(tpm)
+    concurrency = unlimited_if_zero(concurrency)
     for name, value in (("rpm", rpm), ("tpm", tpm)):
         if value is not None and value <= 0:
-            raise ValueError(f"{name} must be positive (None: no limit)")
+            raise ValueError(f"{name} cannot be negative (0 or None: no limit)")
     if min_interval_ms < 0:
         raise ValueError("min_interval_ms cannot be negative")
     if concurrency is not None:

@@ -1,8 +1,25 @@
-"""Queue tuning knobs. A plain pydantic model: the application maps env vars onto it."""
+"""Queue tuning knobs, and their defaults: the one place they are written.
+
+`QueueSettings` is a plain pydantic model; the application reads it from the environment
+(`valuerank.cli.worker_settings.WorkerSettings`: `VALUERANK_WORKER_<FIELD>`), tests and
+benchmarks build it directly. A concurrency cap of 0 means no cap, as unset does.
+"""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+N = TypeVar("N", int, float)
+
+# The heartbeat when none is set: a third of the lease, at most this often.
+MAX_DEFAULT_HEARTBEAT_SECONDS = 15.0
+
+
+def unlimited_if_zero(value: N | None) -> N | None:
+    """A limit of 0 (or none) is no limit: None. Negative values are left to be refused."""
+    return None if value is None or value == 0 else value
 
 
 class QueueSettings(BaseModel):
@@ -11,10 +28,16 @@ class QueueSettings(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     lease_seconds: float = Field(
-        default=60.0, gt=0, description="How long a claim holds a job without a heartbeat."
+        default=60.0,
+        gt=0,
+        description="How long a claim holds a job without a heartbeat; a job whose worker "
+        "stopped beating this long is reaped (back to the queue, or failed when out of tries).",
     )
     heartbeat_seconds: float = Field(
-        default=15.0, gt=0, description="How often a worker extends the lease of a running job."
+        default=MAX_DEFAULT_HEARTBEAT_SECONDS,
+        gt=0,
+        description="How often a worker extends the lease of a running job (default: a third "
+        f"of the lease, at most {MAX_DEFAULT_HEARTBEAT_SECONDS:g} s).",
     )
     poll_seconds: float = Field(
         default=1.0, gt=0, description="How long an idle worker waits before claiming again."
@@ -28,20 +51,25 @@ class QueueSettings(BaseModel):
     max_runtime_seconds: float | None = Field(
         default=None, gt=0, description="A running job older than this is failed by the reaper."
     )
-    reap_seconds: float = Field(
+    reap_interval_seconds: float = Field(
         default=30.0, gt=0, description="How often a worker runs the reaper."
     )
     shutdown_grace_seconds: float = Field(
         default=30.0, ge=0, description="How long a stopping worker waits for running jobs."
     )
     global_concurrency: int | None = Field(
-        default=None, ge=0, description="Jobs running at once over all workers (None: no cap)."
+        default=None,
+        ge=0,
+        description="Jobs running at once over all workers; 0: no cap (lifts one set before); "
+        "unset: the cap the fleet has (none unless set).",
     )
     org_concurrency: int | None = Field(
-        default=None, ge=0, description="Default cap of jobs running at once per organisation."
+        default=None,
+        ge=0,
+        description="Default cap of jobs running at once per organisation; 0 or unset: no cap.",
     )
     retention_days: float = Field(
-        default=14.0,
+        default=30.0,
         gt=0,
         description="Finished jobs, delivered notifications and maintenance records older "
         "than this are pruned by maintenance (events are kept).",
@@ -50,7 +78,7 @@ class QueueSettings(BaseModel):
         default=300.0, gt=0, description="How often a worker runs maintenance (fleet-wide)."
     )
     notification_drain_seconds: float = Field(
-        default=5.0, gt=0, description="How often a worker delivers due webhook notifications."
+        default=1.0, gt=0, description="How often a worker delivers due webhook notifications."
     )
     burst_wait_seconds: float = Field(
         default=300.0,
@@ -65,6 +93,27 @@ class QueueSettings(BaseModel):
         description="PostgreSQL: candidates a claim reads per partition beyond the jobs it "
         "asks for, so that jobs held by concurrent claimers (skipped) do not leave it short.",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_heartbeat(cls, data: Any) -> Any:
+        """Without an explicit heartbeat, a third of the lease (at most 15 s): a short lease
+        stays valid between beats."""
+        if isinstance(data, dict) and data.get("heartbeat_seconds") is None:
+            lease = data.get("lease_seconds")
+            if lease is not None:
+                data = {
+                    **data,
+                    "heartbeat_seconds": min(MAX_DEFAULT_HEARTBEAT_SECONDS, float(lease) / 3),
+                }
+            else:
+                data = {k: v for k, v in data.items() if k != "heartbeat_seconds"}
+        return data
+
+    @field_validator("org_concurrency")
+    @classmethod
+    def _zero_is_no_cap(cls, value: int | None) -> int | None:
+        return unlimited_if_zero(value)
 
     @model_validator(mode="after")
     def _heartbeat_inside_lease(self) -> QueueSettings:

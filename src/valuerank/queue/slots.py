@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.db.tables import queue_slots
 from valuerank.queue.dialect import upsert
+from valuerank.queue.settings import unlimited_if_zero
 
 
 class SlotScope(StrEnum):
@@ -77,7 +78,8 @@ async def set_cap(
     provider: str | None = None,
     model: str | None = None,
 ) -> str:
-    """Create or change a cap; slots in use are kept. Returns its key."""
+    """Create or change a cap; slots in use are kept. Returns its key. A cap of 0 is no cap:
+    the cap is removed."""
     if max_running < 0:
         raise ValueError("a cap cannot be negative")
     if scope is SlotScope.GLOBAL:
@@ -94,6 +96,9 @@ async def set_cap(
         if model is None:
             raise ValueError("a model cap needs model")
         key = model_key(provider, model)
+    if unlimited_if_zero(max_running) is None:
+        await remove_cap(conn, key)
+        return key
     stmt = (
         upsert(conn)(queue_slots)
         .values(
@@ -112,7 +117,8 @@ async def set_cap(
 
 
 async def apply_global_cap(conn: AsyncConnection, max_running: int | None) -> None:
-    """Make the global cap `max_running` (settings' `global_concurrency`); None leaves it be."""
+    """Make the global cap `max_running` (settings' `global_concurrency`): 0 lifts it, None
+    leaves it as the fleet has it."""
     if max_running is not None:
         await set_cap(conn, SlotScope.GLOBAL, max_running)
 

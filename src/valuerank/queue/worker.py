@@ -409,7 +409,7 @@ class Worker:
 
     async def _reap(self, *, force: bool = False) -> None:
         now = time.monotonic()
-        if not force and now - self._last_reap < self.settings.reap_seconds:
+        if not force and now - self._last_reap < self.settings.reap_interval_seconds:
             return
         self._last_reap = now
         try:
