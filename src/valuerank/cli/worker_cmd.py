@@ -37,7 +37,10 @@ def worker(
         None, "--concurrency", "-c", min=1, help="Jobs run at once (default 4 or env)."
     ),
     burst: bool = typer.Option(
-        False, "--burst", help="Run what is runnable now, then exit 0 (no waiting for more)."
+        False,
+        "--burst",
+        help="Run what is runnable now and the rest of the runs it touches (waiting up to "
+        "BURST_WAIT_SECONDS for their next steps), then exit 0.",
     ),
     worker_id: str | None = typer.Option(None, "--id", help="Worker name in leases and logs."),
     as_json: bool = JsonOption,
@@ -46,7 +49,13 @@ def worker(
     VALUERANK_WORKER_SHUTDOWN_GRACE_SECONDS, release the rest, and exit 0.
 
     Webhook deliveries are signed with secrets decrypted with VALUERANK_SECRET_KEY: give every
-    worker the key the secrets were stored with."""
+    worker the key the secrets were stored with.
+
+    Settings come from VALUERANK_WORKER_<NAME> (see the README): LEASE_SECONDS,
+    HEARTBEAT_SECONDS, POLL_SECONDS, RETRY_BASE_SECONDS, RETRY_CAP_SECONDS, MAX_RUNTIME_SECONDS,
+    REAP_INTERVAL_SECONDS, SHUTDOWN_GRACE_SECONDS, RETENTION_DAYS, MAINTENANCE_INTERVAL_SECONDS,
+    NOTIFICATION_DRAIN_SECONDS, BURST_WAIT_SECONDS, CONCURRENCY. Caps over all workers:
+    GLOBAL_CONCURRENCY and ORG_CONCURRENCY (per organisation); 0 or unset means no cap."""
     ws = worker_settings()
 
     async def _go() -> dict[str, Any]:
