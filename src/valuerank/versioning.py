@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Row, Table, func, insert, literal, select, update
@@ -240,6 +240,70 @@ async def fork(
             if label is not None:
                 raise
     raise ConflictError("could not choose a free version label", hint="give one with --label")
+
+
+@dataclass(frozen=True)
+class VersionRecord:
+    """A version as an export describes it, to be restored with its place in its tree."""
+
+    id: str
+    parent_id: str | None
+    root_id: str
+    name: str
+    version_label: str
+    content: dict[str, Any]
+    content_hash: str
+    created_at: datetime | None
+    source_file: str | None = None
+
+
+async def restore(
+    conn: AsyncConnection,
+    table: Table,
+    org_id: str,
+    record: VersionRecord,
+    ids: dict[str, str],
+) -> tuple[Version, bool]:
+    """Write an exported version back (its parent first), keeping its label, name and
+    creation time, and its id when no row holds it yet. `ids` maps exported ids to stored
+    ones and grows with this one. A version restored before is reused: (version, False)."""
+    created_at: datetime | None = None
+    if record.created_at is not None:
+        moment = record.created_at.astimezone(UTC)
+        # SQLite stores naive UTC (an aware value would lose its offset silently).
+        created_at = moment.replace(tzinfo=None) if conn.dialect.name == "sqlite" else moment
+    same = (
+        table.c.org_id == org_id,
+        table.c.name == record.name,
+        table.c.version_label == record.version_label,
+        table.c.content_hash == record.content_hash,
+    )
+    taken = (await conn.execute(select(table.c.id).where(table.c.id == record.id))).first()
+    # Restored before: under its own id, or (its id was taken elsewhere) under a new one with
+    # the same name, label, content and creation time.
+    query = select(table).where(*same, table.c.id == record.id)
+    if taken is not None and created_at is not None:
+        query = select(table).where(*same, table.c.created_at == created_at).limit(1)
+    found = (await conn.execute(query)).first()
+    if found is not None:
+        ids[record.id] = str(found.id)
+        return _version(found), False
+    new_id = record.id if taken is None else str(uuid.uuid4())
+    ids[record.id] = new_id
+    values: dict[str, Any] = {
+        "id": new_id,
+        "org_id": org_id,
+        "parent_id": ids[record.parent_id] if record.parent_id else None,
+        "root_id": ids[record.root_id],
+        "name": record.name,
+        "version_label": validate_label(record.version_label),
+        "content": record.content,
+        "content_hash": record.content_hash,
+        "source_file": record.source_file,
+    }
+    if created_at is not None:
+        values["created_at"] = created_at
+    return await _insert(conn, table, values), True
 
 
 async def replace_content(

@@ -127,3 +127,36 @@ def test_export_of_an_unknown_run_exits_1(vr: Invoke, tmp_path: Path) -> None:
     assert outcome.exit_code == 1
     assert json.loads(outcome.stdout)["code"] == "NOT_FOUND"
     assert not (tmp_path / "x.zip").exists()
+
+
+def test_a_workspace_restores_into_another_organisation(
+    vr: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _ok(vr("import", "run", str(FIXTURE_RUN), "--json"))
+    root = _ok(vr("definitions", "import", str(DEFINITION_MD), "--json"))["id"]
+    forked = _ok(vr("definitions", "fork", root, "--label", "owner-view", "--json"))
+    archive = tmp_path / "workspace.zip"
+    _ok(vr("export", "workspace", "-o", str(archive), "--json"))
+
+    monkeypatch.setenv("VALUERANK_DEFAULT_ORG", "restored")
+    restored = _ok(vr("import", "workspace", str(archive), "--json"))
+    assert (restored["definitions"], restored["rubrics"], restored["reused_versions"]) == (
+        2,
+        0,
+        0,
+    )
+    assert [r["created"] for r in restored["runs"]] == [True]
+    versions = _ok(vr("definitions", "list", "--json"))
+    labels = sorted(v["version_label"] for v in versions)
+    assert labels == ["owner-view", "v1"]
+    child = next(v for v in versions if v["version_label"] == "owner-view")
+    assert child["parent_id"] != forked["parent_id"]  # another organisation: new ids
+    lineage = _ok(vr("definitions", "lineage", child["id"], "--json"))
+    assert [a["version_label"] for a in lineage["ancestors"]] == ["v1"]
+    again = _ok(vr("import", "workspace", str(archive), "--json"))
+    assert again["reused_versions"] == 2 and [r["created"] for r in again["runs"]] == [False]
+    text = vr("import", "workspace", str(archive))
+    assert "already there" in text.stdout
+    not_a_workspace = vr("import", "workspace", str(FIXTURE_RUN), "--json")
+    assert not_a_workspace.exit_code == 1
+    assert not_a_workspace.json()["code"] == "INVALID_IMPORT"

@@ -138,7 +138,8 @@ async def create_run(conn: AsyncConnection, org_id: str) -> str:
                         cost_usd=0.0012,
                         finish_reason="stop",
                         decision_code=2 + sample,
-                        decision_reason="explicit rating",
+                        # As the probe reads it (the import reads it again the same way).
+                        decision_reason=f'explicit rating "Rating: {2 + sample}"',
                         content=text,
                     ),
                 )

@@ -4,15 +4,18 @@
   summary.csv, results.jsonl); `export_definition` → a `.md` or a lineage ZIP;
   `export_workspace` → everything of an organisation.
 * `import_runs` ← a run ZIP, a CLI run folder or a folder of CLI transcripts (safely: see
-  `archive_safety`), one run per CLI run id, idempotent (see `run_import`).
+  `archive_safety`), one run per CLI run id, idempotent (see `run_import`); a workspace ZIP
+  is restored whole — definition and rubric trees, then runs (see `workspace_import`).
 """
 
 from valuerank.exchange.archive_safety import Limits
 from valuerank.exchange.definition_export import ExportedFile, export_definition
 from valuerank.exchange.errors import ArchiveTooLargeError, ImportFormatError, UnsafeArchiveError
+from valuerank.exchange.importing import import_runs, import_workspace, import_zip_bytes
 from valuerank.exchange.run_export import RunFolder, export_run, run_folder, zip_run_folder
-from valuerank.exchange.run_import import ImportedRun, import_runs, import_zip_bytes
+from valuerank.exchange.run_import import ImportedRun
 from valuerank.exchange.workspace import export_workspace
+from valuerank.exchange.workspace_import import WorkspaceImport
 
 __all__ = [
     "ArchiveTooLargeError",
@@ -22,10 +25,12 @@ __all__ = [
     "Limits",
     "RunFolder",
     "UnsafeArchiveError",
+    "WorkspaceImport",
     "export_definition",
     "export_run",
     "export_workspace",
     "import_runs",
+    "import_workspace",
     "import_zip_bytes",
     "run_folder",
     "zip_run_folder",

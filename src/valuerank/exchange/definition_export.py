@@ -28,6 +28,7 @@ from valuerank.exchange.naming import exp_file_name, safe_part
 from valuerank.exchange.zip_write import build_zip
 from valuerank.formats import Definition, serialize_definition
 from valuerank.formats.yaml_io import dump_cli
+from valuerank.queue.dialect import iso
 
 MARKDOWN = "text/markdown; charset=utf-8"
 ZIP = "application/zip"
@@ -54,7 +55,7 @@ def version_entry(
         "parent_label": parent_label,
         "root_id": version.root_id,
         "content_hash": version.content_hash,
-        "created_at": version.created_at.isoformat(),
+        "created_at": iso(version.created_at),
     }
 
 

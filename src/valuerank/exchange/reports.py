@@ -80,6 +80,16 @@ def summary_csv(run_id: str, rows: Sequence[TranscriptRow]) -> str:
     return out.getvalue()
 
 
+def _canonical(value: Any) -> Any:
+    """A value read from a JSON column, with its objects' keys sorted: PostgreSQL's JSONB
+    reorders keys and SQLite's JSON keeps them, and an export must not depend on which."""
+    if isinstance(value, Mapping):
+        return {str(k): _canonical(value[k]) for k in sorted(value, key=str)}
+    if isinstance(value, list):
+        return [_canonical(v) for v in value]
+    return value
+
+
 def result_record(run_id: str, file_name: str, row: TranscriptRow) -> dict[str, Any]:
     return {
         "file": file_name,
@@ -89,7 +99,7 @@ def result_record(run_id: str, file_name: str, row: TranscriptRow) -> dict[str, 
         "sample_index": row.sample_index,
         "decision": {"code": row.decision_code, "reason": row.decision_reason},
         "rationale": row.rationale,
-        "consensus": row.consensus,
+        "consensus": _canonical(row.consensus),
         "input_tokens": row.input_tokens,
         "output_tokens": row.output_tokens,
         "latency_ms": row.latency_ms,
@@ -98,7 +108,8 @@ def result_record(run_id: str, file_name: str, row: TranscriptRow) -> dict[str, 
         "synthetic": row.synthetic,
         "cached": row.cached,
         "turns": [
-            {k: v for k, v in turn.items() if k not in ("probe", "target")} for turn in row.turns
+            _canonical({k: v for k, v in turn.items() if k not in ("probe", "target")})
+            for turn in row.turns
         ],
         "judgments": [dict(j) for j in row.judgments],
     }

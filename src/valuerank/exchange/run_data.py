@@ -11,6 +11,7 @@ from sqlalchemy import Row, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.db.tables import judgments, run_scenarios, runs, transcripts
+from valuerank.queue.dialect import as_utc
 from valuerank.refs import find_by_ref
 
 
@@ -92,17 +93,19 @@ async def load_run(conn: AsyncConnection, org_id: str, ref: str) -> RunSnapshot:
         select(judgments)
         .join(transcripts, transcripts.c.id == judgments.c.transcript_id)
         .where(judgments.c.org_id == org_id, transcripts.c.run_id == run_id)
-        .order_by(judgments.c.judge_model)
     )
-    for row in judgment_rows:
+    # Text is ordered here, not in SQL: code-point order whatever the database's collation
+    # (PostgreSQL's locale collations skip punctuation), so both backends export the same.
+    for row in sorted(judgment_rows, key=lambda r: str(r._mapping["judge_model"])):
         by_transcript.setdefault(row._mapping["transcript_id"], []).append(_judgment(row))
     transcript_rows = await conn.execute(
-        select(transcripts)
-        .where(transcripts.c.org_id == org_id, transcripts.c.run_id == run_id)
-        .order_by(transcripts.c.scenario_id, transcripts.c.model, transcripts.c.sample_index)
+        select(transcripts).where(transcripts.c.org_id == org_id, transcripts.c.run_id == run_id)
     )
     items = []
-    for row in transcript_rows:
+    for row in sorted(
+        transcript_rows,
+        key=lambda r: (r._mapping["scenario_id"], r._mapping["model"], r._mapping["sample_index"]),
+    ):
         m = row._mapping
         items.append(
             TranscriptRow(
@@ -144,10 +147,8 @@ async def load_run(conn: AsyncConnection, org_id: str, ref: str) -> RunSnapshot:
 
 async def org_run_ids(conn: AsyncConnection, org_id: str) -> list[str]:
     """Every run of the organisation, oldest first."""
-    rows = await conn.execute(
-        select(runs.c.id).where(runs.c.org_id == org_id).order_by(runs.c.created_at, runs.c.id)
-    )
-    return [str(r) for r in rows.scalars()]
+    rows = await conn.execute(select(runs.c.id, runs.c.created_at).where(runs.c.org_id == org_id))
+    return [str(i) for i, _ in sorted(rows, key=lambda r: (as_utc(r.created_at), str(r.id)))]
 
 
 __all__ = ["RunSnapshot", "TranscriptRow", "load_run", "org_run_ids", "resolve_run_id"]

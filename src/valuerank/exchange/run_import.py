@@ -10,17 +10,17 @@ transcripts are stored byte for byte (the exact text of the file), its definitio
 stored once), its rubric (`config/values_rubric.yaml`) as an existing rubric version with the
 same content or else as a version of the rubric named `values_rubric`.
 
-Importing the same run again is idempotent: when a run imported before has the same CLI
-run id and exactly the same transcripts (scenario, model, sample and bytes), it is reported
-(`created=False`) and nothing is written. A run id imported before with *different*
-transcripts (say the CLI has written more since) is imported as a new run next to it.
+Importing the same run again is idempotent: when a run of the organisation (imported before,
+or exported from here) has the same CLI run id and exactly the same transcripts (scenario,
+model, sample and bytes), it is reported (`created=False`) and nothing is written. A run id
+imported before with *different* transcripts (say the CLI has written more since) is
+imported as a new run next to it.
 """
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass
-from pathlib import Path
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
@@ -28,9 +28,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.db.tables import rubrics, runs, transcripts
 from valuerank.definitions.service import import_definition
-from valuerank.exchange.archive_safety import Limits, SourceTree, read_source, read_zip
-from valuerank.exchange.cli_folder import find_runs, wanted
+from valuerank.exchange.archive_safety import SourceTree
+from valuerank.exchange.cli_folder import find_runs
 from valuerank.exchange.import_plan import PlannedRun, content_digest, plan_run
+from valuerank.queue.dialect import to_db
 from valuerank.rubrics import import_rubric, rubric_content_hash
 from valuerank.runs.records import NewRun, insert_run, insert_run_scenarios, insert_transcript
 
@@ -61,20 +62,20 @@ class ImportedRun:
         }
 
 
-async def _identical(conn: AsyncConnection, org_id: str, plan: PlannedRun) -> ImportedRun | None:
-    """An imported run with the same CLI run id and exactly the same transcripts."""
+async def identical_run(
+    conn: AsyncConnection, org_id: str, plan: PlannedRun, given: RunOverrides | None = None
+) -> ImportedRun | None:
+    """A run of the organisation (imported, restored or created here) with the same CLI run
+    id and exactly the same transcripts (and, for a restore, the same status and time)."""
     wanted_keys = plan.keys()
-    candidates = (
-        await conn.execute(
-            select(runs.c.id, runs.c.name, runs.c.definition_id)
-            .where(
-                runs.c.org_id == org_id,
-                runs.c.cli_run_id == plan.bundle.cli_run_id,
-                runs.c.origin == IMPORTED,
-            )
-            .order_by(runs.c.created_at, runs.c.id)
-        )
-    ).all()
+    query = select(runs.c.id, runs.c.name, runs.c.definition_id).where(
+        runs.c.org_id == org_id, runs.c.cli_run_id == plan.bundle.cli_run_id
+    )
+    if given is not None and given.status is not None:
+        query = query.where(runs.c.status == given.status)
+    if given is not None and given.created_at is not None:
+        query = query.where(runs.c.created_at == to_db(conn.dialect.name, given.created_at))
+    candidates = (await conn.execute(query.order_by(runs.c.created_at, runs.c.id))).all()
     for run_id, name, definition_id in candidates:
         rows = await conn.execute(
             select(
@@ -110,25 +111,44 @@ async def _rubric_id(conn: AsyncConnection, org_id: str, plan: PlannedRun) -> st
     return result.version.id
 
 
-async def _write(conn: AsyncConnection, org_id: str, plan: PlannedRun) -> ImportedRun:
+@dataclass(frozen=True)
+class RunOverrides:
+    """What a workspace restore knows of a run beyond its files (None: as a plain import)."""
+
+    run_id: str | None = None
     definition_id: str | None = None
-    if plan.bundle.definition_text is not None:
+    rubric_id: str | None = None
+    name: str | None = None
+    status: str | None = None
+    origin: str | None = None
+    created_at: datetime | None = None
+
+
+async def write_planned(
+    conn: AsyncConnection, org_id: str, plan: PlannedRun, given: RunOverrides
+) -> ImportedRun:
+    """Write one checked run as a new run (callers decide it is not there already)."""
+    definition_id = given.definition_id
+    if definition_id is None and plan.bundle.definition_text is not None:
         stored, _ = await import_definition(
             conn, org_id, plan.bundle.definition_text, source_file="definition.md"
         )
         definition_id = stored.version.id
+    name = given.name if given.name is not None else plan.name
     run_id = await insert_run(
         conn,
         org_id,
         NewRun(
             definition_id=definition_id,
             config=plan.config.to_json(),
-            name=plan.name,
+            name=name,
             cli_run_id=plan.bundle.cli_run_id,
-            status=COMPLETED,
-            rubric_id=await _rubric_id(conn, org_id, plan),
-            origin=IMPORTED,
+            status=given.status or COMPLETED,
+            rubric_id=given.rubric_id or await _rubric_id(conn, org_id, plan),
+            origin=given.origin or IMPORTED,
             synthetic=plan.synthetic,
+            id=given.run_id,
+            created_at=given.created_at,
         ),
     )
     await insert_run_scenarios(conn, org_id, run_id, plan.scenarios)
@@ -136,38 +156,30 @@ async def _write(conn: AsyncConnection, org_id: str, plan: PlannedRun) -> Import
     for record in plan.records:
         if await insert_transcript(conn, org_id, run_id, record) is not None:
             written += 1
-    return ImportedRun(run_id, plan.bundle.cli_run_id, written, True, plan.name, definition_id)
+    return ImportedRun(run_id, plan.bundle.cli_run_id, written, True, name, definition_id)
+
+
+async def import_planned(
+    conn: AsyncConnection, org_id: str, plan: PlannedRun, given: RunOverrides | None = None
+) -> ImportedRun:
+    """Write one checked run, unless the same run was imported before."""
+    existing = await identical_run(conn, org_id, plan)
+    if existing is not None:
+        return existing
+    return await write_planned(conn, org_id, plan, given or RunOverrides())
 
 
 async def import_tree(conn: AsyncConnection, org_id: str, tree: SourceTree) -> list[ImportedRun]:
     """Import every run of an already-read source (all checks first, then the writes)."""
     plans = [plan_run(bundle) for bundle in find_runs(tree)]
-    results: list[ImportedRun] = []
-    for plan in plans:
-        existing = await _identical(conn, org_id, plan)
-        results.append(existing if existing is not None else await _write(conn, org_id, plan))
-    return results
+    return [await import_planned(conn, org_id, plan) for plan in plans]
 
 
-async def import_runs(
-    conn: AsyncConnection, org_id: str, path: Path, *, limits: Limits | None = None
-) -> list[ImportedRun]:
-    """Import the runs of a run ZIP, a CLI run folder, a folder of transcripts or one transcript."""
-    tree = read_source(Path(path), wanted, limits or Limits())
-    return await import_tree(conn, org_id, tree)
-
-
-async def import_zip_bytes(
-    conn: AsyncConnection,
-    org_id: str,
-    data: bytes,
-    *,
-    label: str = "upload.zip",
-    limits: Limits | None = None,
-) -> list[ImportedRun]:
-    """Import an uploaded run ZIP held in memory (the API's upload)."""
-    tree = read_zip(io.BytesIO(data), wanted, limits or Limits(), label)
-    return await import_tree(conn, org_id, tree)
-
-
-__all__ = ["ImportedRun", "import_runs", "import_tree", "import_zip_bytes"]
+__all__ = [
+    "ImportedRun",
+    "RunOverrides",
+    "identical_run",
+    "import_planned",
+    "import_tree",
+    "write_planned",
+]

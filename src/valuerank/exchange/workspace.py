@@ -1,6 +1,8 @@
 """Exporting a whole workspace (one organisation) as one ZIP.
 
-    workspace.yaml                       format, counts, and an index of the runs
+    workspace.yaml                       format, counts, and an index of the runs (folder, id,
+                                         CLI run id, name, status, origin, created_at,
+                                         definition id, rubric id)
     definitions/<tree>/<label>.md        every definition version (CLI `.md`), one folder per
                                          lineage tree: <tree> = <root name>-<root id, 8 chars>
     definitions/lineage.yaml             every version: file, id, name, label, parent id and
@@ -10,9 +12,10 @@
     runs/<cli run id>/…                  every run, laid out as a run ZIP (exchange.run_export);
                                          a run id two runs share gets `-<run id, 8 chars>`
 
-`valuerank import run WORKSPACE.zip` imports every run of it (each run folder carries its
-definition and rubric). Restoring the definition and rubric trees themselves (forks and
-labels) is not implemented.
+`valuerank import workspace WORKSPACE.zip` (see `workspace_import`) restores it: the
+definition and rubric trees with their forks, labels and creation times, then every run
+attached to its definition version. Each run folder also carries its definition and rubric,
+so the CLI (and `valuerank import run`) can read a run folder on its own.
 """
 
 from __future__ import annotations
@@ -21,21 +24,22 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Table
+from sqlalchemy import Table, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank import versioning
-from valuerank.db.tables import definitions, rubrics
+from valuerank.db.tables import definitions, rubrics, runs
 from valuerank.exchange.definition_export import definition_markdown, version_entry
 from valuerank.exchange.naming import safe_part
 from valuerank.exchange.run_data import org_run_ids
-from valuerank.exchange.run_export import run_folder
+from valuerank.exchange.run_export import RunFolder, run_folder
 from valuerank.exchange.zip_write import build_zip
 from valuerank.formats import Rubric, serialize_rubric
 from valuerank.formats.yaml_io import dump_cli
+from valuerank.queue.dialect import as_utc
 
 FORMAT = "valuerank-workspace"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: the run index says each run's status, origin, time and versions
 Entry = tuple[str, bytes, datetime | None]
 
 
@@ -75,6 +79,30 @@ async def _versions(
     return entries, len(versions)
 
 
+async def _run_entry(conn: AsyncConnection, org_id: str, folder: RunFolder) -> dict[str, Any]:
+    row = (
+        await conn.execute(
+            select(
+                runs.c.name,
+                runs.c.status,
+                runs.c.origin,
+                runs.c.definition_id,
+                runs.c.rubric_id,
+            ).where(runs.c.org_id == org_id, runs.c.id == folder.db_id)
+        )
+    ).one()
+    return {
+        "id": folder.db_id,
+        "cli_run_id": folder.run_id,
+        "name": row.name,
+        "status": row.status,
+        "origin": row.origin,
+        "created_at": as_utc(folder.created_at).isoformat(),
+        "definition_id": row.definition_id,
+        "rubric_id": row.rubric_id,
+    }
+
+
 async def export_workspace(conn: AsyncConnection, org_id: str) -> bytes:
     """Every definition, rubric and run of the organisation as one ZIP (module docstring)."""
     entries, definition_count = await _versions(
@@ -92,7 +120,7 @@ async def export_workspace(conn: AsyncConnection, org_id: str) -> bytes:
         if name in used:
             name = f"{name}-{folder.db_id[:8]}"
         used.add(name)
-        index.append({"folder": f"runs/{name}", "id": folder.db_id, "cli_run_id": folder.run_id})
+        index.append({"folder": f"runs/{name}", **await _run_entry(conn, org_id, folder)})
         entries += [(f"runs/{name}/{path}", data, folder.created_at) for path, data in folder.files]
     header = {
         "format": FORMAT,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import insert, select
@@ -15,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.db.tables import judgments, run_scenarios, runs, transcripts
 from valuerank.formats.transcript_md import Transcript, serialize_transcript
-from valuerank.queue.dialect import upsert
+from valuerank.queue.dialect import to_db, upsert
 from valuerank.queue.ids import new_id
 
 
@@ -30,14 +31,21 @@ class NewRun:
     rubric_id: str | None = None
     origin: str = "created"
     synthetic: bool = False
+    # A restored run (workspace import) keeps its id and creation time when it can.
+    id: str | None = None
+    created_at: datetime | None = None
 
 
 async def insert_run(conn: AsyncConnection, org_id: str, run: NewRun) -> str:
-    run_id = new_id()
     values = asdict(run)
     values["config"] = dict(run.config)
-    await conn.execute(insert(runs).values(id=run_id, org_id=org_id, **values))
-    return run_id
+    values["id"] = run.id or new_id()
+    if run.created_at is None:
+        del values["created_at"]  # the database's now
+    else:
+        values["created_at"] = to_db(conn.dialect.name, run.created_at)
+    await conn.execute(insert(runs).values(org_id=org_id, **values))
+    return str(values["id"])
 
 
 @dataclass(frozen=True)
