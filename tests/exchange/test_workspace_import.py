@@ -165,4 +165,3 @@ async def test_a_foreign_or_newer_header_is_refused(
     with pytest.raises(ImportFormatError, match=said):
         async with db.transaction() as conn:
             await import_zip_bytes(conn, other, make_zip(list(files.items())))
-

@@ -144,17 +144,38 @@ def read_text(path: Path) -> str:
         ) from exc
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Write the whole file or nothing: a temporary file renamed over the target."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+class OutputNotWrittenError(ValueRankError):
+    code = "OUTPUT_NOT_WRITTEN"
+    http_status = 500
+
+
+TEMP_SUFFIX = ".tmp"
+
+
+def write_atomically(path: Path, data: str | bytes) -> None:
+    """Write the whole file or nothing: a temporary file beside the target, flushed to disk,
+    then renamed over it. On any failure (a full disk, an unencodable character, a target
+    that is a folder, an interrupt) the temporary file is removed and the target is left as
+    it was; a failure of the file system is OUTPUT_NOT_WRITTEN, naming the file."""
+    raw = data.encode("utf-8") if isinstance(data, str) else data  # may raise: nothing made yet
+    tmp: str | None = None
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(raw)
+            handle.flush()
+            os.fsync(handle.fileno())
         os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        tmp = None
+    except OSError as exc:
+        raise OutputNotWrittenError(
+            f"could not write {path}: {exc.strerror or exc}",
+            hint="check the path, its permissions and the free space",
+        ) from exc
+    finally:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
 
 
 def command_runner(as_json: bool) -> Callable[[Awaitable[T]], T]:

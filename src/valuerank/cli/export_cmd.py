@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import typer
 from rich.markup import escape
 
-from valuerank.cli.common import JsonOption, console, print_json, run, session
+from valuerank.cli.common import (
+    JsonOption,
+    console,
+    print_json,
+    run,
+    session,
+    write_atomically,
+)
 from valuerank.exchange import export_definition, export_workspace, run_folder, zip_run_folder
 from valuerank.exchange.naming import safe_part
 
@@ -21,19 +26,6 @@ app = typer.Typer(
 OutputOption = typer.Option(
     None, "--output", "-o", help="File to write (default: a name in the current folder)."
 )
-
-
-def write_bytes_atomically(path: Path, data: bytes) -> None:
-    """Write the whole file or nothing: a temporary file renamed over the target."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _done(as_json: bool, path: Path, data: bytes, **facts: object) -> None:
@@ -57,7 +49,7 @@ def run_(
             folder = await run_folder(s.conn, s.org_id, run_id)
         data = zip_run_folder(folder)
         path = output or Path(f"run-{safe_part(folder.run_id)}.zip")
-        write_bytes_atomically(path, data)
+        write_atomically(path, data)
         _done(
             as_json,
             path,
@@ -89,7 +81,7 @@ def definition(
                 s.conn, s.org_id, definition_id, with_ancestry=with_ancestry
             )
         path = output or Path(exported.file_name)
-        write_bytes_atomically(path, exported.data)
+        write_atomically(path, exported.data)
         _done(as_json, path, exported.data, media_type=exported.media_type)
 
     run(_go(), as_json=as_json)
@@ -103,7 +95,7 @@ def workspace(output: Path | None = OutputOption, as_json: bool = JsonOption) ->
         async with session() as s:
             data = await export_workspace(s.conn, s.org_id)
         path = output or Path("valuerank-workspace.zip")
-        write_bytes_atomically(path, data)
+        write_atomically(path, data)
         _done(as_json, path, data, format="valuerank-workspace")
 
     run(_go(), as_json=as_json)
