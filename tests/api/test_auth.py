@@ -384,6 +384,7 @@ def test_the_access_log_never_shows_the_token() -> None:
     assert redact("/?token=abc") == "/?token=[redacted]"
     assert redact("/runs/1?x=1&token=abc&y=2") == "/runs/1?x=1&token=[redacted]&y=2"
     assert redact("/runs/1?mytoken=abc") == "/runs/1?mytoken=abc"
+    assert redact(f"/api/x?cursor={TOKEN}&y=1") == "/api/x?cursor=vrt_[redacted]&y=1"
     # uvicorn's access record: '%s - "%s %s HTTP/%s" %d' with the full path as an argument.
     record = logging.LogRecord(
         "uvicorn.access",

@@ -47,7 +47,7 @@ from valuerank.accounts import (
     ensure_local_admin,
     open_session,
 )
-from valuerank.accounts.hashing import new_secret, same_secret
+from valuerank.accounts.hashing import TOKEN_PREFIX, new_secret, same_secret
 from valuerank.api.deps import Principal, Via
 from valuerank.api.errors import error_response
 from valuerank.api.ratelimit import (
@@ -415,15 +415,19 @@ def _with_csrf_cookie(send: Send, scope: Scope, csrf: str) -> Send:
 
 
 _TOKEN_IN_QUERY = re.compile(r"(?i)([?&]token=)[^&\s\"']*")
+# Our API tokens wherever they are (a token pasted into another parameter): the prefix
+# makes them recognisable.
+_API_TOKEN = re.compile(re.escape(TOKEN_PREFIX) + r"[A-Za-z0-9_-]{16,}")
 
 
 def redact(text: str) -> str:
-    """`…?token=abc&x=1` → `…?token=[redacted]&x=1`."""
-    return _TOKEN_IN_QUERY.sub(r"\1[redacted]", text)
+    """`…?token=abc&x=1` → `…?token=[redacted]&x=1`; any `vrt_…` API token → `vrt_[redacted]`."""
+    return _API_TOKEN.sub(TOKEN_PREFIX + "[redacted]", _TOKEN_IN_QUERY.sub(r"\1[redacted]", text))
 
 
 class RedactTokenFilter(logging.Filter):
-    """Removes `token=` query values from log records (uvicorn's access log has the URL)."""
+    """Removes `token=` query values and API tokens from log records (uvicorn's access log
+    has the URL)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if isinstance(record.msg, str):

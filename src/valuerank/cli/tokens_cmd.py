@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 from rich.markup import escape
-from rich.table import Table
+from rich.table import Column, Table
 
 from valuerank.accounts import (
     choose_org,
@@ -94,7 +94,16 @@ def list_(
     if not data:
         console.print("no tokens: create one with `valuerank tokens create --user EMAIL`")
         return
-    table = Table("id", "prefix", "name", "user", "status", "created", "last used", "expires")
+    table = Table(
+        Column("id", overflow="fold"),  # whole, to copy into `tokens revoke`
+        Column("prefix", no_wrap=True),
+        "name",
+        "user",
+        "status",
+        "created",
+        "last used",
+        "expires",
+    )
     for t in data:
         table.add_row(
             t["id"],
