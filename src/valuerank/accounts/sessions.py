@@ -18,7 +18,7 @@ from valuerank.accounts.hashing import digest, new_secret
 from valuerank.accounts.identity import Identity
 from valuerank.accounts.roles import Role
 from valuerank.accounts.tokens import token_usable
-from valuerank.accounts.users import check_password, choose_org
+from valuerank.accounts.users import check_password, choose_org, membership_of
 from valuerank.db import Database
 from valuerank.db.tables import api_tokens, memberships, sessions, users
 from valuerank.errors import InvalidInputError, NotFoundError
@@ -114,11 +114,7 @@ async def authenticate_session(db: Database, secret: str) -> Identity | None:
                     sessions.c.csrf_token,
                     memberships.c.role,
                 )
-                .join(
-                    memberships,
-                    (memberships.c.org_id == sessions.c.org_id)
-                    & (memberships.c.user_id == sessions.c.user_id),
-                )
+                .join(memberships, membership_of(sessions))
                 .outerjoin(api_tokens, api_tokens.c.id == sessions.c.token_id)
                 .where(
                     sessions.c.secret_hash == digest(secret),

@@ -24,12 +24,12 @@ from valuerank.accounts.hashing import (
 )
 from valuerank.accounts.identity import Identity
 from valuerank.accounts.roles import Role
-from valuerank.accounts.users import get_member
+from valuerank.accounts.users import get_member, membership_of
 from valuerank.db import Database
 from valuerank.db.tables import api_tokens, memberships, users
-from valuerank.errors import AmbiguousIdError, InvalidInputError, NotFoundError
+from valuerank.errors import InvalidInputError
 from valuerank.queue.dialect import as_utc, db_now, db_now_plus, iso, to_db
-from valuerank.refs import MIN_ID_PREFIX
+from valuerank.refs import first_by_ref
 
 MAX_TOKEN_NAME = 100
 MAX_EXPIRY_DAYS = 3650
@@ -178,28 +178,14 @@ async def get_token(
 ) -> TokenInfo:
     """A token by id or unique id prefix, in `org_id` (None: the operator, any organisation),
     and of `user_id` when given (someone else's token is NOT_FOUND, like no token)."""
-    ref = ref.strip()
     query = _select()
     if org_id is not None:
         query = query.where(api_tokens.c.org_id == org_id)
     if user_id is not None:
         query = query.where(api_tokens.c.user_id == user_id)
-    row = (await conn.execute(query.where(api_tokens.c.id == ref))).first()
-    if row is None and len(ref) >= MIN_ID_PREFIX:
-        rows = (
-            await conn.execute(
-                query.where(api_tokens.c.id.startswith(ref, autoescape=True)).limit(2)
-            )
-        ).all()
-        if len(rows) > 1:
-            raise AmbiguousIdError(
-                f"token id prefix {ref!r} matches several", hint="give more characters of the id"
-            )
-        row = rows[0] if rows else None
-    if row is None:
-        raise NotFoundError(
-            f"no token with id {ref!r}", hint="list them with `valuerank tokens list`"
-        )
+    row = await first_by_ref(
+        conn, query, api_tokens.c.id, ref, kind="token", list_hint="valuerank tokens list"
+    )
     return _info(row)
 
 
@@ -270,11 +256,7 @@ async def authenticate_token(db: Database, token: str) -> Identity | None:
                     memberships.c.role,
                     db_now(conn.dialect.name).label("now"),
                 )
-                .join(
-                    memberships,
-                    (memberships.c.org_id == api_tokens.c.org_id)
-                    & (memberships.c.user_id == api_tokens.c.user_id),
-                )
+                .join(memberships, membership_of(api_tokens))
                 .where(api_tokens.c.token_hash == digest(token), token_usable(conn.dialect.name))
             )
         ).first()

@@ -14,8 +14,9 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, func, select, update
+from sqlalchemy import Row, Table, func, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.sql.elements import ColumnElement
 
 from valuerank.accounts.errors import (
     InvalidCredentialsError,
@@ -351,30 +352,30 @@ async def set_role(conn: AsyncConnection, org_id: str, user_id: str, role: Role 
     return await get_member(conn, org_id, user_id)
 
 
+def membership_of(table: Table) -> ColumnElement[bool]:
+    """The join of `memberships` on a credential's (org_id, user_id): the membership — and so
+    the role — it acts with now (none once the user left the organisation)."""
+    return (memberships.c.org_id == table.c.org_id) & (memberships.c.user_id == table.c.user_id)
+
+
+async def revoke_credentials(conn: AsyncConnection, user_id: str, org_id: str | None) -> None:
+    """Revoke a user's API tokens and sessions in one organisation (None: sessions only, in
+    every organisation — a password change)."""
+    now = db_now(conn.dialect.name)
+    tables = (sessions,) if org_id is None else (api_tokens, sessions)
+    for table in tables:
+        query = update(table).where(table.c.user_id == user_id, table.c.revoked_at.is_(None))
+        if org_id is not None:
+            query = query.where(table.c.org_id == org_id)
+        await conn.execute(query.values(revoked_at=now))
+
+
 async def remove_member(conn: AsyncConnection, org_id: str, user_id: str) -> Member:
     """Remove a member from the organisation; their tokens and sessions there are revoked."""
     current = await get_member(conn, org_id, user_id)
     if current.role is Role.ADMIN:
         await _keep_an_admin(conn, org_id, user_id, "remove")
-    now = db_now(conn.dialect.name)
-    await conn.execute(
-        update(api_tokens)
-        .where(
-            api_tokens.c.org_id == org_id,
-            api_tokens.c.user_id == user_id,
-            api_tokens.c.revoked_at.is_(None),
-        )
-        .values(revoked_at=now)
-    )
-    await conn.execute(
-        update(sessions)
-        .where(
-            sessions.c.org_id == org_id,
-            sessions.c.user_id == user_id,
-            sessions.c.revoked_at.is_(None),
-        )
-        .values(revoked_at=now)
-    )
+    await revoke_credentials(conn, user_id, org_id)
     await conn.execute(
         memberships.delete().where(memberships.c.org_id == org_id, memberships.c.user_id == user_id)
     )
@@ -389,11 +390,7 @@ async def set_password(conn: AsyncConnection, user_id: str, password: str) -> No
     )
     if result.rowcount == 0:
         raise NotFoundError(f"no user with id {user_id!r}")
-    await conn.execute(
-        update(sessions)
-        .where(sessions.c.user_id == user_id, sessions.c.revoked_at.is_(None))
-        .values(revoked_at=db_now(conn.dialect.name))
-    )
+    await revoke_credentials(conn, user_id, None)
 
 
 async def check_password(conn: AsyncConnection, email: str, password: str) -> User:

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from valuerank.accounts import (
     Identity,
     InvalidCredentialsError,
+    WhoAmI,
     password_login,
     revoke_session,
     switch_org,
@@ -56,16 +57,22 @@ Throttle = Annotated[LoginThrottle, Depends(get_throttle)]
 Policy = Annotated[AccessPolicy, Depends(get_policy)]
 
 
-async def _me(ctx: RequestContext, csrf_token: str | None) -> dict[str, Any]:
+async def account_of(ctx: RequestContext) -> WhoAmI:
+    """The principal's user, organisation and organisations (a token's: its own only)."""
     principal = ctx.principal
     async with ctx.db.transaction() as conn:
-        who = await who_am_i(
+        return await who_am_i(
             conn,
             principal.org_id,
             principal.role,
             principal.user_id,
             token_bound=principal.via == "token",
         )
+
+
+async def _me(ctx: RequestContext, csrf_token: str | None) -> dict[str, Any]:
+    principal = ctx.principal
+    who = await account_of(ctx)
     return {
         "user": who.user.to_dict() if who.user else None,
         "org": who.org.to_dict(),

@@ -6,9 +6,10 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from valuerank.accounts import create_org_with_admin, who_am_i
+from valuerank.accounts import create_org_with_admin
 from valuerank.api.deps import Admin, ForbiddenError, Viewer
 from valuerank.api.envelope import ok
+from valuerank.api.routes_auth import account_of
 
 router = APIRouter(prefix="/api/orgs", tags=["organisations"])
 
@@ -25,16 +26,7 @@ class NewOrgBody(BaseModel):
 @router.get("")
 async def list_orgs_route(ctx: Viewer) -> JSONResponse:
     """The caller's organisations with the role held in each (a token: its own only)."""
-    principal = ctx.principal
-    async with ctx.db.transaction() as conn:
-        who = await who_am_i(
-            conn,
-            principal.org_id,
-            principal.role,
-            principal.user_id,
-            token_bound=principal.via == "token",
-        )
-    items = [m.to_dict() for m in who.orgs]
+    items = [m.to_dict() for m in (await account_of(ctx)).orgs]
     return ok({"orgs": items, "count": len(items), "next_cursor": None})
 
 

@@ -8,13 +8,16 @@ either the user has no password and signs in with API tokens (`valuerank tokens 
 from __future__ import annotations
 
 import sys
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import typer
 from rich.markup import escape
 from rich.table import Table
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.accounts import (
+    Member,
     Role,
     add_member,
     find_user,
@@ -143,6 +146,27 @@ def list_(
     console.print(table)
 
 
+def _change_member(
+    email: str,
+    org: str | None,
+    change: Callable[[AsyncConnection, str, str], Awaitable[Member]],
+    as_json: bool,
+) -> dict[str, Any]:
+    """Apply `change(conn, org_id, user_id)` to EMAIL's membership of ORG; its result."""
+
+    async def _go() -> dict[str, Any]:
+        async with session() as s:
+            target = await get_org(s.conn, org or s.settings.default_org)
+            user = await find_user(s.conn, email)
+            member = await change(s.conn, target.id, user.id)
+        return {**member.to_dict(), "org": target.slug}
+
+    data = run(_go(), as_json=as_json)
+    if as_json:
+        print_json(data)
+    return data
+
+
 @app.command("set-role")
 def set_role_(
     email: str = typer.Argument(...),
@@ -152,18 +176,12 @@ def set_role_(
 ) -> None:
     """Change a member's role (their tokens act with it from their next request)."""
 
-    async def _go() -> dict[str, Any]:
-        async with session() as s:
-            target = await get_org(s.conn, org or s.settings.default_org)
-            user = await find_user(s.conn, email)
-            member = await set_role(s.conn, target.id, user.id, role)
-        return {**member.to_dict(), "org": target.slug}
+    async def change(conn: AsyncConnection, org_id: str, user_id: str) -> Member:
+        return await set_role(conn, org_id, user_id, role)
 
-    data = run(_go(), as_json=as_json)
-    if as_json:
-        print_json(data)
-        return
-    _say(f"[bold]{escape(data['email'])}[/] is now {data['role']} of {escape(data['org'])}")
+    data = _change_member(email, org, change, as_json)
+    if not as_json:
+        _say(f"[bold]{escape(data['email'])}[/] is now {data['role']} of {escape(data['org'])}")
 
 
 @app.command("remove")
@@ -172,20 +190,11 @@ def remove(
     org: str | None = OrgOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Remove a member from an organisation; their tokens and sessions there are revoked."""
-
-    async def _go() -> dict[str, Any]:
-        async with session() as s:
-            target = await get_org(s.conn, org or s.settings.default_org)
-            user = await find_user(s.conn, email)
-            member = await remove_member(s.conn, target.id, user.id)
-        return {**member.to_dict(), "org": target.slug, "removed": True}
-
-    data = run(_go(), as_json=as_json)
-    if as_json:
-        print_json(data)
-        return
-    _say(f"removed [bold]{escape(data['email'])}[/] from {escape(data['org'])}")
+    """Remove a member from an organisation; their tokens and sessions there are revoked.
+    (`--json` answers the membership removed.)"""
+    data = _change_member(email, org, remove_member, as_json)
+    if not as_json:
+        _say(f"removed [bold]{escape(data['email'])}[/] from {escape(data['org'])}")
 
 
 @app.command("set-password")

@@ -62,6 +62,12 @@ def _org_id() -> Column[str]:
     )
 
 
+def _user_id() -> Column[str]:
+    return Column(
+        "user_id", String(ID_LENGTH), ForeignKey("users.id", ondelete="CASCADE"), nullable=False
+    )
+
+
 orgs = Table(
     "orgs",
     metadata,
@@ -88,12 +94,7 @@ memberships = Table(
     "memberships",
     metadata,
     _org_id(),
-    Column(
-        "user_id",
-        String(ID_LENGTH),
-        ForeignKey("users.id", ondelete="CASCADE"),
-        nullable=False,
-    ),
+    _user_id(),
     Column("role", String(16), nullable=False),  # admin | member | viewer
     _created_at(),
     PrimaryKeyConstraint("org_id", "user_id"),
@@ -108,9 +109,7 @@ api_tokens = Table(
     metadata,
     _id(),
     _org_id(),
-    Column(
-        "user_id", String(ID_LENGTH), ForeignKey("users.id", ondelete="CASCADE"), nullable=False
-    ),
+    _user_id(),
     Column("name", String(100), nullable=False, server_default=""),
     Column("token_hash", String(64), nullable=False, unique=True),
     Column("display_prefix", String(16), nullable=False),
@@ -130,9 +129,7 @@ sessions = Table(
     metadata,
     _id(),
     _org_id(),
-    Column(
-        "user_id", String(ID_LENGTH), ForeignKey("users.id", ondelete="CASCADE"), nullable=False
-    ),
+    _user_id(),
     Column(
         "token_id",
         String(ID_LENGTH),
