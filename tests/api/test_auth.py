@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import websockets
 from fastapi import WebSocket
+from pydantic import ValidationError
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
@@ -23,7 +24,8 @@ from valuerank.api.auth import (
     redact,
     same_origin,
 )
-from valuerank.api.deps import Viewer
+from valuerank.api.deps import Member, Viewer
+from valuerank.config import Settings
 
 from .conftest import TOKEN, Live, api_settings
 
@@ -350,8 +352,15 @@ async def test_websockets_are_authenticated(
         await ws.send_json({"via": ctx.principal.via, "role": ctx.principal.role.value})
         await ws.close()
 
+    async def members_only(ws: WebSocket, ctx: Member) -> None:
+        await ws.accept()
+        await ws.send_json({"via": ctx.principal.via, "role": ctx.principal.role.value})
+        await ws.close()
+
     app.add_api_websocket_route("/ws/who", who)
     app.add_api_websocket_route("/ws/open/who", who)
+    app.add_api_websocket_route("/ws/member", members_only)
+    viewer = await live.account("default", Role.VIEWER)
 
     async def ask(url: str, **headers: str) -> Any:
         async with connect(url, additional_headers=headers) as ws:
@@ -367,6 +376,21 @@ async def test_websockets_are_authenticated(
             "role": "admin",
         }
         assert (await ask(f"{ws_base}/ws/open/who"))["via"] == "anonymous"
+        # A weaker role than the route needs: closed (1008), like no credentials.
+        crashes: list[logging.LogRecord] = []
+        recorder = logging.Handler(logging.ERROR)
+        recorder.emit = crashes.append  # type: ignore[method-assign]
+        logging.getLogger("uvicorn.error").addHandler(recorder)
+        try:
+            with pytest.raises(InvalidStatus) as weaker:
+                await ask(f"{ws_base}/ws/member", Authorization=f"Bearer {viewer.token}")
+        finally:
+            logging.getLogger("uvicorn.error").removeHandler(recorder)
+        assert weaker.value.response.status_code == 403
+        assert crashes == []  # a close, not an exception in the application
+        assert (await ask(f"{ws_base}/ws/member", Authorization=f"Bearer {TOKEN}"))["role"] == (
+            "admin"
+        )
         port = base.rsplit(":", 1)[1]
         import httpx
 
@@ -397,3 +421,19 @@ def test_the_access_log_never_shows_the_token() -> None:
     )
     assert RedactTokenFilter().filter(record) is True
     assert TOKEN not in record.getMessage() and "token=[redacted]" in record.getMessage()
+
+
+def test_access_settings_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VALUERANK_PUBLIC_READ_PREFIXES", "/api/assumptions/, /ws/updates,")
+    monkeypatch.setenv("VALUERANK_AUTO_LOGIN", "true")
+    monkeypatch.setenv("VALUERANK_RATE_LIMIT_MODELS", "10 per second")
+    settings = Settings()
+    assert settings.public_read_prefixes == ("/api/assumptions/", "/ws/updates")
+    assert settings.auto_login is True and settings.rate_limit_models == "10 per second"
+    for bad in ("api/assumptions", "/"):
+        with pytest.raises(ValidationError, match="below the root"):
+            Settings(public_read_prefixes=bad)
+    with pytest.raises(ValidationError, match="not a rate"):
+        Settings(rate_limit_standard="often")
+    monkeypatch.delenv("VALUERANK_PUBLIC_READ_PREFIXES")
+    assert Settings().public_read_prefixes == ()

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
-from fastapi import Depends
+from fastapi import Depends, WebSocketException
 from starlette.requests import HTTPConnection
 
 from valuerank.accounts.roles import Role
@@ -96,6 +96,9 @@ def require(role: Role) -> Callable[[HTTPConnection], RequestContext]:
 
     def dependency(request: HTTPConnection) -> RequestContext:
         principal = get_principal(request)
+        if not principal.role.allows(role) and request.scope["type"] == "websocket":
+            # A WebSocket has no HTTP answer to carry 403: it is closed, policy violation.
+            raise WebSocketException(code=1008, reason=f"this needs the {role.value} role")
         if not principal.role.allows(role):
             raise ForbiddenError(
                 f"this needs the {role.value} role; you are {principal.role.value} "
