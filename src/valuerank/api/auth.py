@@ -53,6 +53,7 @@ from valuerank.api.errors import error_response
 from valuerank.api.ratelimit import (
     EndpointClass,
     RateLimiter,
+    Verdict,
     client_host,
     rate_limited_response,
 )
@@ -267,14 +268,14 @@ class AuthMiddleware:
         state["csrf_token"] = csrf
         await self.app(scope, receive, send)
 
-    async def _refuse(
-        self, request: Request, message: str, *, failed_credential: bool
-    ) -> Response | None:
-        """The 401 (or, past the address's limit of failures, 429); None for a WebSocket."""
+    async def _count_failure(self, scope: Scope) -> Verdict:
+        """A rejected credential counts against its address's standard limit."""
+        return await self.limiter.hit(EndpointClass.STANDARD, f"addr:{client_host(scope)}")
+
+    async def _refuse(self, request: Request, message: str, *, failed_credential: bool) -> Response:
+        """The 401 (or, past the address's limit of failures, 429)."""
         if failed_credential:
-            verdict = await self.limiter.hit(
-                EndpointClass.STANDARD, f"addr:{client_host(request.scope)}"
-            )
+            verdict = await self._count_failure(request.scope)
             if not verdict.allowed:
                 return rate_limited_response(request, verdict)
         return _unauthorized(request, message)
@@ -283,9 +284,7 @@ class AuthMiddleware:
         """`?token=`: a session from an API token, then the same URL without the token."""
         identity = await authenticate_token(self.db, given)
         if identity is None:
-            refused = await self._refuse(request, "invalid access token", failed_credential=True)
-            assert refused is not None
-            return refused
+            return await self._refuse(request, "invalid access token", failed_credential=True)
         async with self.db.transaction(immediate=True) as conn:
             opened = await open_session(
                 conn,
@@ -328,10 +327,11 @@ class AuthMiddleware:
 
         async def refuse(message: str, *, failed_credential: bool = False) -> None:
             if websocket:
+                if failed_credential:
+                    await self._count_failure(scope)
                 await send({"type": "websocket.close", "code": 1008})
                 return
             response = await self._refuse(request, message, failed_credential=failed_credential)
-            assert response is not None
             await response(scope, receive, send)
 
         given = request.query_params.get(TOKEN_PARAM)
