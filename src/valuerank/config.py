@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Annotated, Any
 
-from pydantic import Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+import limits
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 DEFAULT_DATABASE_URL = "sqlite:///./valuerank.db"
 DEFAULT_ORG_SLUG = "default"
@@ -38,11 +40,82 @@ class Settings(BaseSettings):
         "it makes stored secrets unreadable. Unset: provider keys come from the environment "
         "only, and webhooks cannot have a signing secret.",
     )
-    api_token: SecretStr | None = Field(
-        default=None,
-        description="The access token of `valuerank serve` (Bearer header, or `/?token=` once "
-        "in the browser). Unset: a random one is generated at each start and printed in the URL.",
+    # --- Who may use `valuerank serve` (see README "Users, organisations and access") ---
+    auto_login: bool = Field(
+        default=False,
+        description="Log requests from this machine (loopback clients, loopback Host header, "
+        "no forwarding header) in as the local admin of the default organisation, created on "
+        "demand. Refused when the server binds a non-loopback address.",
     )
+    public_read_prefixes: Annotated[tuple[str, ...], NoDecode] = Field(
+        default=(),
+        description="Comma-separated path prefixes whose GET/HEAD requests (and WebSockets) "
+        "need no authentication: they act as an anonymous viewer of the default organisation. "
+        "e.g. `/api/assumptions/,/ws/updates` opens the multi-model validation API's reads.",
+    )
+    session_ttl_hours: float = Field(
+        default=24.0, gt=0, description="How long a browser session lasts after its login."
+    )
+    rate_limits_enabled: bool = Field(
+        default=True, description="Limit requests per client and endpoint class (429)."
+    )
+    rate_limit_standard: str = Field(
+        default="100/minute", description="Requests per client to any other endpoint."
+    )
+    rate_limit_multi_model: str = Field(
+        default="50/minute",
+        description="Requests per client to /api/assumptions/multi-model/ and …/consensus/.",
+    )
+    rate_limit_models: str = Field(
+        default="200/minute",
+        description="Requests per client to /api/assumptions/models and /api/models.",
+    )
+    rate_limit_login: str = Field(
+        default="5/minute",
+        description="Failed logins allowed per account and per client address.",
+    )
+    redis_url: SecretStr | None = Field(
+        default=None,
+        description="redis://[:password@]host:port/db: rate-limit counters shared by every "
+        "API process. Unset: counted in each process's memory.",
+    )
+    rate_limit_key_prefix: str = Field(
+        default="valuerank",
+        min_length=1,
+        max_length=64,
+        description="Prefix of the rate-limit keys in Redis (installs sharing one Redis).",
+    )
+
+    @field_validator("public_read_prefixes", mode="before")
+    @classmethod
+    def _split_prefixes(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("public_read_prefixes")
+    @classmethod
+    def _absolute_prefixes(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for prefix in value:
+            if not prefix.startswith("/") or prefix == "/":
+                raise ValueError(
+                    f"{prefix!r}: a public-read prefix is a path below the root, "
+                    "e.g. /api/assumptions/"
+                )
+        return value
+
+    @field_validator(
+        "rate_limit_standard", "rate_limit_multi_model", "rate_limit_models", "rate_limit_login"
+    )
+    @classmethod
+    def _rate(cls, value: str) -> str:
+        try:
+            limits.parse(value)
+        except ValueError:
+            raise ValueError(
+                f"{value!r} is not a rate: write e.g. 100/minute, 10/second or 1000 per hour"
+            ) from None
+        return value
 
 
 @lru_cache(maxsize=1)

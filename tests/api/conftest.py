@@ -1,10 +1,17 @@
 """The real app on a real uvicorn server on 127.0.0.1 (ephemeral port), a real database, and
-httpx clients; seed data made through the services."""
+httpx clients; seed data, users and tokens made through the services.
+
+`live.client()` is an admin of the default organisation (the API token `TOKEN`);
+`await live.account(org, role)` makes a member of any organisation with a token of its own,
+and `live.client_for(org, role)` a client acting as one. The app runs with rate limits off
+(tests of rate limits start their own with `live_server(...)`).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -18,17 +25,59 @@ from fastapi import FastAPI
 from sqlalchemy import update
 
 import valuerank
+from valuerank.accounts import Role, add_member, create_token
 from valuerank.api import create_app
+from valuerank.api.deps import AppContext
+from valuerank.config import Settings
 from valuerank.db import Database
 from valuerank.db.tables import runs
 from valuerank.definitions.service import import_definition
 from valuerank.formats.transcript_md import Transcript, Turn
+from valuerank.orgs import ensure_org
 from valuerank.runs.config import RunConfig
 from valuerank.runs.records import TranscriptRecord, insert_transcript
 from valuerank.runs.service import Run, create_run, run_scenario_ids
 
-TOKEN = "test-token-0123456789-abcdefghij"
+# The default organisation's admin token (an API token of the real format, provisioned by the
+# `live` fixture through the tokens service).
+TOKEN = "vrt_test-token-0123456789-abcdefghijklmnopqrstuvwxyz"
+ADMIN_EMAIL = "admin@example.test"
 DEMO = Path(valuerank.__file__).parent / "demo" / "exp-demo-whistleblower.md"
+
+
+def api_settings(**overrides: Any) -> Settings:
+    """Settings of a test app: nothing opened without credentials, no rate limits, no Redis
+    (whatever this machine's environment says), unless overridden."""
+    values: dict[str, Any] = {
+        "auto_login": False,
+        "public_read_prefixes": (),
+        "rate_limits_enabled": False,
+        "redis_url": None,
+    }
+    values.update(overrides)
+    return Settings(**values)
+
+
+async def provision_admin(
+    db: Database, org_id: str, token: str = TOKEN, email: str = ADMIN_EMAIL
+) -> str:
+    """An admin of `org_id` whose API token is `token`; returns the user id."""
+    async with db.transaction() as conn:
+        member = await add_member(conn, org_id, email, Role.ADMIN, name="Test admin")
+        await create_token(conn, org_id, member.user.id, name="tests", token=token)
+    return member.user.id
+
+
+@dataclass(frozen=True)
+class Account:
+    """A member of an organisation with an API token of their own."""
+
+    org_id: str
+    org_slug: str
+    user_id: str
+    email: str
+    role: Role
+    token: str
 
 
 @asynccontextmanager
@@ -65,6 +114,20 @@ class Live:
     url: str
     app: FastAPI
 
+    @property
+    def context(self) -> AppContext:
+        context: AppContext = self.app.state.valuerank
+        return context
+
+    @property
+    def db(self) -> Database:
+        return self.context.db
+
+    @property
+    def org_id(self) -> str:
+        """The default organisation (the one `TOKEN` administers)."""
+        return self.context.org_id
+
     def client(
         self, *, token: str | None = TOKEN, headers: dict[str, str] | None = None, **kwargs: Any
     ) -> httpx.AsyncClient:
@@ -76,12 +139,55 @@ class Live:
             base_url=self.url, headers=headers, timeout=10, verify=False, **kwargs
         )
 
+    async def account(
+        self, org: str = "default", role: Role | str = Role.ADMIN, *, email: str | None = None
+    ) -> Account:
+        """A new member of organisation `org` (slug; created if needed) with `role` and a
+        token, made through the accounts services."""
+        chosen = Role(role)
+        address = email or f"{chosen.value}-{uuid.uuid4().hex[:10]}@{org}.test"
+        async with self.db.transaction() as conn:
+            org_id = await ensure_org(conn, org)
+            member = await add_member(conn, org_id, address, chosen)
+            new = await create_token(conn, org_id, member.user.id, name="tests")
+        return Account(org_id, org, member.user.id, address, chosen, new.token)
+
+    @asynccontextmanager
+    async def client_for(
+        self, org: str = "default", role: Role | str = Role.ADMIN, **kwargs: Any
+    ) -> AsyncIterator[httpx.AsyncClient]:
+        """A client acting as a new member of `org` with `role` (its `.account` attribute
+        says who)."""
+        account = await self.account(org, role)
+        async with self.client(token=account.token, **kwargs) as client:
+            client.account = account  # type: ignore[attr-defined]
+            yield client
+
 
 @pytest.fixture
 async def live(db: Database, org_id: str) -> AsyncIterator[Live]:
-    app = create_app(db, org_id=org_id, access_token=TOKEN)
+    await provision_admin(db, org_id)
+    app = create_app(db, org_id=org_id, settings=api_settings())
     async with running(app) as url:
         yield Live(url, app)
+
+
+LiveServer = Callable[..., Any]
+
+
+@pytest.fixture
+def live_server(db: Database, org_id: str) -> LiveServer:
+    """`async with live_server(**settings) as live:` another app on the same database, with
+    these settings (see `api_settings`); `TOKEN` works on it once `live` or
+    `provision_admin` has made it."""
+
+    @asynccontextmanager
+    async def start(**overrides: Any) -> AsyncIterator[Live]:
+        app = create_app(db, org_id=org_id, settings=api_settings(**overrides))
+        async with running(app) as url:
+            yield Live(url, app)
+
+    return start
 
 
 async def import_demo(db: Database, org_id: str) -> str:

@@ -14,7 +14,8 @@ from valuerank.api.headers import CONTENT_SECURITY_POLICY
 from valuerank.api.limits import MAX_BODY_BYTES
 from valuerank.db import create_database
 
-TOKEN = "test-token-0123456789-abcdefghij"
+from .conftest import TOKEN, api_settings, provision_admin
+
 sqlite_only = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 
 
@@ -70,7 +71,8 @@ async def test_streamed_bodies_are_cut_at_the_limit(
 ) -> None:
     """A body without Content-Length (chunked) is counted while a route reads it: the real app
     with a JSON-body route added (FastAPI would turn other errors in body parsing into 400)."""
-    app = create_app(db, org_id=org_id, access_token=TOKEN, max_body_bytes=1000)
+    await provision_admin(db, org_id)
+    app = create_app(db, org_id=org_id, settings=api_settings(), max_body_bytes=1000)
 
     @app.post("/api/echo")
     async def echo(body: dict[str, Any]) -> dict[str, int]:
@@ -95,7 +97,7 @@ async def test_streamed_bodies_are_cut_at_the_limit(
 
 async def test_database_down_is_503(assert_error: Any, serve_app: Any) -> None:
     down = create_database("postgresql://nobody@127.0.0.1:1/none")
-    app = create_app(down, org_id="org", access_token=TOKEN)
+    app = create_app(down, org_id="org", settings=api_settings())
     try:
         async with serve_app(app) as url, httpx.AsyncClient(base_url=url, verify=False) as client:
             body = assert_error(await client.get("/health"), 503, "DATABASE_UNAVAILABLE")

@@ -41,9 +41,9 @@ def raw_cli(database_url: Any, monkeypatch: pytest.MonkeyPatch) -> Invoke:
     get_settings.cache_clear()
     runner = CliRunner()
 
-    def invoke(*args: str) -> Outcome:
+    def invoke(*args: str, input: str | None = None) -> Outcome:
         get_settings.cache_clear()
-        result = runner.invoke(app, list(args), catch_exceptions=False)
+        result = runner.invoke(app, list(args), input=input, catch_exceptions=False)
         return Outcome(result.exit_code, result.stdout, result.stderr)
 
     yield invoke  # type: ignore[misc]

@@ -4,6 +4,13 @@ model's own tests are in tests/providers/test_local.py."""
 
 from __future__ import annotations
 
+import asyncio
+import os
+import signal
+import sys
+from typing import Any
+
+import httpx
 import pytest
 
 from .conftest import Invoke
@@ -41,3 +48,42 @@ def test_demo_without_the_key_of_a_hosted_model_says_what_to_set(
     assert out.exit_code == 1
     assert out.json()["code"] == "MISSING_CREDENTIAL"
     assert "ANTHROPIC_API_KEY" in out.json()["error"]
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+async def test_demo_prints_a_url_that_lands_logged_in(database_url: Any) -> None:
+    """Zero set-up: no user, no token; the printed URL opens the runs page signed in (the
+    demo serves on 127.0.0.1 with auto-login)."""
+    env = {**os.environ, "VALUERANK_DATABASE_URL": database_url.url}
+    env["VALUERANK_WORKER_POLL_SECONDS"] = "0.05"
+    env.pop("VALUERANK_AUTO_LOGIN", None)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "valuerank", "demo", "--model", "scripted:utilitarian",
+        "--port", "0",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env,
+    )  # fmt: skip
+    assert proc.stdout is not None and proc.stderr is not None
+    try:
+        line = ""
+        async with asyncio.timeout(120):
+            while "to explore the run" not in line:
+                raw = await proc.stdout.readline()
+                assert raw, (await proc.stderr.read()).decode()
+                line = raw.decode()
+        url = line.split("open ", 1)[1].split()[0]
+        assert url.startswith("http://127.0.0.1:") and "token" not in url
+        async with httpx.AsyncClient(timeout=10) as browser:
+            page = await browser.get(url)
+            assert page.status_code == 200 and "<h1>Runs</h1>" in page.text
+            me = (await browser.get(url + "api/auth/me")).json()["data"]
+            assert me["via"] == "local" and me["role"] == "admin"
+            runs = (await browser.get(url + "api/runs")).json()["data"]["runs"]
+            assert [r["status"] for r in runs] == ["completed"]
+        proc.send_signal(signal.SIGINT)
+        async with asyncio.timeout(20):
+            await proc.communicate()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert proc.returncode == 0

@@ -9,17 +9,27 @@ import json
 import os
 import signal
 import socket
+import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
 
 import valuerank
-from valuerank.cli.serve_cmd import PortUnavailableError, bind_socket, display_url, serve
+from valuerank.cli.serve_cmd import (
+    AutoLoginNotLoopbackError,
+    PortUnavailableError,
+    bind_socket,
+    binds_loopback_only,
+    check_auto_login,
+    display_url,
+    serve,
+)
+from valuerank.config import Settings
 from valuerank.db import Database
 from valuerank.definitions.service import import_definition
 from valuerank.runs.config import RunConfig
@@ -58,20 +68,22 @@ async def test_serve_runs_a_worker_and_streams_the_run_to_its_end(
     run_id, idle_id = created.run.id, idle.run.id
 
     ready: asyncio.Queue[str] = asyncio.Queue()
+    # Auto-login, as `valuerank demo` serves: a browser on this machine lands signed in.
+    settings = Settings(auto_login=True, rate_limits_enabled=False, redis_url=None)
     server = asyncio.create_task(
         serve(db, org_id, host="127.0.0.1", port=0, work=True, on_ready=ready.put_nowait,
-              log_level="warning")
+              settings=settings, log_level="warning")
     )  # fmt: skip
     try:
         url = await asyncio.wait_for(ready.get(), 10)
         parts = urlsplit(url)
         assert parts.hostname == "127.0.0.1" and parts.port and parts.path == "/"
-        (token,) = parse_qs(parts.query)["token"]
-        assert len(token) >= 43  # secrets.token_urlsafe(32)
+        assert not parts.query  # no token in the URL any more
         base = f"http://127.0.0.1:{parts.port}"
         async with _client(base) as browser:
-            assert (await browser.get(url)).status_code == 200  # 303 to / with the cookie
-            assert (await browser.get("/api/runs")).status_code == 200  # cookie only
+            assert (await browser.get(url)).status_code == 200
+            me = (await browser.get("/api/auth/me")).json()["data"]
+            assert me["via"] == "local" and me["role"] == "admin"
             seen: list[tuple[str, Any]] = []
             async with asyncio.timeout(20):
                 async with browser.stream("GET", f"/api/runs/{run_id}/events/stream") as stream:
@@ -114,37 +126,62 @@ async def test_serve_runs_a_worker_and_streams_the_run_to_its_end(
             await client.get("/health")
 
 
-@sqlite_only
-async def test_the_command_prints_the_url_and_stops_cleanly_on_sigint(database_url: Any) -> None:
-    token = "fixed-token-for-this-test-0123456789"
+async def _start_serve(env: dict[str, str], *args: str) -> Any:
     script = (
         "import typer\nfrom valuerank.cli import serve_cmd\n"
         "app = typer.Typer()\nserve_cmd.register(app)\n"
         "@app.callback()\ndef main() -> None: pass\napp()\n"
     )
-    env = {**os.environ, "VALUERANK_DATABASE_URL": database_url.url, "VALUERANK_API_TOKEN": token}
-    env.pop("VALUERANK_WORKER_POLL_SECONDS", None)
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", script, "serve", "--port", "0", "--no-work",
+    return await asyncio.create_subprocess_exec(
+        sys.executable, "-c", script, "serve", "--port", "0", "--no-work", *args,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env,
     )  # fmt: skip
+
+
+def _valuerank(env: dict[str, str], *args: str, stdin: str = "") -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "valuerank", *args],
+        input=stdin, capture_output=True, text=True, env=env, timeout=60, check=True,
+    )  # fmt: skip
+    return done.stdout
+
+
+@sqlite_only
+async def test_first_start_says_how_to_get_a_token_and_stops_cleanly_on_sigint(
+    database_url: Any,
+) -> None:
+    env = {**os.environ, "VALUERANK_DATABASE_URL": database_url.url}
+    for name in ("VALUERANK_WORKER_POLL_SECONDS", "VALUERANK_AUTO_LOGIN", "VALUERANK_API_TOKEN"):
+        env.pop(name, None)
+    proc = await _start_serve(env)
     assert proc.stdout is not None and proc.stderr is not None
     try:
-        line = ""
+        lines: list[str] = []
         async with asyncio.timeout(20):
-            while "serving at" not in line:
+            while not lines or "Ctrl+C" not in lines[-1]:
                 raw = await proc.stdout.readline()
                 assert raw, (await proc.stderr.read()).decode()
-                line = raw.decode()
-        url = line.split("serving at ", 1)[1].strip()
-        assert url.endswith(f"/?token={token}")  # VALUERANK_API_TOKEN is the token
-        base = url.split("/?", 1)[0]
+                lines.append(raw.decode())
+        printed = "".join(lines)
+        url = printed.split("serving at ", 1)[1].split()[0]
+        assert url.endswith("/") and "token=" not in url
+        # The first start says exactly how to get the first admin token.
+        assert "No user exists yet" in printed
+        assert "valuerank users create you@example.org --org default --role admin" in printed
+        assert "valuerank tokens create --user you@example.org" in printed
+        base = url.rstrip("/")
         async with _client(base) as client:
             assert (await client.get("/health")).json()["data"]["status"] == "ok"
             assert (await client.get("/api/runs")).status_code == 401
-            assert (await client.get(url)).status_code == 200  # logs in, then /
+        # Follow the instructions while the server runs.
+        _valuerank(env, "users", "create", "you@example.org", "--org", "default",
+                   "--role", "admin")  # fmt: skip
+        token = _valuerank(env, "tokens", "create", "--user", "you@example.org").strip()
+        async with _client(base) as browser:
+            assert (await browser.get(f"{url}?token={token}")).status_code == 200  # 303, then /
+            assert (await browser.get("/api/runs")).status_code == 200  # the cookie alone
             bearer = {"Authorization": f"Bearer {token}"}
-            assert (await client.get("/metrics", headers=bearer)).status_code == 200
+            assert (await browser.get("/metrics", headers=bearer)).status_code == 200
         proc.send_signal(signal.SIGINT)
         async with asyncio.timeout(15):
             rest, errors = await proc.communicate()
@@ -155,10 +192,40 @@ async def test_the_command_prints_the_url_and_stops_cleanly_on_sigint(database_u
     assert proc.returncode == 0, errors.decode()
     out = rest.decode()
     assert "server stopped" in out
-    # uvicorn's access log (stdout) saw the login, not the token; the URL line was the only one.
+    # uvicorn's access log (stdout) saw the login, not the token.
     assert 'GET /?token=[redacted] HTTP/1.1" 303' in out
     assert token not in out and token not in errors.decode()
     assert "Traceback" not in errors.decode()
+
+    # Once a user exists, the start says how to sign in instead.
+    proc = await _start_serve(env)
+    assert proc.stdout is not None
+    try:
+        async with asyncio.timeout(20):
+            printed = ""
+            while "Ctrl+C" not in printed:
+                raw = await proc.stdout.readline()
+                assert raw
+                printed += raw.decode()
+        assert "No user exists yet" not in printed and "Sign in:" in printed
+    finally:
+        proc.send_signal(signal.SIGINT)
+        await proc.communicate()
+
+
+def test_auto_login_is_refused_off_loopback(raw_cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VALUERANK_AUTO_LOGIN", "true")
+    out = raw_cli("serve", "--host", "0.0.0.0", "--port", "0")
+    assert out.exit_code == 1
+    assert "VALUERANK_AUTO_LOGIN is on" in out.stderr and "127.0.0.1" in out.stderr
+    assert binds_loopback_only("127.0.0.1") and binds_loopback_only("localhost")
+    assert binds_loopback_only("::1")
+    for host in ("0.0.0.0", "::", "", "192.0.2.2", "no-such-host.invalid"):
+        assert not binds_loopback_only(host), host
+    check_auto_login(Settings(auto_login=True), "127.0.0.1")
+    check_auto_login(Settings(auto_login=False), "0.0.0.0")
+    with pytest.raises(AutoLoginNotLoopbackError):
+        check_auto_login(Settings(auto_login=True), "::")
 
 
 def test_display_url() -> None:

@@ -15,7 +15,9 @@ import uvicorn
 from sqlalchemy import update
 
 import valuerank
+from valuerank.accounts import Role, add_member, create_token
 from valuerank.api import create_app
+from valuerank.config import Settings
 from valuerank.db import Database
 from valuerank.db.tables import runs
 from valuerank.definitions.service import import_definition
@@ -24,7 +26,8 @@ from valuerank.runs.config import RunConfig
 from valuerank.runs.records import TranscriptRecord, insert_transcript
 from valuerank.runs.service import Run, create_run, run_scenario_ids
 
-TOKEN = "web-token-0123456789-abcdefghij"
+# An admin's API token of the default organisation (provisioned by `site`).
+TOKEN = "vrt_web-token-0123456789-abcdefghijklmnopqrstuvwxyz"
 DEMO = Path(valuerank.__file__).parent / "demo" / "exp-demo-whistleblower.md"
 
 
@@ -41,7 +44,13 @@ class Site:
 
 @pytest.fixture
 async def site(db: Database, org_id: str) -> AsyncIterator[Site]:
-    app = create_app(db, org_id=org_id, access_token=TOKEN)
+    async with db.transaction() as conn:
+        admin = await add_member(conn, org_id, "admin@example.test", Role.ADMIN)
+        await create_token(conn, org_id, admin.user.id, name="web tests", token=TOKEN)
+    settings = Settings(
+        auto_login=False, public_read_prefixes=(), rate_limits_enabled=False, redis_url=None
+    )
+    app = create_app(db, org_id=org_id, settings=settings)
     config = uvicorn.Config(
         app, host="127.0.0.1", port=0, lifespan="off", log_level="warning", access_log=False
     )

@@ -1,5 +1,101 @@
-"""Accounts: organisations' users, their roles, API tokens and sessions."""
+"""Accounts: users, their roles in organisations, API tokens and browser sessions.
 
+Pure pieces (roles, secrets and their digests, the password policy) sit beside the services,
+which take a connection (or the database, for authentication) and are scoped by organisation.
+"""
+
+from valuerank.accounts.errors import (
+    InvalidCredentialsError,
+    LastAdminError,
+    MemberExistsError,
+    NoMembershipError,
+)
+from valuerank.accounts.identity import Identity
 from valuerank.accounts.roles import Role
+from valuerank.accounts.sessions import (
+    NewSession,
+    authenticate_session,
+    open_session,
+    password_login,
+    revoke_session,
+    switch_org,
+)
+from valuerank.accounts.tokens import (
+    NewToken,
+    TokenInfo,
+    authenticate_token,
+    create_token,
+    get_token,
+    list_tokens,
+    revoke_token,
+)
+from valuerank.accounts.users import (
+    LOCAL_ADMIN_EMAIL,
+    Member,
+    Membership,
+    User,
+    WhoAmI,
+    add_member,
+    check_password,
+    choose_org,
+    count_users,
+    create_org_with_admin,
+    ensure_local_admin,
+    find_user,
+    get_member,
+    get_user,
+    list_members,
+    list_users,
+    memberships_of,
+    normalize_email,
+    parse_role,
+    remove_member,
+    set_password,
+    set_role,
+    who_am_i,
+)
 
-__all__ = ["Role"]
+__all__ = [
+    "LOCAL_ADMIN_EMAIL",
+    "Identity",
+    "InvalidCredentialsError",
+    "LastAdminError",
+    "Member",
+    "MemberExistsError",
+    "Membership",
+    "NewSession",
+    "NewToken",
+    "NoMembershipError",
+    "Role",
+    "TokenInfo",
+    "User",
+    "WhoAmI",
+    "add_member",
+    "authenticate_session",
+    "authenticate_token",
+    "check_password",
+    "choose_org",
+    "count_users",
+    "create_org_with_admin",
+    "create_token",
+    "ensure_local_admin",
+    "find_user",
+    "get_member",
+    "get_token",
+    "get_user",
+    "list_members",
+    "list_tokens",
+    "list_users",
+    "memberships_of",
+    "normalize_email",
+    "open_session",
+    "parse_role",
+    "password_login",
+    "remove_member",
+    "revoke_session",
+    "revoke_token",
+    "set_password",
+    "set_role",
+    "switch_org",
+    "who_am_i",
+]

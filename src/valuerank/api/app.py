@@ -1,6 +1,7 @@
 """The FastAPI application: JSON API, server-rendered UI, SSE; authenticated by default.
 
-Middleware, outermost first: security headers → body size limit → authentication → routes.
+Middleware, outermost first: security headers → body size limit → authentication → rate
+limits → routes.
 """
 
 from __future__ import annotations
@@ -8,12 +9,22 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from valuerank import __version__
-from valuerank.api import routes_runs, routes_system
-from valuerank.api.auth import AccessToken, AuthMiddleware
+from valuerank.api import (
+    routes_auth,
+    routes_credentials,
+    routes_orgs,
+    routes_runs,
+    routes_system,
+    routes_tokens,
+    routes_users,
+)
+from valuerank.api.auth import AccessPolicy, AuthMiddleware
 from valuerank.api.deps import AppContext
 from valuerank.api.errors import install_error_handlers
 from valuerank.api.headers import SecurityHeadersMiddleware
 from valuerank.api.limits import MAX_BODY_BYTES, BodyLimitMiddleware
+from valuerank.api.ratelimit import LoginThrottle, RateLimiter, RateLimitMiddleware
+from valuerank.config import Settings, get_settings
 from valuerank.db import Database
 
 
@@ -21,16 +32,18 @@ def create_app(
     db: Database,
     *,
     org_id: str,
-    access_token: str,
+    settings: Settings | None = None,
     max_body_bytes: int = MAX_BODY_BYTES,
 ) -> FastAPI:
-    """The app serving organisation `org_id` from `db`, accepting only `access_token`.
+    """The app of the install whose default organisation is `org_id`, on `db`.
 
-    The caller owns `db` (disposes it); set `app.state.valuerank.stopping` before shutting the
-    server down so open event streams end.
+    `settings` (default: the process's) decide auto-login, public reads, session length and
+    rate limits. The caller owns `db` (disposes it); set `app.state.valuerank.stopping`
+    before shutting the server down so open event streams end.
     """
     from valuerank.web import pages  # the UI sits on top of the API (see ARCHITECTURE.md)
 
+    settings = settings or get_settings()
     app = FastAPI(
         title="ValueRank",
         version=__version__,
@@ -39,11 +52,22 @@ def create_app(
         openapi_url="/openapi.json",
     )
     app.state.valuerank = AppContext(db=db, org_id=org_id)
+    limiter = RateLimiter(settings)
+    policy = AccessPolicy.from_settings(settings)
+    app.state.rate_limiter = limiter
+    app.state.login_throttle = LoginThrottle(limiter)
+    app.state.access_policy = policy
     install_error_handlers(app)
     app.include_router(routes_system.router)
+    app.include_router(routes_auth.router)
+    app.include_router(routes_orgs.router)
+    app.include_router(routes_users.router)
+    app.include_router(routes_tokens.router)
+    app.include_router(routes_credentials.router)
     app.include_router(routes_runs.router)
     pages.install(app)
-    app.add_middleware(AuthMiddleware, token=AccessToken(access_token), org_id=org_id)
+    app.add_middleware(RateLimitMiddleware, limiter=limiter)
+    app.add_middleware(AuthMiddleware, db=db, org_id=org_id, policy=policy, limiter=limiter)
     app.add_middleware(BodyLimitMiddleware, max_body_bytes=max_body_bytes)
     app.add_middleware(SecurityHeadersMiddleware)
     return app

@@ -14,7 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
-from fastapi import Depends, Request
+from fastapi import Depends, WebSocketException
+from starlette.requests import HTTPConnection
 
 from valuerank.accounts.roles import Role
 from valuerank.db import Database
@@ -24,24 +25,32 @@ from valuerank.errors import ValueRankError
 @dataclass
 class AppContext:
     """Shared by every request of one app. `stopping` is set when the server shuts down, so
-    long-lived streams end instead of holding the shutdown up. `org_id` is the organisation
-    of the install's own access (the embedded default)."""
+    long-lived streams end instead of holding the shutdown up. `org_id` is the install's
+    default organisation (auto-login and public reads act in it)."""
 
     db: Database
     org_id: str
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
 
 
+Via = Literal["token", "session", "local", "anonymous"]
+
+
 @dataclass(frozen=True)
 class Principal:
-    """Who sent the request: a user (or the server's own access token) acting in one
-    organisation with one role."""
+    """Who sent the request: a user acting in one organisation with one role.
+
+    `via`: an API token (`token_id`), a browser session (`session_id`; `token_id` too when it
+    was opened from a token), the local admin of auto-login, or `anonymous` — a viewer with no
+    user, on the public-read paths only (`user_id` None).
+    """
 
     org_id: str
     role: Role
     user_id: str | None = None
-    via: Literal["token", "session", "local"] = "token"
+    via: Via = "token"
     token_id: str | None = None
+    session_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -69,23 +78,27 @@ class ForbiddenError(ValueRankError):
     http_status = 403
 
 
-def get_app_context(request: Request) -> AppContext:
+# HTTPConnection: the same dependencies serve HTTP routes and WebSocket routes.
+def get_app_context(request: HTTPConnection) -> AppContext:
     context: AppContext = request.app.state.valuerank
     return context
 
 
-def get_principal(request: Request) -> Principal:
+def get_principal(request: HTTPConnection) -> Principal:
     principal: Principal | None = getattr(request.state, "principal", None)
     if principal is None:  # the middleware lets no such request through; never trust it
         raise ForbiddenError("no authenticated principal on this request")
     return principal
 
 
-def require(role: Role) -> Callable[[Request], RequestContext]:
+def require(role: Role) -> Callable[[HTTPConnection], RequestContext]:
     """A dependency giving the `RequestContext` of a principal holding at least `role`."""
 
-    def dependency(request: Request) -> RequestContext:
+    def dependency(request: HTTPConnection) -> RequestContext:
         principal = get_principal(request)
+        if not principal.role.allows(role) and request.scope["type"] == "websocket":
+            # A WebSocket has no HTTP answer to carry 403: it is closed, policy violation.
+            raise WebSocketException(code=1008, reason=f"this needs the {role.value} role")
         if not principal.role.allows(role):
             raise ForbiddenError(
                 f"this needs the {role.value} role; you are {principal.role.value} "
@@ -94,6 +107,7 @@ def require(role: Role) -> Callable[[Request], RequestContext]:
             )
         return RequestContext(get_app_context(request), principal)
 
+    dependency.required_role = role  # type: ignore[attr-defined]  # read by the role tests
     return dependency
 
 

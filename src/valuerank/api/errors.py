@@ -55,7 +55,11 @@ def error_response(
 
 async def _valuerank_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ValueRankError)
-    return error_response(request, exc.http_status, exc.code, exc.message, hint=exc.hint)
+    # Some errors carry headers of their own (e.g. Retry-After on RATE_LIMITED).
+    headers: dict[str, str] | None = getattr(exc, "headers", None)
+    return error_response(
+        request, exc.http_status, exc.code, exc.message, hint=exc.hint, headers=headers
+    )
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:

@@ -15,11 +15,14 @@ from valuerank.cli import (
     import_cmd,
     maintenance_cmd,
     models_cmd,
+    orgs_cmd,
     queue_cmd,
     rubrics_cmd,
     runs_cmd,
     scenarios_cmd,
     serve_cmd,
+    tokens_cmd,
+    users_cmd,
     webhooks_cmd,
     worker_cmd,
 )
@@ -45,6 +48,9 @@ app.add_typer(maintenance_cmd.app, name="maintenance")
 app.add_typer(credentials_cmd.app, name="credentials")
 app.add_typer(models_cmd.app, name="models")
 app.add_typer(webhooks_cmd.app, name="webhooks")
+app.add_typer(orgs_cmd.app, name="orgs")
+app.add_typer(users_cmd.app, name="users")
+app.add_typer(tokens_cmd.app, name="tokens")
 worker_cmd.register(app)
 serve_cmd.register(app)
 demo_cmd.register(app)

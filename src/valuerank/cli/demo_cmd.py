@@ -74,18 +74,27 @@ def demo(
                 if final.run.summary:
                     console.print(final.run.summary)
             if serve_after and not as_json:
-                from valuerank.cli.serve_cmd import serve
+                from valuerank.cli.serve_cmd import binds_loopback_only, serve
 
-                await serve(
-                    db,
-                    org_id,
-                    host=host,
-                    port=port,
-                    work=True,
-                    on_ready=lambda url: console.print(
+                # Zero set-up: on this machine only, the browser is signed in as the local
+                # admin (auto-login is refused on any other interface).
+                local = binds_loopback_only(host)
+                settings = opened.settings.model_copy(update={"auto_login": local})
+
+                def ready(url: str) -> None:
+                    console.print(
                         f"\nopen [bold]{url}[/] to explore the run (Ctrl+C to stop)",
                         soft_wrap=True,
-                    ),
+                    )
+                    if not local:
+                        console.print(
+                            "[dim]sign in with an API token: `valuerank users create` and "
+                            "`valuerank tokens create` (see `valuerank serve`)[/]",
+                            soft_wrap=True,
+                        )
+
+                await serve(
+                    db, org_id, host=host, port=port, work=True, on_ready=ready, settings=settings
                 )
             return report_json(final, results)
 

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import ipaddress
 import logging
+import os
 import signal
 import socket
 import threading
@@ -21,11 +22,12 @@ import typer
 import uvicorn
 from rich.markup import escape
 
+from valuerank.accounts import count_users
 from valuerank.api import create_app
-from valuerank.api.auth import RedactTokenFilter, resolve_access_token
+from valuerank.api.auth import RedactTokenFilter, is_loopback_host
 from valuerank.cli.common import console, run
 from valuerank.cli.live import in_process_worker
-from valuerank.config import get_settings
+from valuerank.config import Settings, get_settings
 from valuerank.db import Database, create_database
 from valuerank.db.migrate import ensure_schema
 from valuerank.errors import ValueRankError
@@ -37,6 +39,11 @@ _ACCESS_FILTER = RedactTokenFilter()
 
 class PortUnavailableError(ValueRankError):
     code = "PORT_UNAVAILABLE"
+    http_status = 409
+
+
+class AutoLoginNotLoopbackError(ValueRankError):
+    code = "AUTO_LOGIN_NOT_LOOPBACK"
     http_status = 409
 
 
@@ -57,6 +64,27 @@ def display_url(host: str, port: int, token: str | None = None) -> str:
             shown = f"[{shown}]"
     url = f"http://{shown}:{port}/"
     return f"{url}?token={token}" if token else url
+
+
+def binds_loopback_only(host: str) -> bool:
+    """Whether every address `host` resolves to is a loopback one (a wildcard is not)."""
+    if host in ("", "0.0.0.0", "::"):
+        return False
+    try:
+        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except socket.gaierror:
+        return False
+    return bool(infos) and all(is_loopback_host(str(info[4][0])) for info in infos)
+
+
+def check_auto_login(settings: Settings, host: str) -> None:
+    """Auto-login signs in whoever reaches the server: refused unless only this machine can."""
+    if settings.auto_login and not binds_loopback_only(host):
+        raise AutoLoginNotLoopbackError(
+            f"VALUERANK_AUTO_LOGIN is on, and --host {host} is reachable from other machines",
+            hint="serve on 127.0.0.1 (the default), or turn VALUERANK_AUTO_LOGIN off and use "
+            "API tokens (`valuerank tokens create`)",
+        )
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
@@ -116,18 +144,20 @@ async def serve(
     port: int,
     work: bool,
     on_ready: Callable[[str], None] | None = None,
-    access_token: str | None = None,
+    settings: Settings | None = None,
     log_level: str = "info",
 ) -> None:
-    """Serve the API and UI of `org_id` until SIGINT/SIGTERM or cancellation.
+    """Serve the API and UI of the install (default organisation `org_id`) until SIGINT/SIGTERM
+    or cancellation.
 
-    `on_ready(url)` is called once the server accepts connections, with the URL to open
-    (it carries `?token=…`: show it only to the user who started the server). The token is
-    `access_token`, else VALUERANK_API_TOKEN, else a random one. `work`: also run the
-    pipeline's jobs in this process. The caller owns `db`.
+    `on_ready(url)` is called once the server accepts connections, with the URL to open.
+    `settings` default to the process's; with `auto_login` the host must be loopback
+    (AUTO_LOGIN_NOT_LOOPBACK). `work`: also run the pipeline's jobs in this process. The
+    caller owns `db`.
     """
-    token = access_token or resolve_access_token(get_settings())
-    app = create_app(db, org_id=org_id, access_token=token)
+    settings = settings or get_settings()
+    check_auto_login(settings, host)
+    app = create_app(db, org_id=org_id, settings=settings)
     sock = bind_socket(host, port)
     config = uvicorn.Config(
         app,
@@ -152,7 +182,7 @@ async def serve(
                     task.result()  # startup failed: raise why
                     return
                 if on_ready is not None:
-                    on_ready(display_url(host, sock.getsockname()[1], token))
+                    on_ready(display_url(host, sock.getsockname()[1]))
                 stopper = asyncio.create_task(stop.wait())
                 try:
                     await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
@@ -170,6 +200,39 @@ async def serve(
         sock.close()
 
 
+def first_start_message(org_slug: str, url: str) -> str:
+    """How to get the first admin token, printed while no user exists."""
+    return (
+        "No user exists yet. Create the first admin and an API token:\n"
+        f"  valuerank users create you@example.org --org {org_slug} --role admin\n"
+        "  valuerank tokens create --user you@example.org\n"
+        f"then open {url}?token=<the token> in a browser, or send "
+        "`Authorization: Bearer <the token>`."
+    )
+
+
+def _access_lines(settings: Settings, users: int, url: str) -> list[str]:
+    if settings.auto_login:
+        lines = [
+            "[bold]Auto-login[/] (VALUERANK_AUTO_LOGIN): browsers and clients on this machine "
+            "are signed in as the local admin."
+        ]
+    elif users == 0:
+        lines = [escape(first_start_message(settings.default_org, url))]
+    else:
+        lines = [
+            escape(
+                f"Sign in: open {url}?token=<API token> (`valuerank tokens create --user "
+                "EMAIL`) or POST /api/auth/login; API clients send "
+                "`Authorization: Bearer <token>`."
+            )
+        ]
+    if settings.public_read_prefixes:
+        shown = ", ".join(settings.public_read_prefixes)
+        lines.append(f"[yellow]Open to anonymous reads:[/] {escape(shown)}")
+    return lines
+
+
 def serve_command(
     host: str = typer.Option("127.0.0.1", "--host", help="Interface to listen on."),
     port: int = typer.Option(8000, "--port", min=0, max=65535, help="Port (0: any free one)."),
@@ -179,25 +242,32 @@ def serve_command(
         help="Also run jobs in this process (default: on with SQLite, off with PostgreSQL).",
     ),
 ) -> None:
-    """Serve the web UI and the JSON API. Prints the URL to open (with its access token)."""
+    """Serve the web UI and the JSON API. Prints the URL to open and how to sign in.
+
+    With no user yet, it prints how to create the first admin and their API token.
+    """
 
     async def _go() -> None:
         settings = get_settings()
-        token = resolve_access_token(settings)
+        check_auto_login(settings, host)
         db = create_database(settings.database_url, busy_timeout_ms=settings.sqlite_busy_timeout_ms)
         try:
             await ensure_schema(db)
             async with db.transaction() as conn:
                 org_id = await ensure_org(conn, settings.default_org)
+                users = await count_users(conn)
             in_process = db.url.is_sqlite if work is None else work
 
             def ready(url: str) -> None:
                 console.print(f"[bold]ValueRank[/] is serving at {escape(url)}", soft_wrap=True)
-                console.print(
-                    "[dim]Open that URL in a browser (it carries the access token; "
-                    "API clients send `Authorization: Bearer <token>`).[/]",
-                    soft_wrap=True,
-                )
+                for line in _access_lines(settings, users, url):
+                    console.print(line, soft_wrap=True, highlight=False)
+                if os.environ.get("VALUERANK_API_TOKEN"):
+                    console.print(
+                        "[yellow]VALUERANK_API_TOKEN is no longer used:[/] create API tokens "
+                        "with `valuerank tokens create`.",
+                        soft_wrap=True,
+                    )
                 if in_process:
                     console.print("[dim]Jobs run in this process (--no-work to turn off).[/]")
                 if host in ("0.0.0.0", "::"):
@@ -211,7 +281,7 @@ def serve_command(
                 port=port,
                 work=in_process,
                 on_ready=ready,
-                access_token=token,
+                settings=settings,
             )
         finally:
             await db.dispose()

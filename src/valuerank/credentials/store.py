@@ -202,12 +202,17 @@ async def delete_credential(conn: AsyncConnection, org_id: str, provider: str) -
 
 
 async def list_credentials(
-    conn: AsyncConnection, org_id: str, *, environ: Mapping[str, str] | None = None
+    conn: AsyncConnection,
+    org_id: str,
+    *,
+    environ: Mapping[str, str] | None = None,
+    env_hints: bool = True,
 ) -> list[CredentialInfo]:
     """The organisation's stored credentials (provider, hint, created_at), sorted by provider.
 
     With `environ`, also the providers whose key only comes from that environment
-    (source "environment"). Keys are never decrypted here: no secret key is needed.
+    (source "environment"); `env_hints=False` leaves their hint empty (the operator's keys,
+    shown to an organisation over HTTP). Keys are never decrypted here: no secret key is needed.
     """
     rows = (
         await conn.execute(
@@ -234,9 +239,8 @@ async def list_credentials(
                 continue
             key = api_key_from_env(name, environ)
             if key:
-                found[name] = CredentialInfo(
-                    name, "environment", key_hint(key), preset.api_key_env, None
-                )
+                hint = key_hint(key) if env_hints else ""
+                found[name] = CredentialInfo(name, "environment", hint, preset.api_key_env, None)
     return [found[name] for name in sorted(found)]
 
 

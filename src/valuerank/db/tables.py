@@ -62,6 +62,12 @@ def _org_id() -> Column[str]:
     )
 
 
+def _user_id() -> Column[str]:
+    return Column(
+        "user_id", String(ID_LENGTH), ForeignKey("users.id", ondelete="CASCADE"), nullable=False
+    )
+
+
 orgs = Table(
     "orgs",
     metadata,
@@ -71,6 +77,8 @@ orgs = Table(
     _created_at(),
 )
 
+# A person (or a script's identity). `email` is stored lower-case; `password_hash` is an
+# argon2id hash, NULL for users who only use API tokens.
 users = Table(
     "users",
     metadata,
@@ -78,21 +86,63 @@ users = Table(
     Column("email", String(320), nullable=False, unique=True),
     Column("name", String(200), nullable=False, server_default=""),
     _created_at(),
+    Column("password_hash", Text, nullable=True),
+    _ts("last_login_at"),
 )
 
 memberships = Table(
     "memberships",
     metadata,
     _org_id(),
-    Column(
-        "user_id",
-        String(ID_LENGTH),
-        ForeignKey("users.id", ondelete="CASCADE"),
-        nullable=False,
-    ),
+    _user_id(),
     Column("role", String(16), nullable=False),  # admin | member | viewer
     _created_at(),
     PrimaryKeyConstraint("org_id", "user_id"),
+)
+
+
+# API tokens: a token acts as its user in one organisation, with the role the user holds there
+# now. Only the SHA-256 of the token is stored (the token is shown once); `display_prefix` is
+# its first characters, so people can tell tokens apart.
+api_tokens = Table(
+    "api_tokens",
+    metadata,
+    _id(),
+    _org_id(),
+    _user_id(),
+    Column("name", String(100), nullable=False, server_default=""),
+    Column("token_hash", String(64), nullable=False, unique=True),
+    Column("display_prefix", String(16), nullable=False),
+    _created_at(),
+    _ts("last_used_at"),
+    _ts("expires_at"),
+    _ts("revoked_at"),
+    Index("ix_api_tokens_org_id_user_id", "org_id", "user_id"),
+)
+
+# Browser sessions: the cookie holds a random secret, the row its SHA-256 and the CSRF token
+# the page echoes in X-CSRF-Token. `org_id` is the organisation the session acts in (a user
+# may switch); `token_id` is set for sessions opened from an API token (`/?token=`), which
+# end with it.
+sessions = Table(
+    "sessions",
+    metadata,
+    _id(),
+    _org_id(),
+    _user_id(),
+    Column(
+        "token_id",
+        String(ID_LENGTH),
+        ForeignKey("api_tokens.id", ondelete="CASCADE"),
+        nullable=True,
+    ),
+    Column("secret_hash", String(64), nullable=False, unique=True),
+    Column("csrf_token", String(64), nullable=False),
+    _created_at(),
+    _ts("expires_at", nullable=False),
+    _ts("revoked_at"),
+    Index("ix_sessions_user_id", "user_id"),
+    Index("ix_sessions_token_id", "token_id"),
 )
 
 

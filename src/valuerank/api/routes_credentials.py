@@ -1,0 +1,53 @@
+"""/api/credentials: the organisation's provider API keys, stored encrypted
+(VALUERANK_SECRET_KEY). A key is never answered: only its last four characters, and none of
+a key the server's environment supplies."""
+
+from __future__ import annotations
+
+import os
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from valuerank.api.deps import Admin, Viewer
+from valuerank.api.envelope import ok
+from valuerank.credentials import delete_credential, list_credentials, set_credential
+from valuerank.credentials.store import MAX_KEY_LENGTH
+
+router = APIRouter(prefix="/api/credentials", tags=["credentials"])
+
+
+class KeyBody(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    api_key: str = Field(min_length=1, max_length=MAX_KEY_LENGTH)
+
+    def __repr__(self) -> str:
+        return "KeyBody(api_key=<hidden>)"
+
+
+@router.get("")
+async def list_credentials_route(ctx: Viewer) -> JSONResponse:
+    """Providers with a key: stored for this organisation (masked to the last 4 characters),
+    or supplied by the server's environment (masked entirely)."""
+    async with ctx.db.transaction() as conn:
+        items = await list_credentials(conn, ctx.org_id, environ=os.environ, env_hints=False)
+    data = [item.to_dict() for item in items]
+    return ok({"credentials": data, "count": len(data), "next_cursor": None})
+
+
+@router.put("/{provider}")
+async def set_credential_route(provider: str, body: KeyBody, ctx: Admin) -> JSONResponse:
+    """Store (or replace) the organisation's key for a provider, encrypted. 422
+    SECRET_KEY_MISSING when the server has no VALUERANK_SECRET_KEY."""
+    async with ctx.db.transaction(immediate=True) as conn:
+        info = await set_credential(conn, ctx.org_id, provider, body.api_key)
+    return ok(info.to_dict())
+
+
+@router.delete("/{provider}")
+async def delete_credential_route(provider: str, ctx: Admin) -> JSONResponse:
+    async with ctx.db.transaction(immediate=True) as conn:
+        await delete_credential(conn, ctx.org_id, provider)
+    return ok({"provider": provider.strip().lower(), "deleted": True})

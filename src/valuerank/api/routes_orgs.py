@@ -1,0 +1,42 @@
+"""/api/orgs: the organisations the caller may act in, and founding a new one."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from valuerank.accounts import create_org_with_admin
+from valuerank.api.deps import Admin, ForbiddenError, Viewer
+from valuerank.api.envelope import ok
+from valuerank.api.routes_auth import account_of
+
+router = APIRouter(prefix="/api/orgs", tags=["organisations"])
+
+
+class NewOrgBody(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    name: str = Field(min_length=1, max_length=200)
+    slug: str | None = Field(
+        default=None, max_length=64, description="Default: derived from the name."
+    )
+
+
+@router.get("")
+async def list_orgs_route(ctx: Viewer) -> JSONResponse:
+    """The caller's organisations with the role held in each (a token: its own only)."""
+    items = [m.to_dict() for m in (await account_of(ctx)).orgs]
+    return ok({"orgs": items, "count": len(items), "next_cursor": None})
+
+
+@router.post("", status_code=201)
+async def create_org_route(body: NewOrgBody, ctx: Admin) -> JSONResponse:
+    """Found an organisation (admins only); the caller becomes its first admin."""
+    if ctx.principal.user_id is None:
+        raise ForbiddenError("an anonymous reader cannot found organisations")
+    async with ctx.db.transaction(immediate=True) as conn:
+        membership = await create_org_with_admin(
+            conn, ctx.principal.user_id, body.name, slug=body.slug
+        )
+    return ok(membership.to_dict(), status_code=201)
