@@ -8,7 +8,7 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from valuerank import __version__
-from valuerank.api import routes_runs, routes_system
+from valuerank.api import routes_assumptions, routes_runs, routes_system, routes_updates
 from valuerank.api.auth import AccessToken, AuthMiddleware
 from valuerank.api.deps import AppContext
 from valuerank.api.errors import install_error_handlers
@@ -42,6 +42,8 @@ def create_app(
     install_error_handlers(app)
     app.include_router(routes_system.router)
     app.include_router(routes_runs.router)
+    app.include_router(routes_assumptions.router)
+    app.include_router(routes_updates.router)
     pages.install(app)
     app.add_middleware(AuthMiddleware, token=AccessToken(access_token), org_id=org_id)
     app.add_middleware(BodyLimitMiddleware, max_body_bytes=max_body_bytes)

@@ -555,9 +555,7 @@ validations = Table(
     Column("source", String(16), nullable=False, server_default="api"),
     # The `validate` job's item key: a job executed twice records one validation.
     Column("request_key", String(300), nullable=True, unique=True),
-    Column(
-        "validated_at", DateTime(timezone=True), nullable=False, server_default=func.now()
-    ),
+    Column("validated_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
     ForeignKeyConstraint(
         ["task_id", "ra_tag_id"], ["ra_tags.task_id", "ra_tags.id"], ondelete="CASCADE"
     ),

@@ -195,7 +195,7 @@ class JudgeReply:
         return Judgement(model, self.decision, self.confidence, weight, *values)
 
 
-def _candidates(text: str) -> Iterable[dict[str, Any]]:
+def json_objects(text: str) -> Iterable[dict[str, Any]]:
     """JSON objects in the text: inside code fences first, then anywhere, outermost first."""
     decoder = json.JSONDecoder()
     for chunk in [m.group(1) for m in _FENCE.finditer(text)] + [text]:
@@ -223,7 +223,8 @@ def _decision(value: Any) -> int | None:
     return number
 
 
-def _confidence(value: Any) -> float:
+def parse_confidence(value: Any) -> float:
+    """A confidence 0..100 from a model's JSON (a number, or text such as "88" or "88%")."""
     number: Any = value
     if isinstance(value, str):
         try:
@@ -257,7 +258,7 @@ def parse_judge_reply(text: str, *, known_values: Iterable[str] | None = None) -
     found or its values have the wrong types or ranges. With `known_values`, names that
     match one ignoring case, spaces and hyphens take its spelling; others are flagged.
     """
-    data = next((d for d in _candidates(text) if "decision" in d), None)
+    data = next((d for d in json_objects(text) if "decision" in d), None)
     if data is None:
         raise ValueError(
             "the judge's reply holds no JSON object with a `decision` key; expected "
@@ -288,7 +289,7 @@ def parse_judge_reply(text: str, *, known_values: Iterable[str] | None = None) -
         decision=_decision(data["decision"]),
         prioritized_values=canonical(_names(data, "prioritized_values")),
         deprioritized_values=canonical(_names(data, "deprioritized_values")),
-        confidence=_confidence(data["confidence"]),
+        confidence=parse_confidence(data["confidence"]),
         rationale=rationale.strip(),
         unknown_values=tuple(unknown),
     )

@@ -22,9 +22,7 @@ _AUTO_ID = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 
 
 def _created_at(name: str = "created_at") -> sa.Column:  # type: ignore[type-arg]
-    return sa.Column(
-        name, sa.DateTime(timezone=True), server_default=sa.func.now(), nullable=False
-    )
+    return sa.Column(name, sa.DateTime(timezone=True), server_default=sa.func.now(), nullable=False)
 
 
 def _org_id(table: str) -> list[sa.schema.SchemaItem]:
