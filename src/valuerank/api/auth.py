@@ -20,7 +20,7 @@ import re
 import secrets
 from urllib.parse import urlencode
 
-from starlette.requests import Request
+from starlette.requests import HTTPConnection, Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -92,7 +92,7 @@ def cookie_name(scope: Scope) -> str:
     return f"{COOKIE_PREFIX}_{port}" if port else COOKIE_PREFIX
 
 
-def bearer_token(request: Request) -> str | None:
+def bearer_token(request: HTTPConnection) -> str | None:
     scheme, _, value = request.headers.get("authorization", "").partition(" ")
     return value.strip() if scheme.lower() == "bearer" and value.strip() else None
 
@@ -145,7 +145,7 @@ class AuthMiddleware:
         self.token = token
         self.org_id = org_id
 
-    def principal(self, request: Request) -> Principal | None:
+    def principal(self, request: HTTPConnection) -> Principal | None:
         """The server's own access token (or its session cookie) acts as the install's admin."""
         if self.token.matches(bearer_token(request)):
             return Principal(org_id=self.org_id, role=Role.ADMIN, via="token")
@@ -163,14 +163,15 @@ class AuthMiddleware:
         if scope["type"] not in ("http", "websocket") or scope["path"] in OPEN_PATHS:
             await self.app(scope, receive, send)
             return
-        request = Request(scope, receive)
-        principal = self.principal(request)
-        if scope["type"] == "websocket":
+        if scope["type"] == "websocket":  # a WebSocket handshake has no body to receive
+            principal = self.principal(HTTPConnection(scope))
             if principal is not None:
                 await self._admit(principal, scope, receive, send)
             else:
                 await send({"type": "websocket.close", "code": 1008})
             return
+        request = Request(scope, receive)
+        principal = self.principal(request)
         given = request.query_params.get(TOKEN_PARAM)
         if given is not None and request.method in ("GET", "HEAD"):
             if self.token.matches(given):

@@ -7,8 +7,9 @@ that reconnects passes the last `seq` it saw and misses nothing); without it, up
 now on. `?task_id=T` keeps one task's. The first message is
 `{"type": "subscribed", "last_seq": …, "after": …}`; then each update as the seed shows it,
 plus its `seq`. Updates are read from the database (polled, so every API process sees
-every worker's updates); the socket closes with 1001 when the server stops, with 1008
-(policy violation) for a request without the viewer role or with bad parameters.
+every worker's updates). A handshake without credentials is refused (HTTP 403); bad
+parameters close the socket with 1008 (policy violation) and the reason; the server
+stopping closes it with 1001.
 """
 
 from __future__ import annotations
@@ -58,7 +59,9 @@ async def updates_socket(websocket: WebSocket) -> None:
     try:
         after, task_id = _params(websocket)
     except (ValueError, ValueRankError) as exc:
-        await websocket.close(code=POLICY_VIOLATION, reason=str(exc)[:120])
+        await websocket.accept()  # then close, so that the client reads why
+        message = exc.message if isinstance(exc, ValueRankError) else str(exc)
+        await websocket.close(code=POLICY_VIOLATION, reason=message[:120])
         return
     app: AppContext = websocket.app.state.valuerank
     org_id = principal.org_id

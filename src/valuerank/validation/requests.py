@@ -23,7 +23,6 @@ from valuerank.credentials.store import require_credentials
 from valuerank.errors import InvalidInputError
 from valuerank.providers.model_id import parse_model_id
 from valuerank.queue import JobSpec, Permanent, enqueue_many
-from valuerank.registry import seed_models
 from valuerank.validation.errors import InactiveModelError
 from valuerank.validation.model import check_text
 from valuerank.validation.store import get_tag, resolve_validator
@@ -113,7 +112,6 @@ async def request_validation(
     if request_id is not None:
         request_id = check_text("request_id", request_id, MAX_REQUEST_ID)
     await get_tag(conn, org_id, task_id, tag_id)
-    await seed_models(conn)  # the catalog's models are known without a `models seed`
     for model in chosen:
         registered = await resolve_validator(conn, model)
         if not registered.active:

@@ -19,7 +19,7 @@ from valuerank.consensus import ConsensusResult, Outcome, consensus
 from valuerank.db.tables import models, ra_tags, validation_tasks, validations
 from valuerank.errors import NotFoundError
 from valuerank.queue.dialect import as_utc
-from valuerank.registry import RegisteredModel, get_model
+from valuerank.registry import RegisteredModel, get_model, seed_models
 from valuerank.validation import events
 from valuerank.validation.errors import (
     ConsensusCalculationError,
@@ -319,8 +319,13 @@ def validator_id(model: RegisteredModel, given: str) -> str:
 
 
 async def resolve_validator(conn: AsyncConnection, given: str) -> RegisteredModel:
-    """The registry entry of a validator (UNKNOWN_MODEL if it has none)."""
+    """The registry entry of a validator (UNKNOWN_MODEL if it has none). The built-in
+    catalog's models are known without a `valuerank models seed`: a miss seeds them."""
     text = check_text("validator_id", given, MAX_VALIDATOR_ID)
+    try:
+        return await get_model(conn, text)
+    except NotFoundError:
+        await seed_models(conn)  # inserts only the catalog's models the registry lacks
     try:
         return await get_model(conn, text)
     except NotFoundError as exc:
