@@ -20,6 +20,7 @@ from valuerank.cli import (
     runs_cmd,
     scenarios_cmd,
     serve_cmd,
+    validation_cmd,
     webhooks_cmd,
     worker_cmd,
 )
@@ -45,6 +46,7 @@ app.add_typer(maintenance_cmd.app, name="maintenance")
 app.add_typer(credentials_cmd.app, name="credentials")
 app.add_typer(models_cmd.app, name="models")
 app.add_typer(webhooks_cmd.app, name="webhooks")
+app.add_typer(validation_cmd.app, name="validation")
 worker_cmd.register(app)
 serve_cmd.register(app)
 demo_cmd.register(app)
