@@ -48,6 +48,14 @@ class Settings(BaseSettings):
         "in the browser). Unset: a random one is generated at each start and printed in the URL.",
     )
 
+    validation_cache_seconds: float = Field(
+        default=300.0,
+        ge=0,
+        description="How long the API caches a consensus read of the validation API (the "
+        "multi-model view, a task's consensus); a new validation invalidates it at once. "
+        "0 turns the cache off.",
+    )
+
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:

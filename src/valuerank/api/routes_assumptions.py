@@ -25,6 +25,7 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 from valuerank.api.deps import Member, Viewer
 from valuerank.api.envelope import ok, success_json
 from valuerank.api.pagination import Cursor, Limit, decode_cursor, page
+from valuerank.config import get_settings
 from valuerank.validation.cache import ReadCache
 from valuerank.validation.errors import ValidationDatabaseError
 from valuerank.validation.model import (
@@ -73,7 +74,7 @@ class _DatabaseErrors(APIRoute):
 router = APIRouter(prefix="/api/assumptions", tags=["assumptions"], route_class=_DatabaseErrors)
 
 
-def _task_id(
+async def _task_id(  # async: FastAPI would run a plain function in a worker thread
     task_id: Annotated[str, Path(description="A task id: a positive integer.")],
 ) -> int:
     return parse_task_id(task_id)  # INVALID_TASK_ID (422), not a generic validation error
@@ -83,15 +84,18 @@ TaskId = Annotated[int, Depends(_task_id)]
 Debug = Annotated[bool, Query(description="Add the read's timings as `debug`.")]
 
 
-def read_cache(request: Request) -> ReadCache:
-    """The app's cache of consensus reads (one per app, made on first use)."""
-    cache: ReadCache | None = getattr(request.app.state, "validation_cache", None)
-    if cache is None:
-        cache = request.app.state.validation_cache = ReadCache()
+async def read_cache(request: Request) -> ReadCache | None:
+    """The app's cache of consensus reads (one per app, made on first use; None when
+    VALUERANK_VALIDATION_CACHE_SECONDS is 0)."""
+    state = request.app.state
+    if not hasattr(state, "validation_cache"):
+        seconds = get_settings().validation_cache_seconds
+        state.validation_cache = ReadCache(ttl_seconds=seconds) if seconds > 0 else None
+    cache: ReadCache | None = state.validation_cache
     return cache
 
 
-Cache = Annotated[ReadCache, Depends(read_cache)]
+Cache = Annotated[ReadCache | None, Depends(read_cache)]
 CacheControl = Annotated[
     str | None,
     Header(

@@ -89,25 +89,28 @@ class TagSummary:
     id: str
     text: str
     consensus: ConsensusResult
+    top_models: tuple[str, ...]
+    contentious: bool
+    high_confidence: bool
 
-    @property
-    def top_models(self) -> list[str]:
-        return top_models(self.consensus.votes)
-
-    @property
-    def contentious(self) -> bool:
-        return is_contentious(self.consensus)
-
-    @property
-    def high_confidence(self) -> bool:
-        return is_high_confidence(self.consensus)
+    @classmethod
+    def of(cls, tag: TagVotes) -> TagSummary:
+        result = consensus(tag.votes)
+        return cls(
+            id=tag.id,
+            text=tag.text,
+            consensus=result,
+            top_models=tuple(top_models(result.votes)),
+            contentious=is_contentious(result),
+            high_confidence=is_high_confidence(result),
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "ra_tag_id": self.id,
             "ra_tag_text": self.text,
             "consensus": consensus_dict(self.consensus),
-            "top_models": self.top_models,
+            "top_models": list(self.top_models),
         }
 
 
@@ -135,6 +138,6 @@ class TaskSummary:
 
 
 def summarize_task(tags: Sequence[TagVotes]) -> TaskSummary:
-    summaries = tuple(TagSummary(t.id, t.text, consensus(t.votes)) for t in tags)
+    summaries = tuple(TagSummary.of(t) for t in tags)
     pooled = consensus(v for t in tags for v in t.votes)
     return TaskSummary(overall=pooled, tags=summaries)

@@ -214,7 +214,6 @@ async def list_tags(
     after_position: int = 0,
 ) -> list[RaTag]:
     """A task's tags in the order they were added (TASK_NOT_FOUND for another org's task)."""
-    await get_task(conn, org_id, task_id)
     query = (
         select(ra_tags)
         .where(
@@ -226,7 +225,10 @@ async def list_tags(
     )
     if limit is not None:
         query = query.limit(limit)
-    return [_tag(r) for r in await conn.execute(query)]
+    found = [_tag(r) for r in await conn.execute(query)]
+    if not found:  # no tag (more): is there such a task at all?
+        await get_task(conn, org_id, task_id)
+    return found
 
 
 # --- validations -----------------------------------------------------------------------------
