@@ -26,13 +26,11 @@ import statistics
 import subprocess
 import sys
 import time
-import uuid
 from typing import Any
-from urllib.parse import quote
 
 import httpx
-import psycopg
 
+from bench.queue import Schema
 from valuerank.db import create_database
 from valuerank.db.migrate import upgrade
 from valuerank.orgs import ensure_org
@@ -49,6 +47,7 @@ SERVE = """
 import asyncio, sys
 from valuerank.cli.serve_cmd import serve
 from valuerank.config import get_settings
+from bench.queue import Schema
 from valuerank.db import create_database
 from valuerank.orgs import ensure_org
 
@@ -183,12 +182,11 @@ async def _load(
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    schema = f"vr_bench_{uuid.uuid4().hex[:12]}"
-    libpq = "postgresql://" + URL.split("://", 1)[1]
-    with psycopg.connect(libpq, autocommit=True) as c:
-        c.execute(f'CREATE SCHEMA "{schema}"')
-    sep = "&" if "?" in URL else "?"
-    url = f"{URL}{sep}options={quote(f'-csearch_path={schema}')}"
+    with Schema(URL, "validation") as schema:
+        return await _run(schema.url, args)
+
+
+async def _run(url: str, args: argparse.Namespace) -> dict[str, Any]:
     children: list[subprocess.Popen[bytes]] = []
     try:
         tags = await _seed(url, args)
@@ -221,8 +219,6 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             if child.poll() is None:
                 child.kill()
                 child.wait()
-        with psycopg.connect(libpq, autocommit=True) as c:
-            c.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 def main() -> None:

@@ -7,10 +7,8 @@ saw, and misses nothing."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -18,13 +16,12 @@ from sqlalchemy import func, select
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
+from valuerank.cli.live import in_process_worker
 from valuerank.db import Database
 from valuerank.db.tables import jobs
 from valuerank.orgs import ensure_org
 from valuerank.pipeline.calls import ProviderPool
-from valuerank.pipeline.context import PipelineContext
-from valuerank.pipeline.handlers import register_pipeline_handlers
-from valuerank.queue import QueueSettings, Worker
+from valuerank.queue import QueueSettings
 from valuerank.validation.store import NewValidation, add_tag, create_task, record_validation
 
 from .conftest import TOKEN
@@ -39,18 +36,8 @@ AGREE = ("scripted:utilitarian", "scripted:centrist", "scripted:agreeable")
 CLASH = ("scripted:utilitarian", "scripted:contrarian")
 
 
-@contextlib.asynccontextmanager
-async def _worker(db: Database) -> AsyncIterator[Worker]:
-    worker = Worker(db, settings=FAST, concurrency=4)
-    ctx = PipelineContext(db, providers=ProviderPool(environ={}))
-    register_pipeline_handlers(worker, ctx)
-    task = asyncio.create_task(worker.run_forever())
-    try:
-        yield worker
-    finally:
-        worker.stop()
-        await task
-        await ctx.aclose()
+def _worker(db: Database) -> Any:
+    return in_process_worker(db, settings=FAST, providers=ProviderPool(environ={}))
 
 
 def _ws_url(live: Any, query: str = "") -> str:

@@ -9,19 +9,19 @@ import time
 import pytest
 from sqlalchemy import func, select
 
+from valuerank.cli.live import in_process_worker
 from valuerank.consensus import Outcome
 from valuerank.db import Database
 from valuerank.db.tables import events, validation_tasks, validations
 from valuerank.pipeline.calls import ProviderPool
 from valuerank.pipeline.context import PipelineContext
-from valuerank.pipeline.handlers import register_pipeline_handlers
 from valuerank.pipeline.validate import run_validate
 from valuerank.pipeline.validation_prompts import (
     VALIDATION_SCHEMA,
     parse_validation_reply,
     validation_messages,
 )
-from valuerank.queue import JobStatus, Permanent, QueueSettings, Worker, get_job, list_jobs
+from valuerank.queue import Job, JobStatus, Permanent, QueueSettings, get_job, list_jobs
 from valuerank.validation.requests import jobs_partition, request_validation
 from valuerank.validation.store import add_tag, create_task, current_validations
 
@@ -36,6 +36,13 @@ async def _task(db: Database, org_id: str) -> int:
     return task.id
 
 
+async def _ask(db: Database, org_id: str, task_id: int, model: str) -> Job:
+    """Ask `model` to validate the task's tag; the job it got."""
+    async with db.transaction() as conn:
+        asked = await request_validation(conn, org_id, task_id, "ra_1", [model], environ={})
+        return await get_job(conn, asked.jobs[0].job_id)
+
+
 async def _count(db: Database, table: object) -> int:
     async with db.transaction() as conn:
         return int(await conn.scalar(select(func.count()).select_from(table)))  # type: ignore[arg-type]
@@ -43,11 +50,7 @@ async def _count(db: Database, table: object) -> int:
 
 async def test_a_job_executed_twice_records_one_validation(db: Database, org_id: str) -> None:
     task_id = await _task(db, org_id)
-    async with db.transaction() as conn:
-        asked = await request_validation(
-            conn, org_id, task_id, "ra_1", ["scripted:deontologist"], environ={}
-        )
-        job = await get_job(conn, asked.jobs[0].job_id)
+    job = await _ask(db, org_id, task_id, "scripted:deontologist")
     assert job.partition == jobs_partition(org_id) and job.kind == "validate"
     ctx = PipelineContext(db, providers=ProviderPool(environ={}))
     try:
@@ -77,11 +80,9 @@ async def test_a_worker_runs_the_jobs_and_an_unusable_answer_fails_permanently(
             ["scripted:utilitarian", "scripted:refuser", "scripted:centrist?seed=3"],
             environ={},
         )
-    worker = Worker(db, settings=FAST, concurrency=3)
-    ctx = PipelineContext(db, providers=ProviderPool(environ={}))
-    register_pipeline_handlers(worker, ctx)
-    runner = asyncio.create_task(worker.run_forever())
-    try:
+    async with in_process_worker(
+        db, concurrency=3, settings=FAST, providers=ProviderPool(environ={})
+    ):
         deadline = time.monotonic() + 60
         while True:
             async with db.transaction() as conn:
@@ -90,10 +91,6 @@ async def test_a_worker_runs_the_jobs_and_an_unusable_answer_fails_permanently(
                 break
             assert time.monotonic() < deadline, [j.status for j in found]
             await asyncio.sleep(0.05)
-    finally:
-        worker.stop()
-        await runner
-        await ctx.aclose()
     by_model = {j.model: j for j in found}
     refused = by_model["scripted:refuser"]
     assert refused.status is JobStatus.FAILED and refused.attempts == 1  # permanent: no retry
@@ -140,11 +137,8 @@ def test_answers_are_read_strictly() -> None:
 
 async def test_permanent_when_the_tag_is_gone(db: Database, org_id: str) -> None:
     task_id = await _task(db, org_id)
+    job = await _ask(db, org_id, task_id, "scripted:utilitarian")
     async with db.transaction() as conn:
-        asked = await request_validation(
-            conn, org_id, task_id, "ra_1", ["scripted:utilitarian"], environ={}
-        )
-        job = await get_job(conn, asked.jobs[0].job_id)
         await conn.execute(validation_tasks.delete().where(validation_tasks.c.id == task_id))
     ctx = PipelineContext(db, providers=ProviderPool(environ={}))
     try:

@@ -238,6 +238,16 @@ def parse_confidence(value: Any) -> float:
     return float(number)
 
 
+def optional_text(data: Mapping[str, Any], key: str) -> str:
+    """A free-text field of a model's JSON reply: "" when absent or null, else a string."""
+    value = data.get(key, "")
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ValueError(f"`{key}` must be a string, got {value!r}")
+    return value
+
+
 def _names(data: Mapping[str, Any], key: str) -> tuple[str, ...]:
     value = data.get(key)
     if value is None:
@@ -266,11 +276,7 @@ def parse_judge_reply(text: str, *, known_values: Iterable[str] | None = None) -
         )
     if "confidence" not in data:
         raise ValueError("the judge's reply has no `confidence` (a number 0..100)")
-    rationale = data.get("rationale", "")
-    if rationale is None:
-        rationale = ""
-    if not isinstance(rationale, str):
-        raise ValueError(f"`rationale` must be a string, got {rationale!r}")
+    rationale = optional_text(data, "rationale")
     known = {_name_key(n): n for n in known_values} if known_values is not None else None
     unknown: list[str] = []
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from valuerank.consensus import Outcome
-from valuerank.pipeline.prompts import json_objects, parse_confidence
+from valuerank.pipeline.prompts import json_objects, optional_text, parse_confidence
 from valuerank.providers.base import Message
 
 VALIDATION_KEYS = ("outcome", "confidence", "notes")
@@ -81,9 +81,5 @@ def parse_validation_reply(text: str) -> ValidationReply:
         raise ValueError(f"`outcome` must be validated, partial or rejected, got {raw!r}") from None
     if "confidence" not in data:
         raise ValueError("the reply has no `confidence` (a number 0..100)")
-    notes = data.get("notes", "")
-    if notes is None:
-        notes = ""
-    if not isinstance(notes, str):
-        raise ValueError(f"`notes` must be a string, got {notes!r}")
+    notes = optional_text(data, "notes")
     return ValidationReply(outcome, parse_confidence(data["confidence"]), notes.strip()[:MAX_NOTES])

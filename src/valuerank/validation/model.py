@@ -36,15 +36,6 @@ def parse_task_id(text: str | int) -> int:
     return int(value)
 
 
-def check_text(field: str, value: str, limit: int, *, allow_empty: bool = False) -> str:
-    text = value.strip()
-    if not text and not allow_empty:
-        raise InvalidInputError(f"{field} must not be empty")
-    if len(text) > limit:
-        raise InvalidInputError(f"{field} is longer than {limit} characters ({len(text)})")
-    return text
-
-
 def new_tag_id() -> str:
     return f"ra_{secrets.token_hex(6)}"
 

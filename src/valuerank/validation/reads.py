@@ -10,8 +10,10 @@ later reader asks for).
 
 from __future__ import annotations
 
+import functools
 import json
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -133,6 +135,45 @@ def _miss(only_if_cached: bool) -> None:
         )
 
 
+# A read's builder: the data and how many models it covers, from what was loaded (pure).
+Build = Callable[[], tuple[dict[str, Any], int]]
+# A read's loader: given the task's name, the I/O of a miss; returns the builder.
+Load = Callable[[AsyncConnection, str], Awaitable[Build]]
+
+
+async def _cached_read(
+    db: Database,
+    org_id: str,
+    task_id: int,
+    key_of: Callable[[int], Any],
+    load: Load,
+    *,
+    cache: ReadCache | None,
+    only_if_cached: bool,
+) -> Read:
+    """The task's version, then the cached entry of `key_of(version)`, else the data
+    (`load`, then its builder), filed under that key."""
+    stats = ReadStats()
+    clock = _Clock(stats)
+    async with db.transaction() as conn:
+        version, task_name = await _head(conn, org_id, task_id)
+        key = key_of(version)
+        hit = _hit(cache, key, stats)
+        if hit is not None:
+            clock.queried()
+            return hit
+        _miss(only_if_cached)
+        build = await load(conn, task_name)
+    clock.queried()
+    data, stats.models = build()
+    clock.calculated()
+    data["generated_at"] = _now()
+    body = _encode(data)
+    if cache is not None:
+        cache.put(key, CachedRead(body, stats.models))
+    return Read(_finish(body, False), cached=False, stats=stats)
+
+
 async def multi_model_view(
     db: Database,
     org_id: str,
@@ -144,36 +185,30 @@ async def multi_model_view(
 ) -> Read:
     """Every model's current validation of one RA tag, with their consensus (the seed's
     multi-model view; `no_data` with consensus 0.0 and model_count 0 before any)."""
-    stats = ReadStats()
-    clock = _Clock(stats)
-    async with db.transaction() as conn:
-        version, task_name = await _head(conn, org_id, task_id)
-        key = view_key(org_id, task_id, tag_id, version)
-        hit = _hit(cache, key, stats)
-        if hit is not None:
-            clock.queried()
-            return hit
-        _miss(only_if_cached)
+
+    async def load(conn: AsyncConnection, task_name: str) -> Build:
         tag = await get_tag(conn, org_id, task_id, tag_id)
         found = await current_validations(conn, org_id, task_id, tag_id)
-    clock.queried()
-    result = tag_consensus(found)
-    clock.calculated()
-    stats.models = len({v.validator_id for v in found})
-    data = {
-        "task_id": task_id,
-        "ra_tag_id": tag.id,
-        "consensus": consensus_dict(result),
-        "validations": [v.to_dict() for v in found],
-        "model_count": stats.models,
-        "task_name": task_name,
-        "ra_tag_text": tag.text,
-        "generated_at": _now(),
-    }
-    body = _encode(data)
-    if cache is not None:
-        cache.put(key, CachedRead(body, stats.models))
-    return Read(_finish(body, False), cached=False, stats=stats)
+
+        def build() -> tuple[dict[str, Any], int]:
+            models = len({v.validator_id for v in found})
+            data = {
+                "task_id": task_id,
+                "ra_tag_id": tag.id,
+                "consensus": consensus_dict(tag_consensus(found)),
+                "validations": [v.to_dict() for v in found],
+                "model_count": models,
+                "task_name": task_name,
+                "ra_tag_text": tag.text,
+            }
+            return data, models
+
+        return build
+
+    key = functools.partial(view_key, org_id, task_id, tag_id)
+    return await _cached_read(
+        db, org_id, task_id, key, load, cache=cache, only_if_cached=only_if_cached
+    )
 
 
 async def task_consensus(
@@ -186,43 +221,40 @@ async def task_consensus(
 ) -> Read:
     """The consensus of every RA tag of a task, the overall consensus, and the contentious
     and high-confidence tags (rules in rules.py)."""
-    stats = ReadStats()
-    clock = _Clock(stats)
-    async with db.transaction() as conn:
-        version, task_name = await _head(conn, org_id, task_id)
-        key = summary_key(org_id, task_id, version)
-        hit = _hit(cache, key, stats)
-        if hit is not None:
-            clock.queried()
-            return hit
-        _miss(only_if_cached)
+
+    async def load(conn: AsyncConnection, task_name: str) -> Build:
         tags = await list_tags(conn, org_id, task_id)
         found = await current_validations(conn, org_id, task_id)
-    clock.queried()
-    by_tag: dict[str, list[Validation]] = {}
-    for v in found:
-        by_tag.setdefault(v.ra_tag_id, []).append(v)
-    try:
-        summary = summarize_task(
-            [TagVotes(t.id, t.text, tuple(v.vote() for v in by_tag.get(t.id, []))) for t in tags]
-        )
-    except (TypeError, ValueError) as exc:
-        raise consensus_error(exc) from exc
-    clock.calculated()
-    stats.models = len({v.validator_id for v in found})
-    data = {
-        "task_id": task_id,
-        "task_name": task_name,
-        "overall_consensus": summary.overall_dict(),
-        "ra_tag_summaries": [t.to_dict() for t in summary.tags],
-        "contentious_tags": summary.contentious_tags,
-        "high_confidence_tags": summary.high_confidence_tags,
-        "generated_at": _now(),
-    }
-    body = _encode(data)
-    if cache is not None:
-        cache.put(key, CachedRead(body, stats.models))
-    return Read(_finish(body, False), cached=False, stats=stats)
+
+        def build() -> tuple[dict[str, Any], int]:
+            by_tag: dict[str, list[Validation]] = {}
+            for v in found:
+                by_tag.setdefault(v.ra_tag_id, []).append(v)
+            try:
+                summary = summarize_task(
+                    [
+                        TagVotes(t.id, t.text, tuple(v.vote() for v in by_tag.get(t.id, [])))
+                        for t in tags
+                    ]
+                )
+            except (TypeError, ValueError) as exc:
+                raise consensus_error(exc) from exc
+            data = {
+                "task_id": task_id,
+                "task_name": task_name,
+                "overall_consensus": summary.overall_dict(),
+                "ra_tag_summaries": [t.to_dict() for t in summary.tags],
+                "contentious_tags": summary.contentious_tags,
+                "high_confidence_tags": summary.high_confidence_tags,
+            }
+            return data, len({v.validator_id for v in found})
+
+        return build
+
+    key = functools.partial(summary_key, org_id, task_id)
+    return await _cached_read(
+        db, org_id, task_id, key, load, cache=cache, only_if_cached=only_if_cached
+    )
 
 
 async def available_models(conn: AsyncConnection) -> dict[str, Any]:

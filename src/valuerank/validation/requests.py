@@ -23,8 +23,8 @@ from valuerank.credentials.store import require_credentials
 from valuerank.errors import InvalidInputError
 from valuerank.providers.model_id import parse_model_id
 from valuerank.queue import JobSpec, Permanent, enqueue_many
+from valuerank.registry.service import check_text
 from valuerank.validation.errors import InactiveModelError
-from valuerank.validation.model import check_text
 from valuerank.validation.store import get_tag, resolve_validator
 
 VALIDATE = "validate"

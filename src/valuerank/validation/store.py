@@ -20,6 +20,7 @@ from valuerank.db.tables import models, ra_tags, validation_tasks, validations
 from valuerank.errors import NotFoundError
 from valuerank.queue.dialect import as_utc
 from valuerank.registry import RegisteredModel, get_model, seed_models
+from valuerank.registry.service import check_text
 from valuerank.validation import events
 from valuerank.validation.errors import (
     ConsensusCalculationError,
@@ -41,7 +42,6 @@ from valuerank.validation.model import (
     check_confidence,
     check_outcome,
     check_tag_id,
-    check_text,
 )
 from valuerank.validation.rules import consensus_dict
 
