@@ -288,6 +288,13 @@ async def test_error_codes(live: Any, db: Database, assert_error: Any) -> None:
             await client.get(view.format(task_id, "ra_nope")), 404, "RA_TAG_NOT_FOUND"
         )
         assert body["hint"]
+        for odd in ("ra%00x", "x" * 300, "a b"):  # ids no tag can have: not found, no 5xx
+            assert_error(await client.get(view.format(task_id, odd)), 404, "RA_TAG_NOT_FOUND")
+        nul = await client.post(f"/api/assumptions/tasks/{task_id}/tags", json={"text": "a\x00b"})
+        assert_error(nul, 422, "INVALID_INPUT")
+        for cursor in ("nope", "WyJhIl0", "Wy0xXQ"):  # garbage, ["a"], [-1]
+            listed = await client.get("/api/assumptions/tasks", params={"cursor": cursor})
+            assert_error(listed, 400, "INVALID_CURSOR")
         for bad in ("abc", "-1", "0", "1.5", "12a", "99999999999999999999"):
             assert_error(await client.get(view.format(bad, "ra_1")), 422, "INVALID_TASK_ID")
             assert_error(await client.get(summary.format(bad)), 422, "INVALID_TASK_ID")

@@ -24,7 +24,7 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 
 from valuerank.api.deps import Member, Viewer
 from valuerank.api.envelope import ok, success_json
-from valuerank.api.pagination import Cursor, Limit, decode_cursor, page
+from valuerank.api.pagination import Cursor, InvalidCursorError, Limit, decode_cursor, page
 from valuerank.config import get_settings
 from valuerank.validation.cache import ReadCache
 from valuerank.validation.errors import ValidationDatabaseError
@@ -33,6 +33,7 @@ from valuerank.validation.model import (
     MAX_NAME,
     MAX_NOTES,
     MAX_TAG_TEXT,
+    MAX_TASK_ID,
     parse_task_id,
 )
 from valuerank.validation.reads import Read, available_models, multi_model_view, task_consensus
@@ -195,6 +196,19 @@ class ValidateIn(_Body):
     )
 
 
+def _position(cursor: str | None) -> int | None:
+    """The id or position a page cursor of these lists holds."""
+    if not cursor:
+        return None
+    (value,) = decode_cursor(cursor, arity=1)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TASK_ID:
+        raise InvalidCursorError(
+            "the cursor is not one this server wrote",
+            hint="pass back the next_cursor of the previous page unchanged, or omit cursor",
+        )
+    return value
+
+
 @router.post("/tasks", status_code=201)
 async def create_task_route(body: TaskIn, ctx: Member) -> JSONResponse:
     """Create a task to hold RA tags."""
@@ -206,7 +220,7 @@ async def create_task_route(body: TaskIn, ctx: Member) -> JSONResponse:
 @router.get("/tasks")
 async def list_tasks_route(ctx: Viewer, limit: Limit = 50, cursor: Cursor = None) -> JSONResponse:
     """The organisation's tasks, newest first."""
-    before = int(decode_cursor(cursor, arity=1)[0]) if cursor else None
+    before = _position(cursor)
     async with ctx.db.transaction() as conn:
         tasks = await list_tasks(conn, ctx.org_id, limit=limit + 1, before_id=before)
     return ok(page("tasks", [t.to_dict() for t in tasks], limit=limit, key=lambda t: [t["id"]]))
@@ -232,7 +246,7 @@ async def list_tags_route(
     task_id: TaskId, ctx: Viewer, limit: Limit = 50, cursor: Cursor = None
 ) -> JSONResponse:
     """A task's RA tags in the order they were added."""
-    after = int(decode_cursor(cursor, arity=1)[0]) if cursor else 0
+    after = _position(cursor) or 0
     async with ctx.db.transaction() as conn:
         tags = await list_tags(conn, ctx.org_id, task_id, limit=limit + 1, after_position=after)
     return ok(page("tags", [t.to_dict() for t in tags], limit=limit, key=lambda t: [t["position"]]))

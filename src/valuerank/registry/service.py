@@ -275,10 +275,13 @@ def _changes(
 
 
 def check_text(field: str, value: str, limit: int, *, allow_empty: bool = False) -> str:
-    """`value` stripped; INVALID_INPUT when empty (unless allowed) or longer than `limit`."""
+    """`value` stripped; INVALID_INPUT when empty (unless allowed), longer than `limit`, or
+    holding a NUL character (which PostgreSQL cannot store)."""
     text = value.strip()
     if not text and not allow_empty:
         raise InvalidInputError(f"{field} must not be empty")
+    if "\x00" in text:
+        raise InvalidInputError(f"{field} must not contain NUL characters")
     if len(text) > limit:
         raise InvalidInputError(f"{field} is longer than {limit} characters")
     return text

@@ -35,6 +35,7 @@ from valuerank.validation.model import (
     MAX_NOTES,
     MAX_TAG_TEXT,
     MAX_VALIDATOR_ID,
+    TAG_ID,
     RaTag,
     Task,
     Validation,
@@ -186,6 +187,8 @@ async def add_tag(
 
 
 async def _find_tag(conn: AsyncConnection, org_id: str, task_id: int, tag_id: str) -> RaTag | None:
+    if not TAG_ID.match(tag_id):
+        return None  # no tag can have this id (and it may hold what a query cannot bind)
     row = (
         await conn.execute(
             select(ra_tags).where(
