@@ -137,15 +137,19 @@ async def _load(
     wrong: list[str] = []
     marker = b'"cached":true}' if cached else b'"cached":false}'
     headers = {"Authorization": f"Bearer {TOKEN}"}
-    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
-    async with httpx.AsyncClient(
-        base_url=base, headers=headers, timeout=30, limits=limits
-    ) as client:
+    # One client (one connection) per simulated client: one pool of many connections costs
+    # httpx a scan of the pool per request, which would be measured as server latency.
+    one = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+    sessions = [
+        httpx.AsyncClient(base_url=base, headers=headers, timeout=60, limits=one)
+        for _ in range(clients)
+    ]
+    try:
         if cached:  # warm every entry once
             for path in paths:
-                assert (await client.get(path)).status_code == 200
+                assert (await sessions[0].get(path)).status_code == 200
 
-        async def client_loop(seed: int, stop: float) -> None:
+        async def client_loop(client: httpx.AsyncClient, seed: int, stop: float) -> None:
             rng = random.Random(seed)
             while time.perf_counter() < stop:
                 path = rng.choice(paths)
@@ -155,14 +159,15 @@ async def _load(
                 if response.status_code != 200 or not response.content.endswith(marker):
                     wrong.append(f"{path}: {response.status_code} {response.text[:200]}")
 
-        await asyncio.gather(*(client.get(paths[0]) for _ in range(clients)))  # connect
-        latencies.clear()
+        await asyncio.gather(*(c.get(paths[0]) for c in sessions))  # connect first
         cpu = _cpu_seconds(server_pid)
         started = time.perf_counter()
         stop = started + seconds
-        await asyncio.gather(*(client_loop(i, stop) for i in range(clients)))
+        await asyncio.gather(*(client_loop(c, i, stop) for i, c in enumerate(sessions)))
         elapsed = time.perf_counter() - started
         cpu = _cpu_seconds(server_pid) - cpu
+    finally:
+        await asyncio.gather(*(c.aclose() for c in sessions))
     if wrong:
         raise RuntimeError(f"{len(wrong)} unexpected answers, e.g. {wrong[0]}")
     ms = [x * 1000 for x in latencies]
