@@ -117,6 +117,14 @@ class Settings(BaseSettings):
             ) from None
         return value
 
+    validation_cache_seconds: float = Field(
+        default=300.0,
+        ge=0,
+        description="How long the API caches a consensus read of the validation API (the "
+        "multi-model view, a task's consensus); a new validation invalidates it at once. "
+        "0 turns the cache off.",
+    )
+
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:

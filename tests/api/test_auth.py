@@ -329,8 +329,11 @@ async def test_public_read_prefixes_open_reads_only(
             assert listed.status_code == 200
             assert [r["id"] for r in listed.json()["data"]["runs"]] == [run.id]
             assert (await anonymous.get(f"/api/runs/{run.id}")).status_code == 200
+            # The validation API's reads, as the seed serves them, without credentials.
+            models = await anonymous.get("/api/assumptions/models")
+            assert models.status_code == 200 and models.json()["data"]["total_models"] > 0
             # Authenticated as an anonymous viewer: an unknown route is a 404, not a 401.
-            assert_error(await anonymous.get("/api/assumptions/models"), 404, "NOT_FOUND")
+            assert_error(await anonymous.get("/api/assumptions/nothing"), 404, "NOT_FOUND")
             # Only reads, only under the prefixes.
             assert_error(await anonymous.post("/api/runs", json={}), 401, "UNAUTHORIZED")
             assert_error(await anonymous.get("/api/auth/me"), 401, "UNAUTHORIZED")

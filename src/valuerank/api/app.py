@@ -10,12 +10,14 @@ from fastapi import FastAPI
 
 from valuerank import __version__
 from valuerank.api import (
+    routes_assumptions,
     routes_auth,
     routes_credentials,
     routes_orgs,
     routes_runs,
     routes_system,
     routes_tokens,
+    routes_updates,
     routes_users,
 )
 from valuerank.api.auth import AccessPolicy, AuthMiddleware
@@ -65,6 +67,8 @@ def create_app(
     app.include_router(routes_tokens.router)
     app.include_router(routes_credentials.router)
     app.include_router(routes_runs.router)
+    app.include_router(routes_assumptions.router)
+    app.include_router(routes_updates.router)
     pages.install(app)
     app.add_middleware(RateLimitMiddleware, limiter=limiter)
     app.add_middleware(AuthMiddleware, db=db, org_id=org_id, policy=policy, limiter=limiter)

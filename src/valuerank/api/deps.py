@@ -10,9 +10,9 @@ middleware sets `request.state.principal`; a request without one never reaches a
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import Depends, WebSocketException
 from starlette.requests import HTTPConnection
@@ -91,10 +91,11 @@ def get_principal(request: HTTPConnection) -> Principal:
     return principal
 
 
-def require(role: Role) -> Callable[[HTTPConnection], RequestContext]:
-    """A dependency giving the `RequestContext` of a principal holding at least `role`."""
+def require(role: Role) -> Callable[[HTTPConnection], Coroutine[Any, Any, RequestContext]]:
+    """A dependency giving the `RequestContext` of a principal holding at least `role`.
+    (`async`, though it never waits: FastAPI runs a plain function in a worker thread.)"""
 
-    def dependency(request: HTTPConnection) -> RequestContext:
+    async def dependency(request: HTTPConnection) -> RequestContext:
         principal = get_principal(request)
         if not principal.role.allows(role) and request.scope["type"] == "websocket":
             # A WebSocket has no HTTP answer to carry 403: it is closed, policy violation.

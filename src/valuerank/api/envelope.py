@@ -7,6 +7,7 @@ Error: `{"success": false, "error": message, "code": "UPPER_SNAKE", "timestamp":
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from http import HTTPStatus
 from typing import Any
@@ -21,6 +22,16 @@ def utc_timestamp() -> str:
 
 def success(data: Any, *, cached: bool = False) -> dict[str, Any]:
     return {"success": True, "data": data, "timestamp": utc_timestamp(), "cached": cached}
+
+
+def success_json(
+    data_json: bytes, *, cached: bool = False, extra: dict[str, Any] | None = None
+) -> bytes:
+    """The success envelope as bytes around data already encoded as JSON (a cached answer is
+    served without decoding and encoding it again); `extra` adds top-level fields."""
+    tail: dict[str, Any] = {"timestamp": utc_timestamp(), "cached": cached, **(extra or {})}
+    rest = json.dumps(tail, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return b'{"success":true,"data":' + data_json + b"," + rest[1:]
 
 
 def failure(

@@ -23,6 +23,7 @@ from valuerank.cli import (
     serve_cmd,
     tokens_cmd,
     users_cmd,
+    validation_cmd,
     webhooks_cmd,
     worker_cmd,
 )
@@ -51,6 +52,7 @@ app.add_typer(webhooks_cmd.app, name="webhooks")
 app.add_typer(orgs_cmd.app, name="orgs")
 app.add_typer(users_cmd.app, name="users")
 app.add_typer(tokens_cmd.app, name="tokens")
+app.add_typer(validation_cmd.app, name="validation")
 worker_cmd.register(app)
 serve_cmd.register(app)
 demo_cmd.register(app)

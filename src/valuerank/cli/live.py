@@ -21,10 +21,11 @@ from valuerank.cli.worker_settings import worker_settings
 from valuerank.config import get_settings
 from valuerank.crypto import optional_cipher
 from valuerank.db import Database
+from valuerank.pipeline.calls import ProviderPool
 from valuerank.pipeline.context import PipelineContext
 from valuerank.pipeline.handlers import register_pipeline_handlers
 from valuerank.pipeline.launch import watch_report
-from valuerank.queue import Worker
+from valuerank.queue import QueueSettings, Worker
 from valuerank.runs.progress import RunReport
 from valuerank.runs.results import ModelResult
 from valuerank.runs.states import RunStatus
@@ -35,21 +36,28 @@ NO_WORKER_HINT_SECONDS = 10.0
 
 
 @asynccontextmanager
-async def in_process_worker(db: Database, *, concurrency: int | None = None) -> AsyncIterator[None]:
+async def in_process_worker(
+    db: Database,
+    *,
+    concurrency: int | None = None,
+    settings: QueueSettings | None = None,
+    providers: ProviderPool | None = None,
+) -> AsyncIterator[Worker]:
     """A worker running the pipeline's jobs in this process until the block ends; it signs
-    webhook deliveries with secrets decrypted with VALUERANK_SECRET_KEY when that is set."""
+    webhook deliveries with secrets decrypted with VALUERANK_SECRET_KEY when that is set.
+    `settings` default to VALUERANK_WORKER_*, `providers` to keys from the environment."""
     ws = worker_settings()
     worker = Worker(
         db,
-        settings=ws.queue_settings(),
+        settings=settings or ws.queue_settings(),
         concurrency=concurrency or ws.concurrency,
         cipher=optional_cipher(get_settings().secret_key),
     )
-    ctx = PipelineContext(db)
+    ctx = PipelineContext(db) if providers is None else PipelineContext(db, providers=providers)
     register_pipeline_handlers(worker, ctx)
     task = asyncio.create_task(worker.run_forever())
     try:
-        yield
+        yield worker
     finally:
         worker.stop()
         with contextlib.suppress(asyncio.CancelledError):

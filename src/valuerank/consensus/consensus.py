@@ -19,6 +19,7 @@ is STRONG and confidences 70.1 and 40.1 are 30 points apart, not 30.000000000000
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -83,9 +84,9 @@ class Vote:
         _check_number("confidence", self.confidence, 0.0, 100.0)
         _check_number("weight", self.weight, 0.0, None)
 
-    @property
+    @functools.cached_property
     def mass(self) -> Fraction:
-        """wᵢ·cᵢ, exactly."""
+        """wᵢ·cᵢ, exactly (computed once: exact arithmetic is not cheap)."""
         return _exact(self.weight) * _exact(self.confidence) / 100
 
     def to_dict(self) -> dict[str, Any]:

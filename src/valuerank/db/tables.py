@@ -9,11 +9,14 @@ from datetime import datetime
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
+    CheckConstraint,
     Column,
     DateTime,
     Float,
     ForeignKey,
+    ForeignKeyConstraint,
     Index,
     Integer,
     MetaData,
@@ -540,4 +543,84 @@ Index(
     jobs.c.id,
     postgresql_where=QUEUED_WHERE,
     sqlite_where=QUEUED_WHERE,
+)
+
+# --- Multi-model validation (valuerank.validation) ----------------------------------------
+# Tasks carry Response-Awareness tags (assumptions an assistant made, `#TYPE: text`); models
+# validate a tag (validated / partial / rejected, confidence 0–100). Task and validation ids
+# are integers, as the validation API's clients expect; tag ids are strings chosen per task.
+
+# SQLite makes only an INTEGER PRIMARY KEY an auto-incrementing rowid; PostgreSQL gets BIGINT.
+AutoId = BigInteger().with_variant(Integer(), "sqlite")
+
+validation_tasks = Table(
+    "validation_tasks",
+    metadata,
+    Column("id", AutoId, primary_key=True, autoincrement=True),
+    _org_id(),
+    Column("name", String(300), nullable=False),
+    Column("description", Text, nullable=False, server_default=""),
+    # Bumped by every transaction that changes what the task's consensus reads show (a tag
+    # added, a validation recorded): the cache of those reads is keyed by it, so every API
+    # process sees a change at once, and the row's lock serialises a task's writes.
+    Column("version", Integer, nullable=False, server_default="0"),
+    _created_at(),
+    Index("ix_validation_tasks_org_id_id", "org_id", "id"),
+)
+
+ra_tags = Table(
+    "ra_tags",
+    metadata,
+    Column(
+        "task_id",
+        AutoId,
+        ForeignKey("validation_tasks.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("id", String(100), nullable=False),
+    _org_id(),
+    Column("text", Text, nullable=False),
+    Column("position", Integer, nullable=False),  # 1, 2, 3… in the order tags were added
+    _created_at(),
+    PrimaryKeyConstraint("task_id", "id"),
+)
+
+validations = Table(
+    "validations",
+    metadata,
+    Column("id", AutoId, primary_key=True, autoincrement=True),
+    _org_id(),
+    Column("task_id", AutoId, nullable=False),
+    Column("ra_tag_id", String(100), nullable=False),
+    Column("validator_id", String(300), nullable=False),
+    # The validator's registry entry (weight, name, version, category).
+    Column("model_id", String(ID_LENGTH), ForeignKey("models.id", ondelete="SET NULL")),
+    Column("outcome", String(16), nullable=False),
+    Column("confidence", Float, nullable=False),
+    Column("notes", Text, nullable=False, server_default=""),
+    # Only a model's latest validation of a tag is current (counts in the consensus); the
+    # earlier ones are kept as history.
+    Column("is_current", Boolean, nullable=False, server_default=true()),
+    # How it was recorded: "api" (directly) or "job" (a model asked through the queue).
+    Column("source", String(16), nullable=False, server_default="api"),
+    # The `validate` job's item key: a job executed twice records one validation.
+    Column("request_key", String(300), nullable=True, unique=True),
+    Column("validated_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    ForeignKeyConstraint(
+        ["task_id", "ra_tag_id"], ["ra_tags.task_id", "ra_tags.id"], ondelete="CASCADE"
+    ),
+    CheckConstraint("outcome IN ('validated', 'partial', 'rejected')", name="outcome"),
+    CheckConstraint("confidence >= 0 AND confidence <= 100", name="confidence"),
+)
+
+# The current validations of a tag (what its consensus reads), and at most one per model.
+CURRENT_WHERE = text("is_current")
+Index(
+    "ix_validations_current",
+    validations.c.task_id,
+    validations.c.ra_tag_id,
+    validations.c.validator_id,
+    unique=True,
+    postgresql_where=CURRENT_WHERE,
+    sqlite_where=CURRENT_WHERE,
 )

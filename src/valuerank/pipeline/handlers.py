@@ -9,8 +9,10 @@ from valuerank.pipeline.context import PipelineContext
 from valuerank.pipeline.finalize import at_tail, ensure_finalize, run_finalize
 from valuerank.pipeline.judging import run_judge, run_summarize
 from valuerank.pipeline.probe import ProbeItem, run_probe
+from valuerank.pipeline.validate import run_validate
 from valuerank.queue import Job, Permanent, RateLimited, Snooze, Worker
 from valuerank.runs.service import FINALIZE, JUDGE, PROBE, SUMMARIZE, get_run
+from valuerank.validation.requests import VALIDATE
 
 Step = Callable[[PipelineContext, Job], Awaitable[Any]]
 
@@ -56,3 +58,4 @@ def register_pipeline_handlers(worker: Worker, ctx: PipelineContext) -> None:
     worker.register(JUDGE, _bind(ctx, run_judge))
     worker.register(SUMMARIZE, _bind(ctx, run_summarize))
     worker.register(FINALIZE, _bind(ctx, run_finalize))
+    worker.register(VALIDATE, _bind(ctx, run_validate))

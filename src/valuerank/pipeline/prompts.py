@@ -195,7 +195,7 @@ class JudgeReply:
         return Judgement(model, self.decision, self.confidence, weight, *values)
 
 
-def _candidates(text: str) -> Iterable[dict[str, Any]]:
+def json_objects(text: str) -> Iterable[dict[str, Any]]:
     """JSON objects in the text: inside code fences first, then anywhere, outermost first."""
     decoder = json.JSONDecoder()
     for chunk in [m.group(1) for m in _FENCE.finditer(text)] + [text]:
@@ -223,7 +223,8 @@ def _decision(value: Any) -> int | None:
     return number
 
 
-def _confidence(value: Any) -> float:
+def parse_confidence(value: Any) -> float:
+    """A confidence 0..100 from a model's JSON (a number, or text such as "88" or "88%")."""
     number: Any = value
     if isinstance(value, str):
         try:
@@ -235,6 +236,16 @@ def _confidence(value: Any) -> float:
     if not math.isfinite(number) or not 0 <= number <= 100:
         raise ValueError(f"`confidence` must be a number 0..100, got {value!r}")
     return float(number)
+
+
+def optional_text(data: Mapping[str, Any], key: str) -> str:
+    """A free-text field of a model's JSON reply: "" when absent or null, else a string."""
+    value = data.get(key, "")
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ValueError(f"`{key}` must be a string, got {value!r}")
+    return value
 
 
 def _names(data: Mapping[str, Any], key: str) -> tuple[str, ...]:
@@ -257,7 +268,7 @@ def parse_judge_reply(text: str, *, known_values: Iterable[str] | None = None) -
     found or its values have the wrong types or ranges. With `known_values`, names that
     match one ignoring case, spaces and hyphens take its spelling; others are flagged.
     """
-    data = next((d for d in _candidates(text) if "decision" in d), None)
+    data = next((d for d in json_objects(text) if "decision" in d), None)
     if data is None:
         raise ValueError(
             "the judge's reply holds no JSON object with a `decision` key; expected "
@@ -265,11 +276,7 @@ def parse_judge_reply(text: str, *, known_values: Iterable[str] | None = None) -
         )
     if "confidence" not in data:
         raise ValueError("the judge's reply has no `confidence` (a number 0..100)")
-    rationale = data.get("rationale", "")
-    if rationale is None:
-        rationale = ""
-    if not isinstance(rationale, str):
-        raise ValueError(f"`rationale` must be a string, got {rationale!r}")
+    rationale = optional_text(data, "rationale")
     known = {_name_key(n): n for n in known_values} if known_values is not None else None
     unknown: list[str] = []
 
@@ -288,7 +295,7 @@ def parse_judge_reply(text: str, *, known_values: Iterable[str] | None = None) -
         decision=_decision(data["decision"]),
         prioritized_values=canonical(_names(data, "prioritized_values")),
         deprioritized_values=canonical(_names(data, "deprioritized_values")),
-        confidence=_confidence(data["confidence"]),
+        confidence=parse_confidence(data["confidence"]),
         rationale=rationale.strip(),
         unknown_values=tuple(unknown),
     )

@@ -50,7 +50,8 @@ returned, coerced to their declared type, enum and bounds (`confidence` in 0..1 
 schema's maximum is 1). A non-judge request with a `json_schema` gets the same kind of object
 (`decision`/`rating` = the persona's rating); the refuser and the rambler answer in prose.
 Summary requests (`hints["role"] == "summary"`) get two plain sentences built from
-`hints["decision_code"]` and the marker.
+`hints["decision_code"]` and the marker. Validation requests (`hints["role"] == "validator"`)
+are answered by `scripted_validation.py`.
 
 Parameters: `latency_ms` sleeps that long per call; `error_rate` raises `ProviderTransient`
 with that probability (drawn per call from the request and how often this request was sent, so
@@ -86,6 +87,7 @@ from valuerank.providers.base import (
     Usage,
 )
 from valuerank.providers.scripted_judge import NON_JUDGES, declined_to_judge, judge_reading
+from valuerank.providers.scripted_validation import validation_answer
 
 PROVIDER_NAME = "scripted"
 RATE_WINDOW_SECONDS = 60.0
@@ -672,7 +674,9 @@ class ScriptedProvider:
         rng = random.Random(hashlib.sha256(seed_material.encode("utf-8")).digest())
         verdict = _verdict(persona, scores, scale, rng)
         role = request.hints.get("role")
-        if role == "summary":
+        if role == "validator":  # see scripted_validation.py
+            text = validation_answer(persona.name, request, _marker(persona))
+        elif role == "summary":
             text = _summary_text(persona, request.hints.get("decision_code"))
         elif judge and persona.name in NON_JUDGES:
             text = declined_to_judge(persona.name)

@@ -18,6 +18,10 @@ gone negative is put right at once by a real count (`checked`); when the counter
 partition is finished, `complete_if_done` counts for real (and corrects them) before it says
 so; and maintenance recounts the partitions whose counters say jobs are still active.
 
+Event types: the queue's own are `EventType`; other packages may append events of their own
+types (plain strings, e.g. `multi_model.validation_added`) to partitions of their own, and
+read them with their own reader (`events_after` reads the queue's types).
+
 Lock order, to stay deadlock-free on PostgreSQL: job rows, then slot rows, then partition rows
 (sorted). Emit events last in a transaction, partitions in sorted order.
 """
@@ -232,7 +236,7 @@ async def append_event(
     *,
     org_id: str,
     partition: str,
-    type: EventType,
+    type: EventType | str,
     data: Mapping[str, Any] | None = None,
     delta: Delta | None = None,
 ) -> int:
@@ -249,7 +253,7 @@ async def _insert(
     org_id: str,
     partition: str,
     seq: int,
-    type: EventType,
+    type: EventType | str,
     data: dict[str, Any],
     *,
     hooked: bool = True,
@@ -261,7 +265,7 @@ async def _insert_many(
     conn: AsyncConnection,
     org_id: str,
     partition: str,
-    type: EventType,
+    type: EventType | str,
     written: list[tuple[int, dict[str, Any]]],
     *,
     hooked: bool = True,
@@ -275,7 +279,7 @@ async def _insert_many(
             "partition": partition,
             "seq": seq,
             "org_id": org_id,
-            "type": type.value,
+            "type": str(type),
             "data": data,
             **notify,
         }
@@ -316,7 +320,7 @@ async def write_event(
     org_id: str,
     partition: str,
     seq: int,
-    type: EventType,
+    type: EventType | str,
     data: Mapping[str, Any],
     *,
     hooked: bool = True,
@@ -335,7 +339,7 @@ async def notify_webhooks(
     data: Mapping[str, Any],
 ) -> None:
     """Webhook notifications of an event, in the same transaction (see queue/outbox.py)."""
-    topic = EventType(type).value
+    topic = str(type)
     payload = {"partition": partition, "seq": seq, "type": topic, "data": dict(data)}
     await enqueue_notifications(conn, org_id, topic, payload)
 

@@ -250,11 +250,11 @@ def _changes(
     """The validated column values of the fields given (UNSET ones are left out)."""
     values: dict[str, Any] = {}
     if display_name is not UNSET:
-        values["display_name"] = _text("display_name", display_name, MAX_DISPLAY_NAME)
+        values["display_name"] = check_text("display_name", display_name, MAX_DISPLAY_NAME)
     if version is not UNSET:
-        values["version"] = _text("version", version, MAX_VERSION, allow_empty=True)
+        values["version"] = check_text("version", version, MAX_VERSION, allow_empty=True)
     if category is not UNSET:
-        values["category"] = _text("category", category, MAX_CATEGORY)
+        values["category"] = check_text("category", category, MAX_CATEGORY)
     if capabilities is not UNSET:
         caps = list(dict.fromkeys(str(c).strip() for c in capabilities))
         unknown = [c for c in caps if c not in CAPABILITIES]
@@ -275,10 +275,14 @@ def _changes(
     return values
 
 
-def _text(field: str, value: str, limit: int, *, allow_empty: bool = False) -> str:
+def check_text(field: str, value: str, limit: int, *, allow_empty: bool = False) -> str:
+    """`value` stripped; INVALID_INPUT when empty (unless allowed), longer than `limit`, or
+    holding a NUL character (which PostgreSQL cannot store)."""
     text = value.strip()
     if not text and not allow_empty:
         raise InvalidInputError(f"{field} must not be empty")
+    if "\x00" in text:
+        raise InvalidInputError(f"{field} must not contain NUL characters")
     if len(text) > limit:
         raise InvalidInputError(f"{field} is longer than {limit} characters")
     return text

@@ -1,0 +1,251 @@
+"""Validation API benchmark: p50/p95 latency and requests/s of the multi-model view and the
+task consensus summary under concurrent load, cached and uncached, on PostgreSQL.
+
+The data (`--tasks` tasks of `--tags` RA tags, each validated by `--models` scripted models)
+is written through the services into a fresh schema of VALUERANK_BENCH_DATABASE_URL (dropped
+afterwards). The server is `valuerank serve --no-work` in a child process (the same `serve()`,
+access log off); a second one runs with VALUERANK_VALIDATION_CACHE_SECONDS=0 for the uncached
+figures. `--clients` concurrent clients (httpx, keep-alive, one connection each) request
+random tags or tasks for `--seconds` per measurement; latency is measured by the clients, and
+the server's CPU time per request is read from /proc (what a request costs the server,
+whatever else shares the machine).
+Goals: p95 < 10 ms cached, < 50 ms uncached; `p95_to_goal` is p95 / goal (<= 1 meets it).
+
+    python -m bench.validation_api --json [--clients 1 16 64 --seconds 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from typing import Any
+
+import httpx
+
+from bench.queue import Schema
+from valuerank.db import create_database
+from valuerank.db.migrate import upgrade
+from valuerank.orgs import ensure_org
+from valuerank.validation.store import NewValidation, add_tag, create_task, record_validation
+
+URL = os.environ.get("VALUERANK_BENCH_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test")
+TOKEN = "bench-token-0123456789abcdefghij"
+GOALS_MS = {"cached": 10.0, "uncached": 50.0}
+PERSONAS = ("utilitarian", "deontologist", "contrarian", "centrist", "agreeable", "neutral")
+OUTCOMES = ("validated", "partial", "rejected")
+
+# The child: `valuerank serve` without the access log (one line per request would be measured).
+SERVE = """
+import asyncio, sys
+from valuerank.cli.serve_cmd import serve
+from valuerank.config import get_settings
+from bench.queue import Schema
+from valuerank.db import create_database
+from valuerank.orgs import ensure_org
+
+async def main() -> None:
+    db = create_database(get_settings().database_url)
+    async with db.transaction() as conn:
+        org = await ensure_org(conn, "default")
+    await serve(db, org, host="127.0.0.1", port=int(sys.argv[1]), work=False,
+                access_token=sys.argv[2], log_level="warning")
+    await db.dispose()
+
+asyncio.run(main())
+"""
+
+
+async def _seed(url: str, args: argparse.Namespace) -> list[tuple[int, str]]:
+    db = create_database(url)
+    try:
+        await upgrade(db)
+        rng = random.Random(7)
+        tags: list[tuple[int, str]] = []
+        async with db.transaction() as conn:
+            org = await ensure_org(conn, "default")
+            for t in range(args.tasks):
+                task = await create_task(conn, org, f"Task {t}")
+                for g in range(args.tags):
+                    tag, _ = await add_tag(
+                        conn, org, task.id, f"#COMPLETION_DRIVE_IMPL: assumption {t}.{g}"
+                    )
+                    tags.append((task.id, tag.id))
+                    for persona in PERSONAS[: args.models]:
+                        vote = NewValidation(
+                            f"scripted:{persona}", rng.choice(OUTCOMES), rng.randint(50, 99)
+                        )
+                        await record_validation(conn, org, task.id, tag.id, vote)
+        return tags
+    finally:
+        await db.dispose()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _start(url: str, cache_seconds: float) -> tuple[subprocess.Popen[bytes], str]:
+    port = _free_port()
+    env = {
+        **os.environ,
+        "VALUERANK_DATABASE_URL": url,
+        "VALUERANK_VALIDATION_CACHE_SECONDS": str(cache_seconds),
+    }
+    child = subprocess.Popen([sys.executable, "-c", SERVE, str(port), TOKEN], env=env)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{base}/health", timeout=1).status_code == 200:
+                return child, base
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    child.kill()
+    raise RuntimeError("the server did not start")
+
+
+def _percentile(values: list[float], q: float) -> float:
+    return (
+        statistics.quantiles(values, n=100, method="inclusive")[q - 1]
+        if len(values) > 1
+        else values[0]
+    )
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux /proc)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def _load(
+    base: str, server_pid: int, paths: list[str], clients: int, seconds: float, cached: bool
+) -> dict[str, Any]:
+    latencies: list[float] = []
+    wrong: list[str] = []
+    marker = b'"cached":true}' if cached else b'"cached":false}'
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    # One client (one connection) per simulated client: one pool of many connections costs
+    # httpx a scan of the pool per request, which would be measured as server latency.
+    one = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+    sessions = [
+        httpx.AsyncClient(base_url=base, headers=headers, timeout=60, limits=one)
+        for _ in range(clients)
+    ]
+    try:
+        if cached:  # warm every entry once
+            for path in paths:
+                assert (await sessions[0].get(path)).status_code == 200
+
+        async def client_loop(client: httpx.AsyncClient, seed: int, stop: float) -> None:
+            rng = random.Random(seed)
+            while time.perf_counter() < stop:
+                path = rng.choice(paths)
+                started = time.perf_counter()
+                response = await client.get(path)
+                latencies.append(time.perf_counter() - started)
+                if response.status_code != 200 or not response.content.endswith(marker):
+                    wrong.append(f"{path}: {response.status_code} {response.text[:200]}")
+
+        await asyncio.gather(*(c.get(paths[0]) for c in sessions))  # connect first
+        cpu = _cpu_seconds(server_pid)
+        started = time.perf_counter()
+        stop = started + seconds
+        await asyncio.gather(*(client_loop(c, i, stop) for i, c in enumerate(sessions)))
+        elapsed = time.perf_counter() - started
+        cpu = _cpu_seconds(server_pid) - cpu
+    finally:
+        await asyncio.gather(*(c.aclose() for c in sessions))
+    if wrong:
+        raise RuntimeError(f"{len(wrong)} unexpected answers, e.g. {wrong[0]}")
+    ms = [x * 1000 for x in latencies]
+    goal = GOALS_MS["cached" if cached else "uncached"]
+    p95 = _percentile(ms, 95)
+    return {
+        "clients": clients,
+        "requests": len(ms),
+        "requests_per_s": round(len(ms) / elapsed, 1),
+        "p50_ms": round(_percentile(ms, 50), 2),
+        "p95_ms": round(p95, 2),
+        "goal_p95_ms": goal,
+        "p95_to_goal": round(p95 / goal, 2),
+        # The server's own CPU per request: what the figures would be on an idle core.
+        "server_cpu_ms_per_request": round(cpu * 1000 / len(ms), 3),
+    }
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    with Schema(URL, "validation") as schema:
+        return await _run(schema.url, args)
+
+
+async def _run(url: str, args: argparse.Namespace) -> dict[str, Any]:
+    children: list[subprocess.Popen[bytes]] = []
+    try:
+        tags = await _seed(url, args)
+        views = [f"/api/assumptions/multi-model/{t}/{g}" for t, g in tags]
+        summaries = sorted({f"/api/assumptions/consensus/{t}" for t, _ in tags})
+        results: list[dict[str, Any]] = []
+        for mode, cache_seconds in (("cached", 300.0), ("uncached", 0.0)):
+            child, base = _start(url, cache_seconds)
+            children.append(child)
+            for endpoint, paths in (("multi_model_view", views), ("task_consensus", summaries)):
+                for clients in args.clients:
+                    figures = await _load(
+                        base, child.pid, paths, clients, args.seconds, mode == "cached"
+                    )
+                    results.append({"endpoint": endpoint, "mode": mode, **figures})
+            child.terminate()
+            child.wait(timeout=30)
+        return {
+            "database": "postgresql",
+            "load_average_1m_at_end": round(os.getloadavg()[0], 2),
+            "cpus": os.cpu_count(),
+            "tasks": args.tasks,
+            "tags_per_task": args.tags,
+            "validations_per_tag": args.models,
+            "seconds_per_measurement": args.seconds,
+            "results": results,
+        }
+    finally:
+        for child in children:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--tasks", type=int, default=20)
+    parser.add_argument("--tags", type=int, default=5)
+    parser.add_argument("--models", type=int, default=4, choices=range(1, len(PERSONAS) + 1))
+    parser.add_argument("--clients", type=int, nargs="+", default=[1, 16, 64])
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    args = parser.parse_args()
+    result = asyncio.run(run(args))
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return
+    for r in result["results"]:
+        print(
+            f"{r['endpoint']:<17} {r['mode']:<8} clients={r['clients']:<3} "
+            f"p50={r['p50_ms']:.2f} ms p95={r['p95_ms']:.2f} ms ({r['p95_to_goal']}× goal) "
+            f"{r['requests_per_s']:.0f} req/s, server {r['server_cpu_ms_per_request']} ms CPU/req"
+        )
+
+
+if __name__ == "__main__":
+    main()

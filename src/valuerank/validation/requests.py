@@ -1,0 +1,147 @@
+"""Asking models to validate a tag: one `validate` job per model, through the queue.
+
+Every model is checked before anything is enqueued — registered (UNKNOWN_MODEL), active
+(MODEL_INACTIVE), its provider has a key (MISSING_CREDENTIAL) — so a request is all or
+nothing. Item keys make it idempotent: a model is asked once per tag, and asking again (a
+retried request) enqueues nothing; a `request_id` starts a new round (each round once).
+The jobs of an organisation share the partition `validation:<org id>`; the handler is
+`valuerank.pipeline.validate`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from valuerank.credentials.store import require_credentials
+from valuerank.errors import InvalidInputError
+from valuerank.providers.model_id import parse_model_id
+from valuerank.queue import JobSpec, Permanent, enqueue_many
+from valuerank.registry.service import check_text
+from valuerank.validation.errors import InactiveModelError
+from valuerank.validation.store import get_tag, resolve_validator
+
+VALIDATE = "validate"
+MAX_MODELS = 20
+MAX_REQUEST_ID = 100
+
+
+def jobs_partition(org_id: str) -> str:
+    return f"validation:{org_id}"
+
+
+def item_key(task_id: int, tag_id: str, model: str, request_id: str | None) -> str:
+    """`validate:<task>:<tag>:<digest of model and round>`: readable and at most 150 chars."""
+    digest = hashlib.sha256(json.dumps([model, request_id]).encode()).hexdigest()[:24]
+    return f"{VALIDATE}:{task_id}:{tag_id}:{digest}"
+
+
+@dataclass(frozen=True)
+class ValidateItem:
+    """A `validate` job's payload."""
+
+    task_id: int
+    ra_tag_id: str
+    model: str
+
+    def to_payload(self) -> dict[str, Any]:
+        return {"task_id": self.task_id, "ra_tag_id": self.ra_tag_id, "model": self.model}
+
+    @classmethod
+    def from_payload(cls, payload: Any) -> ValidateItem:
+        try:
+            return cls(int(payload["task_id"]), str(payload["ra_tag_id"]), str(payload["model"]))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise Permanent(f"malformed validate payload: {exc!r}") from exc
+
+
+@dataclass(frozen=True)
+class QueuedValidation:
+    model: str
+    job_id: str
+    enqueued: bool  # False: this model was already asked (in this round)
+
+
+@dataclass(frozen=True)
+class ValidationRequest:
+    task_id: int
+    ra_tag_id: str
+    request_id: str | None
+    jobs: tuple[QueuedValidation, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "task_id": self.task_id,
+            "ra_tag_id": self.ra_tag_id,
+            "request_id": self.request_id,
+            "jobs": [
+                {"model": j.model, "job_id": j.job_id, "enqueued": j.enqueued} for j in self.jobs
+            ],
+            "enqueued": sum(1 for j in self.jobs if j.enqueued),
+        }
+
+
+def _models(given: Sequence[str]) -> list[str]:
+    chosen = list(dict.fromkeys(m.strip() for m in given if m.strip()))
+    if not chosen:
+        raise InvalidInputError("name at least one model", hint="e.g. openai:gpt-4.1")
+    if len(chosen) > MAX_MODELS:
+        raise InvalidInputError(f"at most {MAX_MODELS} models per request, got {len(chosen)}")
+    return chosen
+
+
+async def request_validation(
+    conn: AsyncConnection,
+    org_id: str,
+    task_id: int,
+    tag_id: str,
+    models: Sequence[str],
+    *,
+    request_id: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    priority: int = 0,
+) -> ValidationRequest:
+    """Enqueue one `validate` job per model (see the module for the checks and keys)."""
+    chosen = _models(models)
+    if request_id is not None:
+        request_id = check_text("request_id", request_id, MAX_REQUEST_ID)
+    await get_tag(conn, org_id, task_id, tag_id)
+    for model in chosen:
+        registered = await resolve_validator(conn, model)
+        if not registered.active:
+            raise InactiveModelError(
+                f"model {registered.id!r} is inactive in the registry",
+                hint=f"`valuerank models set {registered.id} --active` offers it again",
+            )
+    await require_credentials(
+        conn, org_id, chosen, environ=os.environ if environ is None else environ
+    )
+    specs = [
+        JobSpec(
+            kind=VALIDATE,
+            org_id=org_id,
+            payload=ValidateItem(task_id, tag_id, model).to_payload(),
+            partition=jobs_partition(org_id),
+            item_key=item_key(task_id, tag_id, model, request_id),
+            priority=priority,
+            provider=parse_model_id(model).provider,
+            model=model,
+        )
+        for model in chosen
+    ]
+    queued = await enqueue_many(conn, specs)
+    return ValidationRequest(
+        task_id=task_id,
+        ra_tag_id=tag_id,
+        request_id=request_id,
+        jobs=tuple(
+            QueuedValidation(model, q.job_id, q.enqueued)
+            for model, q in zip(chosen, queued, strict=True)
+        ),
+    )
