@@ -214,7 +214,11 @@ def make_run(db: Database) -> MakeRun:
         definition_id = await import_demo(db, org)
         async with db.transaction() as conn:
             created = await create_run(
-                conn, org, definition_id, RunConfig(models=models, sample_percentage=10), name=name
+                conn,
+                org,
+                definition_id,
+                RunConfig(models=models, sample_percentage=10, sample_seed=0),
+                name=name,
             )
             run = created.run
             scenario_ids = await run_scenario_ids(conn, run.id)

@@ -137,12 +137,14 @@ async def test_a_run_completes_with_judges_consensus_and_summaries(
     # everywhere else; the consensus says so.
     disagreements = 0
     for row in rows:
-        level = row.consensus["consensus"]["agreement_level"]
-        disagreed = row.consensus["consensus"]["model_disagreement"]
+        verdict = row.consensus["consensus"]
+        level, reasons = verdict["agreement_level"], verdict["disagreement_reasons"]
         if row.decision_code in (None, 3):
-            assert (level, disagreed) == ("STRONG", False), row.consensus
+            # Same reading: both votes validated (their confidences may still differ a lot).
+            assert level == "STRONG" and "conflicting_outcomes" not in reasons, verdict
         else:
-            assert disagreed and level in ("MODERATE", "WEAK"), row.consensus
+            assert verdict["model_disagreement"] and level in ("MODERATE", "WEAK"), verdict
+            assert {"conflicting_outcomes", "low_consensus"} & set(reasons), verdict
             disagreements += 1
     assert disagreements > 0
     assert results["scripted:refuser"].decided == 0

@@ -10,6 +10,7 @@ from fastapi import FastAPI
 
 from valuerank import __version__
 from valuerank.api import (
+    routes_analysis,
     routes_assumptions,
     routes_auth,
     routes_credentials,
@@ -69,6 +70,7 @@ def create_app(
     app.include_router(routes_runs.router)
     app.include_router(routes_assumptions.router)
     app.include_router(routes_updates.router)
+    app.include_router(routes_analysis.router)
     pages.install(app)
     app.add_middleware(RateLimitMiddleware, limiter=limiter)
     app.add_middleware(AuthMiddleware, db=db, org_id=org_id, policy=policy, limiter=limiter)

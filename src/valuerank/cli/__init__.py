@@ -6,6 +6,7 @@ import typer
 
 from valuerank import __version__
 from valuerank.cli import (
+    analyze_cmd,
     credentials_cmd,
     db_cmd,
     definitions_cmd,
@@ -56,6 +57,7 @@ app.add_typer(validation_cmd.app, name="validation")
 worker_cmd.register(app)
 serve_cmd.register(app)
 demo_cmd.register(app)
+analyze_cmd.register(app)
 
 
 def _version(value: bool) -> None:

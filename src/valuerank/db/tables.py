@@ -624,3 +624,90 @@ Index(
     postgresql_where=CURRENT_WHERE,
     sqlite_where=CURRENT_WHERE,
 )
+
+# --- Analysis (valuerank.findings) ---------------------------------------------------------
+# A run's analyses, one row per (run, kind): `basic` or `deep`. The row is served while the
+# hash of the run's inputs (transcripts, judgments, scenarios, sampling) and the analysis code
+# version match; otherwise it is recomputed and replaced.
+analyses = Table(
+    "analyses",
+    metadata,
+    _id(),
+    _org_id(),
+    Column("run_id", String(ID_LENGTH), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("kind", String(16), nullable=False),  # basic | deep
+    Column("input_hash", String(64), nullable=False),
+    Column("code_version", String(32), nullable=False),
+    Column("result", JSONDocument, nullable=False),
+    # The narrative a model wrote about a deep analysis (the `summarize` job), when asked.
+    Column("narrative", Text, nullable=True),
+    Column("duration_ms", Float, nullable=False, server_default="0"),
+    _created_at(),
+    UniqueConstraint("run_id", "kind"),
+    Index("ix_analyses_org_id_run_id", "org_id", "run_id"),
+)
+
+# A comparison of two runs (`analyze:compare`): queued, then completed with its result (or
+# failed with the reason). `input_hash` covers both runs' inputs and the options.
+comparisons = Table(
+    "comparisons",
+    metadata,
+    _id(),
+    _org_id(),
+    Column(
+        "baseline_run_id",
+        String(ID_LENGTH),
+        ForeignKey("runs.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column(
+        "comparison_run_id",
+        String(ID_LENGTH),
+        ForeignKey("runs.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("status", String(16), nullable=False, server_default="queued"),
+    Column("options", JSONDocument, nullable=False),
+    Column("input_hash", String(64), nullable=True),
+    Column("code_version", String(32), nullable=True),
+    Column("result", JSONDocument, nullable=True),
+    Column("error", Text, nullable=True),
+    _created_at(),
+    _ts("finished_at"),
+    Index("ix_comparisons_org_id_baseline_run_id", "org_id", "baseline_run_id"),
+    Index("ix_comparisons_org_id_comparison_run_id", "org_id", "comparison_run_id"),
+)
+
+# An experiment: a hypothesis, a baseline run, and variant runs that each change one thing.
+experiments = Table(
+    "experiments",
+    metadata,
+    _id(),
+    _org_id(),
+    Column("name", String(300), nullable=False),
+    Column("hypothesis", Text, nullable=False, server_default=""),
+    Column(
+        "baseline_run_id",
+        String(ID_LENGTH),
+        ForeignKey("runs.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    _created_at(),
+    Index("ix_experiments_org_id_created_at", "org_id", "created_at"),
+)
+
+experiment_variants = Table(
+    "experiment_variants",
+    metadata,
+    _org_id(),
+    Column(
+        "experiment_id",
+        String(ID_LENGTH),
+        ForeignKey("experiments.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("run_id", String(ID_LENGTH), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("changes", JSONDocument, nullable=False),  # what differs from the baseline's config
+    _created_at(),
+    PrimaryKeyConstraint("experiment_id", "run_id"),
+)

@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.consensus import Judgement, decision_consensus
 from valuerank.db.tables import jobs, judgments, models, runs, transcripts
+from valuerank.pipeline.analyze import analyze_when_completed
 from valuerank.pipeline.calls import call_model
 from valuerank.pipeline.context import PipelineContext
 from valuerank.pipeline.prompts import run_summary_messages
@@ -238,4 +239,5 @@ async def run_finalize(ctx: PipelineContext, job: Job) -> HandlerResult:
         moved = await move_run(conn, run.org_id, run.id, target, sources=sources, error=error)
         if moved:
             await conn.execute(update(runs).where(runs.c.id == run.id).values(summary=summary))
+            await analyze_when_completed(conn, run, target)
     return HandlerResult({"status": target.value if moved else "unchanged"})

@@ -5,6 +5,14 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
+from valuerank.pipeline.analyze import (
+    ANALYZE_BASIC,
+    ANALYZE_COMPARE,
+    ANALYZE_DEEP,
+    run_analyze,
+    run_compare,
+    run_narrative,
+)
 from valuerank.pipeline.context import PipelineContext
 from valuerank.pipeline.finalize import at_tail, ensure_finalize, run_finalize
 from valuerank.pipeline.judging import run_judge, run_summarize
@@ -53,9 +61,27 @@ def _bind(ctx: PipelineContext, step: Step) -> Callable[[Job], Coroutine[Any, An
     return handle
 
 
+async def _summarize(ctx: PipelineContext, job: Job) -> Any:
+    """A transcript's rationale, or (with `analysis` in the payload) an analysis narrative."""
+    if isinstance(job.payload, dict) and "analysis" in job.payload:
+        return await run_narrative(ctx, job)
+    return await run_summarize(ctx, job)
+
+
+async def _analyze_basic(ctx: PipelineContext, job: Job) -> Any:
+    return await run_analyze(ctx, job, "basic")
+
+
+async def _analyze_deep(ctx: PipelineContext, job: Job) -> Any:
+    return await run_analyze(ctx, job, "deep")
+
+
 def register_pipeline_handlers(worker: Worker, ctx: PipelineContext) -> None:
     worker.register(PROBE, _probe_handler(ctx))
     worker.register(JUDGE, _bind(ctx, run_judge))
-    worker.register(SUMMARIZE, _bind(ctx, run_summarize))
+    worker.register(SUMMARIZE, _bind(ctx, _summarize))
     worker.register(FINALIZE, _bind(ctx, run_finalize))
     worker.register(VALIDATE, _bind(ctx, run_validate))
+    worker.register(ANALYZE_BASIC, _bind(ctx, _analyze_basic))
+    worker.register(ANALYZE_DEEP, _bind(ctx, _analyze_deep))
+    worker.register(ANALYZE_COMPARE, _bind(ctx, run_compare))

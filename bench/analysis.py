@@ -1,0 +1,116 @@
+"""Benchmark of the analysis code (compute only, no database): `python -m bench.analysis`.
+
+The issue's budgets: analyze:basic on 10,000 transcripts in at most 200 ms of compute, and
+analyze:deep on 20 models × 2,000 scenarios in at most 10 s. The runs are synthetic but
+realistic (`valuerank.analysis.synthetic`): decisions driven by dimension levels with
+model-specific weights and noise, contrarians, refusals, missing (model, scenario) cells,
+scenarios lacking a dimension, and judge consensus values. Building the input arrays from
+rows is timed separately (in production it overlaps the database read).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+from valuerank.analysis import analyze_basic, analyze_deep
+from valuerank.analysis.synthetic import SyntheticSpec, synthetic_run
+
+BASIC_BUDGET_MS = 200.0
+DEEP_BUDGET_MS = 10_000.0
+
+
+def _timed(fn: Callable[[], Any], repeat: int) -> tuple[list[float], Any]:
+    times = []
+    result = None
+    for _ in range(repeat):
+        started = time.perf_counter()
+        result = fn()
+        times.append((time.perf_counter() - started) * 1000)
+    return times, result
+
+
+def basic_case(repeat: int) -> dict[str, Any]:
+    spec = SyntheticSpec(
+        models=10, scenarios=1031, dimensions=4, refusal_rate=0.05, missing_rate=0.03,
+        missing_dimension_rate=0.02, seed=11,
+    )  # fmt: skip
+    build_ms, data = _timed(lambda: synthetic_run(spec), 1)
+    analyze_basic(data)  # warm-up: imports, first-call caches
+    times, result = _timed(lambda: analyze_basic(data), repeat)
+    median = statistics.median(times)
+    return {
+        "case": "analyze:basic",
+        "transcripts": data.n,
+        "models": len(data.models),
+        "scenarios": len(data.scenarios),
+        "repeat": repeat,
+        "median_ms": round(median, 1),
+        "min_ms": round(min(times), 1),
+        "max_ms": round(max(times), 1),
+        "budget_ms": BASIC_BUDGET_MS,
+        "ratio_to_budget": round(median / BASIC_BUDGET_MS, 3),
+        "build_input_ms": round(build_ms[0], 1),
+        "warnings": sorted({w["code"] for w in result["warnings"]}),
+    }
+
+
+def deep_case(repeat: int, bootstrap: int) -> dict[str, Any]:
+    spec = SyntheticSpec(
+        models=20, scenarios=2000, dimensions=4, refusal_rate=0.05, missing_rate=0.03,
+        missing_dimension_rate=0.02, seed=12,
+    )  # fmt: skip
+    data = synthetic_run(spec)
+    basic = analyze_basic(data)
+    times, result = _timed(lambda: analyze_deep(data, basic=basic, bootstrap=bootstrap), repeat)
+    median = statistics.median(times)
+    return {
+        "case": "analyze:deep",
+        "transcripts": data.n,
+        "models": len(data.models),
+        "scenarios": len(data.scenarios),
+        "bootstrap_draws": bootstrap,
+        "repeat": repeat,
+        "median_ms": round(median, 1),
+        "min_ms": round(min(times), 1),
+        "max_ms": round(max(times), 1),
+        "budget_ms": DEEP_BUDGET_MS,
+        "ratio_to_budget": round(median / DEEP_BUDGET_MS, 3),
+        "insights": len(result["insights"]),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=15, help="runs of analyze:basic")
+    parser.add_argument("--deep-repeat", type=int, default=3, help="runs of analyze:deep")
+    parser.add_argument("--bootstrap", type=int, default=200, help="Bradley–Terry draws")
+    parser.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    args = parser.parse_args()
+    report = {
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+        },
+        "results": [basic_case(args.repeat), deep_case(args.deep_repeat, args.bootstrap)],
+    }
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return
+    for r in report["results"]:
+        print(
+            f"{r['case']}: {r['transcripts']} transcripts, {r['models']} models × "
+            f"{r['scenarios']} scenarios: median {r['median_ms']} ms "
+            f"(budget {r['budget_ms']:.0f} ms, ratio {r['ratio_to_budget']})"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,168 @@
+"""How far models agree: pairwise Spearman with Holm's correction, paired effect sizes,
+outlier models, weighted Cohen's κ and Krippendorff's α.
+
+A model's score on a scenario is its mean decision over its decided samples (a cell of the
+model × scenario matrix). A pair is compared over the scenarios *both* decided — not only
+those every model decided, as the original worker did, which threw away data whenever one
+model refused. The effect size of a pair is the paired Cohen's d_z = mean(a − b) / sd(a − b)
+(the scores are paired by scenario; the original's pooled two-sample d ignored that).
+"""
+
+from __future__ import annotations
+
+import math
+from itertools import combinations
+from typing import Any
+
+import krippendorff
+import numpy as np
+from sklearn.metrics import cohen_kappa_score
+
+from valuerank.analysis.correlation import MIN_SHARED, spearman
+from valuerank.analysis.data import CODES, FloatArray
+from valuerank.analysis.intervals import adjust, interpret_d
+from valuerank.analysis.output import AnalysisWarning, pair_key
+
+OUTLIER_Z = 3.5  # Iglewicz & Hoaglin's cut-off for the modified z-score
+MIN_MODELS_FOR_OUTLIERS = 4
+
+
+def paired_dz(a: FloatArray, b: FloatArray) -> float | None:
+    """Cohen's d_z of paired scores: mean difference over the sd of the differences;
+    0 when every difference is 0, None when it is undefined (n < 2, or sd 0 with a shift)."""
+    if a.size < 2:
+        return None
+    diff = a - b
+    sd = float(diff.std(ddof=1))
+    mean = float(diff.mean())
+    if sd == 0:
+        return 0.0 if mean == 0 else None
+    return mean / sd
+
+
+def pairwise(
+    models: tuple[str, ...], cells: FloatArray, alpha: float = 0.05
+) -> tuple[dict[str, Any], list[AnalysisWarning]]:
+    """`modelAgreement.pairwise`: one entry per pair, keyed `"a:b"` with a < b."""
+    raw: list[dict[str, Any]] = []
+    warnings: list[AnalysisWarning] = []
+    decided = ~np.isnan(cells)
+    for i, j in combinations(range(len(models)), 2):
+        shared = decided[i] & decided[j]
+        a, b = cells[i, shared], cells[j, shared]
+        rho, p = spearman(a, b)
+        dz = paired_dz(a, b)
+        first, second = sorted((models[i], models[j]))
+        raw.append(
+            {
+                "model1": first,
+                "model2": second,
+                "n": int(shared.sum()),
+                "spearmanRho": rho,
+                "pValue": p,
+                "effectSize": dz if first == models[i] else (None if dz is None else -dz),
+                "effectInterpretation": interpret_d(dz),
+            }
+        )
+        if rho is None:
+            why = (
+                f"only {int(shared.sum())} scenarios both decided"
+                if shared.sum() < MIN_SHARED
+                else "one of them gave the same score on every shared scenario"
+            )
+            warnings.append(
+                AnalysisWarning(
+                    "UNDEFINED_CORRELATION",
+                    f"No Spearman correlation for {first} and {second}: {why}",
+                    "The pair's spearmanRho and pValue are null and left out of the correction",
+                )
+            )
+    corrected, significant = adjust([r["pValue"] for r in raw], "holm", alpha)
+    result = {}
+    for entry, p_adj, sig in zip(raw, corrected, significant, strict=True):
+        entry["pValueCorrected"] = p_adj
+        entry["significant"] = sig
+        result[pair_key(entry["model1"], entry["model2"])] = entry
+    return result, warnings
+
+
+def mean_agreement(models: tuple[str, ...], pairs: dict[str, Any]) -> dict[str, float]:
+    """Each model's mean ρ with the others (pairs with a defined ρ only)."""
+    found: dict[str, list[float]] = {m: [] for m in models}
+    for entry in pairs.values():
+        if entry["spearmanRho"] is not None:
+            found[entry["model1"]].append(entry["spearmanRho"])
+            found[entry["model2"]].append(entry["spearmanRho"])
+    return {m: float(np.mean(v)) for m, v in found.items() if v}
+
+
+def modified_z(values: FloatArray) -> FloatArray:
+    """Iglewicz & Hoaglin's modified z-scores, 0.6745 (x − median) / MAD; when the MAD is 0,
+    (x − median) / (1.253314 · mean absolute deviation); all 0 when both are 0."""
+    median = float(np.median(values))
+    deviation = values - median
+    mad = float(np.median(np.abs(deviation)))
+    if mad > 0:
+        return 0.6745 * deviation / mad
+    mean_ad = float(np.mean(np.abs(deviation)))
+    if mean_ad > 0:
+        return deviation / (1.253314 * mean_ad)
+    return np.zeros_like(values)
+
+
+def outlier_models(means: dict[str, float]) -> list[str]:
+    """Models whose mean agreement with the others is unusually *low*: modified z-score
+    below −3.5 over the models' mean ρ (needs at least four models). The original worker's
+    z > 2 with the sample sd could never fire with fewer than six models."""
+    if len(means) < MIN_MODELS_FOR_OUTLIERS:
+        return []
+    names = sorted(means)
+    z = modified_z(np.array([means[m] for m in names]))
+    return [m for m, score in zip(names, z.tolist(), strict=True) if score < -OUTLIER_Z]
+
+
+def model_agreement(
+    models: tuple[str, ...], cells: FloatArray, alpha: float = 0.05
+) -> tuple[dict[str, Any], list[AnalysisWarning]]:
+    """The `modelAgreement` section: pairwise, outlierModels, overallAgreement (mean ρ over
+    the pairs with a defined ρ; None when there is none)."""
+    pairs, warnings = pairwise(models, cells, alpha)
+    rhos = [p["spearmanRho"] for p in pairs.values() if p["spearmanRho"] is not None]
+    means = mean_agreement(models, pairs)
+    return {
+        "pairwise": pairs,
+        "outlierModels": outlier_models(means),
+        "overallAgreement": float(np.mean(rhos)) if rhos else None,
+        "meanAgreement": means,
+    }, warnings
+
+
+def code_matrix(cells: FloatArray) -> FloatArray:
+    """Cells as decision codes (the mean of a cell's samples rounded half up); NaN kept."""
+    return np.floor(cells + 0.5)
+
+
+def weighted_kappa(a: FloatArray, b: FloatArray) -> float | None:
+    """Cohen's κ with quadratic weights over the codes 1–5; None when undefined (fewer than
+    two scenarios, or both raters constant on the same code)."""
+    if a.size < 2 or np.unique(np.concatenate([a, b])).size < 2:
+        return None
+    kappa = cohen_kappa_score(
+        a.astype(int), b.astype(int), labels=CODES.tolist(), weights="quadratic"
+    )
+    return float(kappa) if math.isfinite(kappa) else None
+
+
+def krippendorff_alpha(codes: FloatArray) -> float | None:
+    """Krippendorff's α, ordinal, over all models (coders) × scenarios (units) with missing
+    cells; None when undefined (fewer than two coders, no unit coded twice, no variation)."""
+    pairable = (~np.isnan(codes)).sum(axis=0) >= 2
+    if codes.shape[0] < 2 or not pairable.any():
+        return None
+    data = codes[:, pairable]
+    if np.unique(data[~np.isnan(data)]).size < 2:
+        return None
+    value = krippendorff.alpha(
+        reliability_data=data, level_of_measurement="ordinal", value_domain=CODES.tolist()
+    )
+    return float(value) if math.isfinite(value) else None

@@ -1,0 +1,169 @@
+"""`analyze:basic`: the fast findings of a run, in the original cloud worker's JSON shape.
+
+Keys kept from the original `analyze_basic` (so tools written for it keep working):
+`perModel`, `modelAgreement`, `dimensionAnalysis`, `mostContestedScenarios`,
+`visualizationData`, `methodsUsed`, `warnings`, `computedAt`, `durationMs`. New material sits
+under new keys (`meta`, `sample`) or new fields of existing entries; `methodsUsed.variants`
+lists every place where the computation deliberately differs from the original.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+from valuerank.analysis.agreement import model_agreement
+from valuerank.analysis.data import AnalysisInput
+from valuerank.analysis.dimensions import dimension_analysis
+from valuerank.analysis.output import AnalysisWarning, clean
+from valuerank.analysis.profile import contested, per_model, sample_warnings, visualization
+from valuerank.analysis.profile import win_rate_method as _win_rate_method
+
+# Bump whenever a figure would come out differently: cached analyses of another version are
+# recomputed.
+CODE_VERSION = "1.0.0"
+ALPHA = 0.05
+
+VARIANTS = (
+    "pair keys are the two model ids in sorted order, with model1/model2 fields",
+    "Spearman per pair over the scenarios both models decided (pairwise complete)",
+    "Holm-adjusted p-values are monotone (running maximum), via statsmodels",
+    "effect size of a pair is the paired Cohen's d_z (scores are paired by scenario)",
+    "overall.stdDev/mean/min/max are null, not 0, when undefined",
+    "outlier models by modified z-score (median/MAD) of mean agreement, low side, >= 4 models",
+    "dimension significance is Holm-corrected across dimensions",
+    "varianceExplained is the R² of one OLS fit with every dimension categorical",
+    "dimensions missing from some transcripts are reported per dimension (missing)",
+    "refusal and unparseable rates per model",
+    "sampled runs: intervals with the finite-population correction",
+)
+
+
+def methods_used(data: AnalysisInput, alpha: float) -> dict[str, Any]:
+    return {
+        "winRateCI": _win_rate_method(data),
+        "meanCI": "t_fpc" if data.sample is not None and data.sample.fpc is not None else "t",
+        "modelComparison": "spearman_rho",
+        "pValueCorrection": "holm",
+        "effectSize": "paired_cohens_dz",
+        "dimensionTest": "kruskal_wallis",
+        "dimensionEffectSize": "eta_squared",
+        "varianceExplained": "ols_r2_categorical",
+        "outlierModels": "modified_z_mad",
+        "contestedVariance": "population_ddof0_over_decided_transcripts",
+        "alpha": alpha,
+        "codeVersion": CODE_VERSION,
+        "variants": list(VARIANTS),
+    }
+
+
+def input_warnings(data: AnalysisInput) -> list[AnalysisWarning]:
+    """What the data itself lacks: transcripts, models, judgments, the full population."""
+    found: list[AnalysisWarning] = []
+    if data.n == 0:
+        found.append(
+            AnalysisWarning(
+                "NO_TRANSCRIPTS",
+                "The run has no transcripts",
+                "Run the probes first; every section is empty",
+            )
+        )
+        return found
+    if len(data.models) == 1:
+        found.append(
+            AnalysisWarning(
+                "SINGLE_MODEL",
+                f"Only one model ({data.models[0]}) answered",
+                "Model agreement needs two models: its sections are empty",
+            )
+        )
+    if len(np.unique(data.scenario_idx)) == 1:
+        found.append(
+            AnalysisWarning(
+                "SINGLE_SCENARIO",
+                "All transcripts answer one scenario",
+                "Agreement and dimension effects need several scenarios",
+            )
+        )
+    judged = int(data.judged.sum())
+    if judged == 0:
+        found.append(
+            AnalysisWarning(
+                "NO_VALUE_JUDGMENTS",
+                "No judge ran on this run: no transcript has prioritised/deprioritised values",
+                "Value win rates need judges: create the run with --judge MODEL (values are "
+                "never inferred without them)",
+            )
+        )
+    elif judged < data.n:
+        found.append(
+            AnalysisWarning(
+                "PARTIAL_JUDGMENTS",
+                f"Only {judged} of {data.n} transcripts have the judges' consensus",
+                "Value win rates rest on the judged transcripts only",
+            )
+        )
+    sample = data.sample
+    if sample is not None and sample.sampled:
+        found.append(
+            AnalysisWarning(
+                "SAMPLED_RUN",
+                f"Figures are {sample.basis}",
+                "Intervals use the finite-population correction; expand the run "
+                "(`valuerank runs expand RUN --sample-percentage 100`) for the full figures",
+            )
+        )
+        if sample.total is None:
+            found.append(
+                AnalysisWarning(
+                    "POPULATION_UNKNOWN",
+                    "The run's definition is unknown, so the number of scenarios sampled from "
+                    "is too",
+                    "Intervals are not corrected for the finite population",
+                )
+            )
+    return found
+
+
+def analyze_basic(
+    data: AnalysisInput, *, alpha: float = ALPHA, now: datetime | None = None
+) -> dict[str, Any]:
+    """The basic analysis of `data` as strict-JSON-ready data."""
+    started = time.perf_counter()
+    cells = data.cell_means()
+    profile = per_model(data)
+    agreement, agreement_warnings = model_agreement(data.models, cells, alpha)
+    dimensions, dimension_warnings = dimension_analysis(data, alpha)
+    warnings = [
+        *input_warnings(data),
+        *sample_warnings(data, profile),
+        *agreement_warnings,
+        *dimension_warnings,
+    ]
+    result = {
+        "perModel": profile,
+        "modelAgreement": agreement,
+        "dimensionAnalysis": dimensions,
+        "mostContestedScenarios": contested(data, cells),
+        "visualizationData": visualization(data, cells),
+        "methodsUsed": methods_used(data, alpha),
+        "warnings": [w.to_dict() for w in warnings],
+        "meta": {
+            "transcripts": data.n,
+            "decided": int(data.decided.sum()),
+            "judged": int(data.judged.sum()),
+            "models": list(data.models),
+            "scenarios": len(np.unique(data.scenario_idx)) if data.n else 0,
+            "dimensions": list(data.dimensions),
+            "values": list(data.values),
+        },
+        "sample": None if data.sample is None else data.sample.to_dict(),
+        "computedAt": (now or datetime.now(UTC)).isoformat(),
+        "durationMs": 0,
+    }
+    cleaned: dict[str, Any] = clean(result)
+    cleaned["durationMs"] = round((time.perf_counter() - started) * 1000, 3)
+    return cleaned

@@ -1,0 +1,105 @@
+"""`analyze:deep`: the heavy statistics, under `analysis.deep`.
+
+PCA and outliers (structure.py), correlations of each dimension with the decision per model
+(dimensions.py), inter-model agreement — pairwise Spearman and quadratic-weighted Cohen's κ,
+Krippendorff's α (ordinal) over all models with missing cells (agreement.py) —,
+Bradley–Terry value strengths with bootstrap intervals (values.py), the most contested
+scenarios, and insights in words (insights.py). The optional narrative is written later by a
+model (the `summarize` job) and stored next to these figures.
+"""
+
+from __future__ import annotations
+
+import time
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+
+from valuerank.analysis.agreement import (
+    code_matrix,
+    krippendorff_alpha,
+    pairwise,
+    weighted_kappa,
+)
+from valuerank.analysis.basic import CODE_VERSION
+from valuerank.analysis.data import AnalysisInput, FloatArray
+from valuerank.analysis.dimensions import correlations
+from valuerank.analysis.insights import insights
+from valuerank.analysis.output import AnalysisWarning, clean, pair_key
+from valuerank.analysis.profile import contested
+from valuerank.analysis.structure import outliers, pca
+from valuerank.analysis.values import BOOTSTRAP, bradley_terry
+
+DEEP_CONTESTED = 10
+
+
+def deep_agreement(
+    models: tuple[str, ...], cells: FloatArray, alpha: float
+) -> tuple[dict[str, Any], list[AnalysisWarning]]:
+    pairs, warnings = pairwise(models, cells, alpha)
+    codes = code_matrix(cells)
+    for i, j in combinations(range(len(models)), 2):
+        shared = ~np.isnan(codes[i]) & ~np.isnan(codes[j])
+        entry = pairs[pair_key(models[i], models[j])]
+        entry["weightedKappa"] = weighted_kappa(codes[i, shared], codes[j, shared])
+    alpha_value = krippendorff_alpha(codes)
+    if alpha_value is None and len(models) > 1:
+        warnings.append(
+            AnalysisWarning(
+                "UNDEFINED_KRIPPENDORFF_ALPHA",
+                "Krippendorff's alpha is undefined: no scenario was decided by two models, "
+                "or every decision is the same",
+                "It is reported as null",
+            )
+        )
+    return {
+        "pairwise": pairs,
+        "krippendorffAlpha": {
+            "value": alpha_value,
+            "level": "ordinal",
+            "coders": len(models),
+            "units": int(((~np.isnan(codes)).sum(axis=0) >= 2).sum()),
+        },
+    }, warnings
+
+
+def analyze_deep(
+    data: AnalysisInput,
+    *,
+    basic: dict[str, Any] | None = None,
+    alpha: float = 0.05,
+    bootstrap: int = BOOTSTRAP,
+) -> dict[str, Any]:
+    """The deep analysis of `data` (strict-JSON-ready); `basic` feeds the insights."""
+    started = time.perf_counter()
+    cells = data.cell_means()
+    agreement, warnings = deep_agreement(data.models, cells, alpha)
+    strengths, bt_warnings = bradley_terry(data, bootstrap=bootstrap)
+    deep: dict[str, Any] = {
+        "pca": pca(data.models, data.scenarios, cells),
+        "outliers": outliers(data.models, cells),
+        "correlations": correlations(data),
+        "agreement": agreement,
+        "bradleyTerry": strengths,
+        "mostContestedScenarios": contested(data, cells, DEEP_CONTESTED),
+        "methodsUsed": {
+            "pca": "sklearn_pca_standardised_per_scenario_mean_imputed",
+            "mahalanobis": "minimum_covariance_determinant_chi2_0.975",
+            "isolationForest": "sklearn_isolation_forest_auto",
+            "jackknife": "rms_consensus_shift_modified_z_3.5",
+            "correlation": "pearson_spearman_fisher_z_bonett_wright",
+            "kappa": "cohen_quadratic_weights",
+            "krippendorff": "ordinal",
+            "bradleyTerry": "choix_ilsr_percentile_bootstrap",
+            "bootstrapDraws": bootstrap,
+            "alpha": alpha,
+            "codeVersion": CODE_VERSION,
+        },
+        "narrative": None,
+    }
+    cleaned: dict[str, Any] = clean(deep)
+    cleaned["insights"] = insights(basic, cleaned)
+    cleaned["warnings"] = [w.to_dict() for w in (*warnings, *bt_warnings)]
+    cleaned["durationMs"] = round((time.perf_counter() - started) * 1000, 3)
+    return cleaned

@@ -1,0 +1,222 @@
+"""Analyses, comparisons, experiments and lineage results.
+
+`GET /api/runs/{id}/analysis` serves the basic analysis (computed on a cache miss: it is
+fast) and, with `?deep=true`, the deep one when it is current — otherwise it queues
+`analyze:deep` and answers 202 with the job. Writes (`POST`) need the member role; another
+organisation's ids are 404 like unknown ones (every service call is scoped by org).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from valuerank.api.deps import Member, Viewer
+from valuerank.api.envelope import ok
+from valuerank.api.pagination import Cursor, Limit, decode_cursor, page
+from valuerank.findings.analyses import deep_state, run_analysis
+from valuerank.findings.comparisons import (
+    create_comparison,
+    get_comparison,
+    list_comparisons,
+)
+from valuerank.findings.lineage import lineage_results
+from valuerank.pipeline.analyze import enqueue_analysis, enqueue_comparison
+from valuerank.pipeline.experiments import (
+    add_variant,
+    create_experiment,
+    experiment_report,
+    list_experiments,
+)
+from valuerank.queue import get_job
+from valuerank.queue.dialect import iso
+from valuerank.runs.service import get_run
+
+router = APIRouter(tags=["analysis"])
+
+
+class AnalyzeBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    deep: bool = False
+    force: bool = False
+    narrative_model: str | None = Field(
+        default=None, max_length=300, description="A model that narrates the deep analysis."
+    )
+
+
+class CompareBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    baseline_run_id: str = Field(min_length=1, max_length=100)
+    comparison_run_id: str = Field(min_length=1, max_length=100)
+    correction: str = Field(default="fdr_bh", description="fdr_bh (default) or holm")
+
+
+class ExperimentBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1, max_length=300)
+    hypothesis: str = Field(default="", max_length=10_000)
+    baseline_run_id: str = Field(min_length=1, max_length=100)
+
+
+class VariantBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    changes: dict[str, Any] = Field(description="What differs from the baseline's settings.")
+
+
+def _after(cursor: str | None) -> tuple[str, str] | None:
+    """The (created_at, id) a newest-first page continues after."""
+    if cursor is None:
+        return None
+    created, last = decode_cursor(cursor, arity=2)
+    return str(created), str(last)
+
+
+def _job(job_id: str, status: str, **extra: Any) -> dict[str, Any]:
+    return {"job_id": job_id, "status": status, **extra}
+
+
+@router.get("/api/runs/{run_id}/analysis")
+async def get_analysis_route(
+    run_id: str,
+    ctx: Viewer,
+    deep: Annotated[
+        bool, Query(description="Also the deep analysis (queued if not current).")
+    ] = False,
+) -> JSONResponse:
+    """The run's analysis (`analysis` of `valuerank analyze RUN --json`)."""
+    outcome = await run_analysis(ctx.db, ctx.org_id, run_id)
+    data = outcome.analysis
+    if not deep:
+        return ok(data, cached=outcome.cached)
+    state = await deep_state(ctx.db, ctx.org_id, outcome.run_id)
+    if state.fresh:
+        data["deep"] = state.result()
+        return ok(data, cached=outcome.cached)
+    async with ctx.db.transaction(immediate=True) as conn:
+        run = await get_run(conn, ctx.org_id, outcome.run_id)
+        queued = await enqueue_analysis(conn, run, "deep", key=state.input_hash)
+        job = await get_job(conn, queued.job_id, org_id=ctx.org_id)
+    data["deep"] = _job(job.id, job.status.value, error=job.last_error)
+    return ok(data, status_code=202, cached=outcome.cached)
+
+
+@router.post("/api/runs/{run_id}/analyze")
+async def analyze_route(run_id: str, ctx: Member, body: AnalyzeBody | None = None) -> JSONResponse:
+    """Queue the run's analysis (`force` recomputes even when the cached one is current)."""
+    body = body or AnalyzeBody()
+    async with ctx.db.transaction(immediate=True) as conn:
+        run = await get_run(conn, ctx.org_id, run_id)
+        queued = await enqueue_analysis(
+            conn,
+            run,
+            "deep" if body.deep else "basic",
+            force=body.force,
+            narrative_model=body.narrative_model,
+        )
+    return ok(
+        _job(queued.job_id, "queued", run_id=run.id, kind="deep" if body.deep else "basic"),
+        status_code=202,
+    )
+
+
+@router.post("/api/runs/compare")
+async def compare_route(body: CompareBody, ctx: Member) -> JSONResponse:
+    """Queue `analyze:compare` of two runs; answers the comparison id to poll."""
+    async with ctx.db.transaction(immediate=True) as conn:
+        comparison = await create_comparison(
+            conn, ctx.org_id, body.baseline_run_id, body.comparison_run_id, body.correction
+        )
+        queued = await enqueue_comparison(
+            conn, ctx.org_id, comparison.id, comparison.baseline_run_id
+        )
+    return ok(
+        {"comparison_id": comparison.id, "status": comparison.status, "job_id": queued.job_id},
+        status_code=202,
+    )
+
+
+@router.get("/api/runs/{run_id}/comparisons")
+async def run_comparisons_route(
+    run_id: str, ctx: Viewer, limit: Limit = 50, cursor: Cursor = None
+) -> JSONResponse:
+    """Comparisons involving the run, newest first (without their results)."""
+    after = _after(cursor)
+    async with ctx.db.transaction() as conn:
+        run = await get_run(conn, ctx.org_id, run_id)
+        found = await list_comparisons(conn, ctx.org_id, run.id, limit=limit, after=after)
+    return ok(
+        page(
+            "comparisons",
+            [c.to_dict(with_result=False) for c in found],
+            limit=limit,
+            key=lambda c: [c["created_at"], c["id"]],
+        )
+    )
+
+
+@router.get("/api/comparisons/{comparison_id}")
+async def get_comparison_route(comparison_id: str, ctx: Viewer) -> JSONResponse:
+    async with ctx.db.transaction() as conn:
+        comparison = await get_comparison(conn, ctx.org_id, comparison_id)
+    return ok(comparison.to_dict())
+
+
+@router.post("/api/experiments")
+async def create_experiment_route(body: ExperimentBody, ctx: Member) -> JSONResponse:
+    async with ctx.db.transaction(immediate=True) as conn:
+        experiment = await create_experiment(
+            conn,
+            ctx.org_id,
+            name=body.name,
+            hypothesis=body.hypothesis,
+            baseline_run=body.baseline_run_id,
+        )
+    return ok(experiment.to_dict(), status_code=201)
+
+
+@router.get("/api/experiments")
+async def list_experiments_route(
+    ctx: Viewer, limit: Limit = 50, cursor: Cursor = None
+) -> JSONResponse:
+    after = _after(cursor)
+    async with ctx.db.transaction() as conn:
+        found = await list_experiments(conn, ctx.org_id, limit=limit, after=after)
+    return ok(
+        page(
+            "experiments",
+            [e.to_dict() for e in found],
+            limit=limit,
+            key=lambda e: [e["created_at"], e["id"]],
+        )
+    )
+
+
+@router.post("/api/experiments/{experiment_id}/runs")
+async def add_variant_route(experiment_id: str, body: VariantBody, ctx: Member) -> JSONResponse:
+    """Create and start a variant run: the baseline's settings with `changes` applied."""
+    async with ctx.db.transaction(immediate=True) as conn:
+        variant = await add_variant(conn, ctx.org_id, experiment_id, body.changes)
+    return ok(
+        {
+            **variant.run.summary_dict(),
+            "experiment_id": variant.experiment_id,
+            "changes": variant.changes,
+            "created_at": iso(variant.created_at),
+        },
+        status_code=201,
+    )
+
+
+@router.get("/api/experiments/{experiment_id}")
+async def get_experiment_route(experiment_id: str, ctx: Viewer) -> JSONResponse:
+    """The experiment with its report: every variant against the baseline."""
+    return ok(await experiment_report(ctx.db, ctx.org_id, experiment_id))
+
+
+@router.get("/api/definitions/{definition_id}/lineage/results")
+async def lineage_results_route(definition_id: str, ctx: Viewer) -> JSONResponse:
+    """Results of every version in the definition's fork tree, aligned on scenario ids."""
+    return ok(await lineage_results(ctx.db, ctx.org_id, definition_id))

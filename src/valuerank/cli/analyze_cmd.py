@@ -1,0 +1,275 @@
+"""`valuerank analyze`, `valuerank compare`, `valuerank experiments …`, `valuerank lineage …`.
+
+The commands compute through the same services as the API and the jobs (valuerank.findings,
+valuerank.pipeline.experiments): cached results are served while the runs' inputs match.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from valuerank.analysis import plots
+from valuerank.cli.analysis_view import print_analysis, print_comparison
+from valuerank.cli.common import JsonOption, console, database, print_json, run, session
+from valuerank.errors import InvalidInputError
+from valuerank.findings.analyses import run_analysis
+from valuerank.findings.comparisons import compare_runs
+from valuerank.findings.lineage import lineage_results
+from valuerank.pipeline.experiments import (
+    add_variant,
+    create_experiment,
+    experiment_report,
+    list_experiments,
+)
+
+PlotsOption = typer.Option(
+    None, "--plots", help="Also write the plots (PNG and SVG) into this directory."
+)
+
+
+def _plots(figures: dict[str, Any], directory: Path | None) -> list[str]:
+    if directory is None:
+        return []
+    return [str(p) for p in plots.write_figures(figures, directory)]
+
+
+def analyze(
+    run_id: str = typer.Argument(..., help="Run id or prefix."),
+    deep: bool = typer.Option(
+        False, "--deep", help="Also PCA, outliers, correlations, κ/α, Bradley–Terry, insights."
+    ),
+    force: bool = typer.Option(False, "--force", help="Recompute even if the cache is current."),
+    plots_dir: Path | None = PlotsOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Findings of a run: value profiles, agreement, dimension effects (cached by input)."""
+
+    async def _go() -> dict[str, Any]:
+        async with database() as opened:
+            outcome = await run_analysis(opened.db, opened.org_id, run_id, deep=deep, force=force)
+        return outcome.to_dict()
+
+    data = run(_go(), as_json=as_json)
+    analysis = data["analysis"]
+    written = _plots(plots.analysis_figures(analysis, analysis.get("deep")), plots_dir)
+    if as_json:
+        print_json({**data, "plots": written} if plots_dir else data)
+        return
+    print_analysis(console, analysis)
+    for path in written:
+        console.print(f"plot: {path}")
+
+
+def compare(
+    baseline: str = typer.Argument(..., help="Baseline run id or prefix."),
+    other: str = typer.Argument(..., help="The run compared with it."),
+    correction: str = typer.Option(
+        "fdr_bh", "--correction", help="fdr_bh (Benjamini–Hochberg) or holm, across all tests."
+    ),
+    force: bool = typer.Option(False, "--force", help="Recompute even if a result is current."),
+    plots_dir: Path | None = PlotsOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Compare two runs paired on scenario identity: deltas, intervals, tests, divergences."""
+
+    async def _go() -> dict[str, Any]:
+        async with database() as opened:
+            outcome = await compare_runs(
+                opened.db, opened.org_id, baseline, other, correction=correction, force=force
+            )
+        return {
+            "success": True,
+            "cached": outcome.cached,
+            "comparison": outcome.comparison.to_dict(),
+        }
+
+    data = run(_go(), as_json=as_json)
+    result = data["comparison"]["result"]
+    written = _plots({"comparison_forest": plots.comparison_forest(result)}, plots_dir)
+    if as_json:
+        print_json({**data, "plots": written} if plots_dir else data)
+        return
+    print_comparison(console, data["comparison"])
+    for path in written:
+        console.print(f"plot: {path}")
+
+
+experiments_app = typer.Typer(
+    help="Experiments: a hypothesis, a baseline run and variants that change one thing.",
+    no_args_is_help=True,
+)
+
+
+@experiments_app.command("create")
+def experiments_create(
+    name: str = typer.Option(..., "--name", help="What the experiment is called."),
+    baseline: str = typer.Option(..., "--baseline", help="The baseline run (id or prefix)."),
+    hypothesis: str = typer.Option("", "--hypothesis", help="What you expect to see."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Create an experiment around a baseline run."""
+
+    async def _go() -> dict[str, Any]:
+        async with session() as s:
+            made = await create_experiment(
+                s.conn, s.org_id, name=name, hypothesis=hypothesis, baseline_run=baseline
+            )
+        return made.to_dict()
+
+    data = run(_go(), as_json=as_json)
+    if as_json:
+        print_json(data)
+    else:
+        console.print(f"experiment [bold]{data['id']}[/] {data['name']}")
+
+
+def _changes(
+    models: list[str],
+    definition: str | None,
+    temperature: float | None,
+    sample_percentage: float | None,
+    sample_seed: int | None,
+    raw: str | None,
+) -> dict[str, Any]:
+    changes: dict[str, Any] = {}
+    if raw:
+        try:
+            loaded = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise InvalidInputError(f"--changes is not JSON: {exc}") from None
+        if not isinstance(loaded, dict):
+            raise InvalidInputError("--changes must be a JSON object")
+        changes.update(loaded)
+    if models:
+        changes["models"] = list(models)
+    if definition is not None:
+        changes["definition_id"] = definition
+    for key, value in (
+        ("temperature", temperature),
+        ("sample_percentage", sample_percentage),
+        ("sample_seed", sample_seed),
+    ):
+        if value is not None:
+            changes[key] = value
+    return changes
+
+
+@experiments_app.command("add-variant")
+def experiments_add_variant(
+    experiment: str = typer.Argument(..., help="Experiment id or prefix."),
+    model: list[str] = typer.Option([], "--model", "-m", help="The variant's models (repeat)."),
+    definition: str | None = typer.Option(None, "--definition", help="Another definition version."),
+    temperature: float | None = typer.Option(None, "--temperature"),
+    sample_percentage: float | None = typer.Option(None, "--sample-percentage"),
+    sample_seed: int | None = typer.Option(None, "--sample-seed"),
+    changes: str | None = typer.Option(
+        None, "--changes", help="Any change as JSON, e.g. '{\"max_tokens\": 500}'."
+    ),
+    no_start: bool = typer.Option(False, "--no-start", help="Create the run without starting it."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Create (and start) a variant run: the baseline's settings with the stated changes."""
+
+    async def _go() -> dict[str, Any]:
+        stated = _changes(model, definition, temperature, sample_percentage, sample_seed, changes)
+        async with session() as s:
+            variant = await add_variant(s.conn, s.org_id, experiment, stated, start=not no_start)
+        return {
+            **variant.run.summary_dict(),
+            "experiment_id": variant.experiment_id,
+            "changes": variant.changes,
+        }
+
+    data = run(_go(), as_json=as_json)
+    if as_json:
+        print_json(data)
+    else:
+        console.print(f"variant run [bold]{data['id']}[/] ({data['status']}): {data['changes']}")
+
+
+@experiments_app.command("report")
+def experiments_report(
+    experiment: str = typer.Argument(..., help="Experiment id or prefix."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Every variant compared with the baseline (once both have finished)."""
+
+    async def _go() -> dict[str, Any]:
+        async with database() as opened:
+            return await experiment_report(opened.db, opened.org_id, experiment)
+
+    data = run(_go(), as_json=as_json)
+    if as_json:
+        print_json(data)
+        return
+    console.print(f"[bold]{data['name']}[/]: {data['hypothesis']}")
+    console.print(f"baseline {data['baseline']['id'][:8]} ({data['baseline']['status']})")
+    for variant in data["variants"]:
+        console.print(f"variant {variant['run_id'][:8]} {variant['changes']}: {variant['status']}")
+        if variant["comparison"] is not None:
+            print_comparison(console, variant["comparison"])
+        else:
+            console.print(f"  waiting for {', '.join(r[:8] for r in variant['waiting_for'])}")
+
+
+@experiments_app.command("list")
+def experiments_list(as_json: bool = JsonOption) -> None:
+    """The organisation's experiments, newest first."""
+
+    async def _go() -> list[dict[str, Any]]:
+        async with session() as s:
+            return [e.to_dict() for e in await list_experiments(s.conn, s.org_id, limit=500)]
+
+    rows = run(_go(), as_json=as_json)
+    if as_json:
+        print_json(rows)
+        return
+    for row in rows:
+        console.print(f"{row['id'][:8]}  {row['name']}  baseline {row['baseline_run_id'][:8]}")
+
+
+lineage_app = typer.Typer(help="Results across a definition's fork tree.", no_args_is_help=True)
+
+
+@lineage_app.command("results")
+def lineage_results_cmd(
+    definition: str = typer.Argument(..., help="Definition version id or prefix."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Every version's results aligned on scenarios, each delta next to the diff behind it."""
+
+    async def _go() -> dict[str, Any]:
+        async with database() as opened:
+            return await lineage_results(opened.db, opened.org_id, definition)
+
+    data = run(_go(), as_json=as_json)
+    if as_json:
+        print_json(data)
+        return
+    console.print(f"[bold]{data['name']}[/]: {len(data['versions'])} versions")
+    for version in data["versions"]:
+        means = ", ".join(
+            f"{m} {r['mean']:.2f}" if r["mean"] is not None else f"{m} –"
+            for m, r in (version.get("results") or {}).items()
+        )
+        indent = "  " * version["depth"]
+        console.print(
+            f"{indent}{version['label']}: {len(version['runs'])} runs; {means or 'no results'}"
+        )
+    for change in data["changes"]:
+        console.print(f"[bold]{change['from_label']} → {change['to_label']}[/]")
+        for line in change["diff_lines"]:
+            console.print(f"  {line}", highlight=False, markup=False)
+        for model, entry in change["comparison"]["perModel"].items():
+            console.print(f"  {model}: Δ {entry['delta'] if entry['delta'] is not None else '–'}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("analyze")(analyze)
+    app.command("compare")(compare)
+    app.add_typer(experiments_app, name="experiments")
+    app.add_typer(lineage_app, name="lineage")

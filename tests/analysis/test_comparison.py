@@ -1,0 +1,148 @@
+"""Run comparisons: paired deltas, Wilcoxon, McNemar/Stuart–Maxwell, value permutation tests,
+the correction across everything tested."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from valuerank.analysis.comparison import changed_decisions, compare, rank_biserial
+from valuerank.analysis.synthetic import SyntheticSpec, synthetic_run
+
+from .helpers import run_of, strict_json
+
+A, B, C = "m:a", "m:b", "m:c"
+
+
+def _stuart_maxwell(table: np.ndarray) -> float:
+    """The textbook statistic: d = row − column margins (one category dropped),
+    S = the covariance of d, χ² = dᵀ S⁻¹ d (Stuart 1955; Maxwell 1970)."""
+    k = table.shape[0]
+    rows, cols = table.sum(axis=1), table.sum(axis=0)
+    d = (rows - cols)[:-1]
+    s = np.zeros((k - 1, k - 1))
+    for i in range(k - 1):
+        for j in range(k - 1):
+            s[i, j] = (
+                rows[i] + cols[i] - 2 * table[i, i] if i == j else -(table[i, j] + table[j, i])
+            )
+    return float(d @ np.linalg.solve(s, d))
+
+
+def test_decision_delta_against_references() -> None:
+    rng = np.random.default_rng(31)
+    base = rng.integers(1, 6, 40)
+    moved = np.clip(base + rng.choice([0, 0, 1, 1, 2], 40), 1, 5)
+    a = run_of([(A, f"s{k}", int(x)) for k, x in enumerate(base)] + [(C, "s0", 3)])
+    b = run_of([(A, f"s{k}", int(x)) for k, x in enumerate(moved)] + [(B, "s0", 3)])
+    result = strict_json(compare(a, b, bootstrap=500))
+    assert result["models"] == {"shared": [A], "baselineOnly": [C], "comparisonOnly": [B]}
+    assert "MODELS_NOT_SHARED" in [w["code"] for w in result["warnings"]]
+    entry = result["perModel"][A]
+    diff = (moved - base).astype(float)
+    assert entry["delta"] == pytest.approx(diff.mean(), rel=1e-5)
+    ref = stats.wilcoxon(diff, zero_method="wilcox")
+    assert entry["wilcoxon"]["pValue"] == pytest.approx(ref.pvalue, rel=1e-5)
+    assert entry["effectSize"]["dz"] == pytest.approx(diff.mean() / diff.std(ddof=1), rel=1e-5)
+    assert entry["interval"]["lower"] < entry["delta"] < entry["interval"]["upper"]
+    assert entry["interval"]["lower"] > 0  # the shift is real
+    table = np.zeros((5, 5))
+    np.add.at(table, (base - 1, moved - 1), 1)
+    present = np.flatnonzero(table.sum(axis=0) + table.sum(axis=1))
+    sub = table[np.ix_(present, present)]
+    changed = entry["changedDecisions"]
+    assert changed["test"] == "stuart_maxwell"
+    assert changed["changed"] == int((base != moved).sum())
+    assert changed["statistic"] == pytest.approx(_stuart_maxwell(sub), rel=1e-5)
+    assert changed["pValue"] == pytest.approx(
+        stats.chi2.sf(_stuart_maxwell(sub), len(present) - 1), rel=1e-5
+    )
+    assert result["divergedScenarios"][0]["meanAbsDelta"] == 2
+
+
+def test_two_codes_use_mcnemar() -> None:
+    a = np.array([1.0] * 10 + [5.0] * 10)
+    b = np.array([1.0] * 4 + [5.0] * 6 + [5.0] * 9 + [1.0])
+    found = changed_decisions(a, b)
+    assert found["test"] == "mcnemar_exact" and found["changed"] == 7
+    assert found["pValue"] == pytest.approx(stats.binomtest(1, 7).pvalue)
+    nothing = changed_decisions(a, a)
+    assert nothing["changed"] == 0 and nothing["pValue"] == 1.0
+
+
+def test_rank_biserial() -> None:
+    diff = np.array([1.0, 2, -1, 3, 0])
+    ranks = stats.rankdata(np.abs(diff[diff != 0]))
+    plus = ranks[diff[diff != 0] > 0].sum()
+    minus = ranks[diff[diff != 0] < 0].sum()
+    assert rank_biserial(diff) == pytest.approx((plus - minus) / (plus + minus))
+    assert rank_biserial(np.zeros(3)) == 0.0
+
+
+def test_value_deltas_and_the_correction_across_every_test() -> None:
+    n = 60
+    a = run_of(
+        [(A, f"s{k}", 3) for k in range(n)],
+        values=[(["Care"], ["Honesty"]) if k % 4 else (["Honesty"], ["Care"]) for k in range(n)],
+    )
+    b = run_of(
+        [(A, f"s{k}", 3) for k in range(n)],
+        values=[(["Honesty"], ["Care"]) if k % 4 else (["Care"], ["Honesty"]) for k in range(n)],
+    )
+    result = strict_json(compare(a, b, bootstrap=400, correction="holm"))
+    care = result["values"][A]["Care"]
+    assert care["baselineWinRate"] == 0.75
+    assert care["comparisonWinRate"] == 0.25
+    assert care["delta"] == -0.5
+    assert care["interval"]["upper"] < 0 and care["pValue"] < 0.05
+    assert care["test"] == "paired_permutation"
+    p_values = [
+        result["perModel"][A]["wilcoxon"]["pValue"],
+        result["perModel"][A]["changedDecisions"]["pValue"],
+        result["values"][A]["Care"]["pValue"],
+        result["values"][A]["Honesty"]["pValue"],
+    ]
+    from statsmodels.stats.multitest import multipletests
+
+    expected = multipletests(p_values, method="holm")[1]
+    corrected = [
+        result["perModel"][A]["wilcoxon"]["pValueCorrected"],
+        result["perModel"][A]["changedDecisions"]["pValueCorrected"],
+        result["values"][A]["Care"]["pValueCorrected"],
+        result["values"][A]["Honesty"]["pValueCorrected"],
+    ]
+    assert corrected == pytest.approx(list(expected), rel=1e-5)
+    assert result["methodsUsed"]["correction"] == "holm"
+
+
+def test_comparing_runs_with_nothing_in_common() -> None:
+    a = run_of([(A, "s1", 2)])
+    b = run_of([(B, "s9", 4)])
+    result = strict_json(compare(a, b))
+    codes = {w["code"] for w in result["warnings"]}
+    assert {"NO_SHARED_MODELS", "NO_SHARED_SCENARIOS", "MODELS_NOT_SHARED"} <= codes
+    assert result["perModel"] == {} and result["divergedScenarios"] == []
+
+
+def test_a_run_compared_with_itself_moves_nothing() -> None:
+    data = synthetic_run(SyntheticSpec(models=3, scenarios=50, seed=2))
+    result = strict_json(compare(data, data, bootstrap=100))
+    for entry in result["perModel"].values():
+        assert entry["delta"] == 0 and entry["wilcoxon"]["pValue"] == 1.0
+        assert entry["changedDecisions"]["changed"] == 0
+        assert entry["wilcoxon"]["significant"] is False
+
+
+def test_codes_nobody_moved_from_are_left_out_of_the_test() -> None:
+    # Code 3 stays 3 every time; 1 and 5 swap: the test is McNemar's over {1, 5}.
+    a = np.array([3.0] * 6 + [1.0] * 5 + [5.0] * 2)
+    b = np.array([3.0] * 6 + [5.0] * 5 + [1.0] * 2)
+    found = changed_decisions(a, b)
+    assert found["test"] == "mcnemar_exact" and found["changed"] == 7
+    assert found["pValue"] == pytest.approx(stats.binomtest(2, 7).pvalue)
+    # Three codes move in a cycle: Stuart–Maxwell over all three, finite.
+    c = np.array([1.0, 2, 3, 1, 2, 3, 1, 4])
+    d = np.array([2.0, 3, 1, 2, 3, 1, 1, 4])
+    cycle = changed_decisions(c, d)
+    assert cycle["test"] == "stuart_maxwell" and cycle["df"] == 2

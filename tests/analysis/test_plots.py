@@ -1,0 +1,81 @@
+"""Plots draw what the results say, and write PNG and SVG."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from xml.etree import ElementTree
+
+import numpy as np
+import pytest
+
+from valuerank.analysis.basic import analyze_basic
+from valuerank.analysis.comparison import compare
+from valuerank.analysis.deep import analyze_deep
+from valuerank.analysis.plots import (
+    agreement_heatmap,
+    agreement_matrix,
+    analysis_figures,
+    comparison_forest,
+    pca_scatter,
+    win_rates,
+    write_figures,
+)
+from valuerank.analysis.synthetic import SyntheticSpec, synthetic_run
+
+from .helpers import run_of
+
+
+@pytest.fixture(scope="module")
+def results() -> tuple[dict, dict, dict]:  # type: ignore[type-arg]
+    data = synthetic_run(SyntheticSpec(models=4, scenarios=40, seed=9))
+    other = synthetic_run(SyntheticSpec(models=4, scenarios=40, seed=10))
+    basic = analyze_basic(data)
+    return basic, analyze_deep(data, basic=basic, bootstrap=10), compare(data, other, bootstrap=50)
+
+
+def test_pca_scatter_places_every_model_at_its_coordinates(results) -> None:  # type: ignore[no-untyped-def]
+    _, deep, _ = results
+    fig = pca_scatter(deep)
+    points = fig.axes[0].collections[0].get_offsets()
+    coords = deep["pca"]["coordinates"]
+    np.testing.assert_allclose(points, [[c[0], c[1]] for c in coords.values()])
+    labels = [t.get_text() for t in fig.axes[0].texts]
+    assert labels == list(coords)
+
+
+def test_heatmap_and_win_rates_show_the_figures(results) -> None:  # type: ignore[no-untyped-def]
+    basic, _, _ = results
+    models, matrix = agreement_matrix(basic)
+    for entry in basic["modelAgreement"]["pairwise"].values():
+        i, j = models.index(entry["model1"]), models.index(entry["model2"])
+        assert matrix[i, j] == matrix[j, i] == entry["spearmanRho"]
+    fig = agreement_heatmap(basic)
+    shown = {t.get_text() for t in fig.axes[0].texts}
+    assert f"{matrix[0, 1]:.2f}" in shown
+    rates = win_rates(basic)
+    assert len(rates.axes[0].get_legend().get_texts()) == len(basic["perModel"])
+
+
+def test_forest_plot_one_row_per_shared_model(results) -> None:  # type: ignore[no-untyped-def]
+    _, _, comparison = results
+    fig = comparison_forest(comparison)
+    ticks = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert ticks == list(comparison["perModel"])
+
+
+def test_files_are_png_and_svg(results, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    basic, deep, comparison = results
+    figures = {**analysis_figures(basic, deep), "comparison_forest": comparison_forest(comparison)}
+    paths = write_figures(figures, tmp_path / "plots")
+    assert len(paths) == 2 * len(figures) == 10
+    for path in paths:
+        if path.suffix == ".png":
+            assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        else:
+            assert ElementTree.parse(path).getroot().tag.endswith("svg")
+
+
+def test_nothing_to_draw_is_said_in_the_figure() -> None:
+    basic = analyze_basic(run_of([("m:a", "s1", 3)]))
+    fig = win_rates(basic)
+    assert "win rates need judges" in fig.axes[0].texts[0].get_text()

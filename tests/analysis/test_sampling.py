@@ -1,0 +1,29 @@
+"""What a sampled run's figures rest on, and the finite-population correction."""
+
+from __future__ import annotations
+
+import math
+
+from valuerank.analysis.sampling import SampleBasis
+
+
+def test_a_sampled_run_says_what_it_rests_on() -> None:
+    basis = SampleBasis(percentage=10, scenarios=12, total=120)
+    assert basis.basis == "based on 10 % sample: 12 of 120 scenarios"
+    assert basis.fpc == math.sqrt(108 / 119)
+    data = basis.to_dict()
+    assert data["fraction"] == 0.1 and data["sampled"] is True
+
+
+def test_the_correction_shrinks_as_the_run_expands_and_vanishes_at_full() -> None:
+    factors = [SampleBasis(p, n, 120).fpc for p, n in ((10, 12), (50, 60), (90, 108))]
+    assert factors == sorted(factors, reverse=True)
+    full = SampleBasis(100, 120, 120)
+    assert full.fpc is None and not full.sampled
+    assert full.basis == "based on all 120 scenarios"
+
+
+def test_an_unknown_population_gets_no_correction() -> None:
+    basis = SampleBasis(25, 7, None)
+    assert basis.sampled and basis.fpc is None
+    assert "population size unknown" in basis.basis

@@ -1,0 +1,122 @@
+"""`valuerank analyze|compare|experiments|lineage` end to end on both backends, with scripted
+models, judges and an in-process worker (`runs wait --work`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import valuerank
+
+from .conftest import Invoke
+
+DEMO = str(Path(valuerank.__file__).parent / "demo" / "exp-demo-whistleblower.md")
+RUBRIC = str(Path(__file__).parents[2] / "examples" / "values_rubric.yaml")
+
+
+@pytest.fixture(autouse=True)
+def _fast_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VALUERANK_WORKER_POLL_SECONDS", "0.05")
+
+
+def _run(cli: Invoke, definition: str, *models: str) -> str:
+    args = ["runs", "create", "--definition", definition, "--sample-percentage", "20"]
+    for model in models:
+        args += ["--model", model]
+    created = cli(*args, "--judge", "scripted:centrist", "--followup-turns", "0", "--json")
+    assert created.exit_code == 0, created.stdout + created.stderr
+    run_id = str(created.json()["id"])
+    waited = cli("runs", "wait", run_id, "--work", "--timeout", "120", "--json")
+    assert waited.exit_code == 0 and waited.json()["status"] == "completed"
+    return run_id
+
+
+def test_analyze_compare_experiment_and_lineage(cli: Invoke, tmp_path: Path) -> None:
+    assert cli("rubrics", "import", RUBRIC, "--json").exit_code == 0
+    definition = str(cli("definitions", "import", DEMO, "--json").json()["id"])
+    a = _run(cli, definition, "scripted:utilitarian", "scripted:contrarian", "scripted:refuser")
+    b = _run(cli, definition, "scripted:utilitarian", "scripted:agreeable")
+
+    first = cli("analyze", a, "--json")
+    assert first.exit_code == 0, first.stdout
+    data = first.json()
+    assert data["success"] is True
+    analysis = data["analysis"]
+    assert {"perModel", "modelAgreement", "dimensionAnalysis", "mostContestedScenarios",
+            "visualizationData", "methodsUsed", "warnings", "computedAt", "durationMs"} <= set(
+        analysis
+    )  # fmt: skip
+    assert analysis["perModel"]["scripted:refuser"]["refusalRate"] == 1.0
+    assert analysis["sample"]["basis"] == "based on 20 % sample: 5 of 27 scenarios"
+    cached = cli("analyze", a[:-2], "--json").json()["analysis"]
+    assert cached["meta"]["cached"] is True and cached["computedAt"] == analysis["computedAt"]
+    forced = cli("analyze", a, "--force", "--json").json()["analysis"]
+    assert forced["meta"]["cached"] is False
+
+    plots = tmp_path / "plots"
+    deep = cli("analyze", a, "--deep", "--plots", str(plots), "--json")
+    assert deep.exit_code == 0, deep.stdout
+    assert deep.json()["analysis"]["deep"]["insights"]
+    names = sorted(p.name for p in plots.iterdir())
+    assert names == sorted(
+        f"{n}.{ext}"
+        for n in ("win_rates", "agreement_heatmap", "dimension_effects", "pca_scatter")
+        for ext in ("png", "svg")
+    )
+    human = cli("analyze", a, "--deep")
+    assert human.exit_code == 0 and "Model agreement" in human.stdout
+    assert "Insights" in human.stdout
+
+    compared = cli("compare", a, b, "--plots", str(tmp_path / "cmp"), "--json")
+    assert compared.exit_code == 0, compared.stdout
+    result = compared.json()["comparison"]["result"]
+    assert result["models"]["shared"] == ["scripted:utilitarian"]
+    assert result["models"]["comparisonOnly"] == ["scripted:agreeable"]
+    assert (tmp_path / "cmp" / "comparison_forest.svg").exists()
+    assert cli("compare", a, b, "--json").json()["cached"] is True
+    assert "Decision deltas" in cli("compare", a, b).stdout
+
+    made = cli("experiments", "create", "--name", "agreeable", "--baseline", a, "--json")
+    assert made.exit_code == 0, made.stdout
+    experiment = made.json()["id"]
+    variant = cli(
+        "experiments", "add-variant", experiment, "--model", "scripted:agreeable",
+        "--temperature", "0.5", "--json",
+    )  # fmt: skip
+    assert variant.exit_code == 0, variant.stdout
+    assert variant.json()["changes"] == {"models": ["scripted:agreeable"], "temperature": 0.5}
+    waited = cli("runs", "wait", variant.json()["id"], "--work", "--timeout", "120", "--json")
+    assert waited.json()["status"] == "completed"
+    report = cli("experiments", "report", experiment, "--json").json()
+    assert report["variants"][0]["comparison"]["status"] == "completed"
+    assert [e["id"] for e in cli("experiments", "list", "--json").json()] == [experiment]
+
+    lineage = cli("lineage", "results", definition, "--json")
+    assert lineage.exit_code == 0
+    assert [v["label"] for v in lineage.json()["versions"]] == ["v1"]
+    assert "v1" in cli("lineage", "results", definition).stdout
+
+
+def test_errors_are_json_with_a_code(cli: Invoke) -> None:
+    unknown = cli("analyze", "ffffffff", "--json")
+    assert unknown.exit_code == 1 and unknown.json()["code"] == "NOT_FOUND"
+    definition = str(cli("definitions", "import", DEMO, "--json").json()["id"])
+    created = cli(
+        "runs", "create", "--definition", definition, "--model", "scripted:utilitarian",
+        "--sample-percentage", "10", "--no-start", "--json",
+    ).json()  # fmt: skip
+    empty = cli("analyze", created["id"], "--json")
+    assert empty.exit_code == 0
+    assert "NO_TRANSCRIPTS" in {w["code"] for w in empty.json()["analysis"]["warnings"]}
+    same = cli("compare", created["id"], created["id"], "--json")
+    assert same.exit_code == 1 and same.json()["code"] == "INVALID_INPUT"
+    bad_correction = cli("compare", created["id"], "ffffffff", "--correction", "x", "--json")
+    assert bad_correction.json()["code"] == "INVALID_INPUT"
+    experiment = cli(
+        "experiments", "create", "--name", "e", "--baseline", created["id"], "--json"
+    ).json()["id"]
+    bad = cli("experiments", "add-variant", experiment, "--changes", "nope", "--json")
+    assert bad.exit_code == 1 and bad.json()["code"] == "INVALID_INPUT"
+    nothing = cli("experiments", "add-variant", experiment, "--json")
+    assert nothing.json()["code"] == "INVALID_INPUT"
