@@ -14,10 +14,21 @@ from valuerank.api import (
     routes_assumptions,
     routes_auth,
     routes_credentials,
+    routes_definitions,
+    routes_eval,
+    routes_exchange,
+    routes_models,
+    routes_ops,
     routes_orgs,
+    routes_progress,
+    routes_providers,
+    routes_queue,
+    routes_rubrics,
     routes_runs,
+    routes_scenarios,
     routes_system,
     routes_tokens,
+    routes_transcripts,
     routes_updates,
     routes_users,
 )
@@ -71,6 +82,17 @@ def create_app(
     app.include_router(routes_assumptions.router)
     app.include_router(routes_updates.router)
     app.include_router(routes_analysis.router)
+    app.include_router(routes_definitions.router)
+    app.include_router(routes_rubrics.router)
+    app.include_router(routes_scenarios.router)
+    app.include_router(routes_models.router)
+    app.include_router(routes_providers.router)
+    app.include_router(routes_exchange.router)
+    app.include_router(routes_queue.router)
+    app.include_router(routes_eval.router)
+    app.include_router(routes_transcripts.router)
+    app.include_router(routes_progress.router)
+    app.include_router(routes_ops.router)
     pages.install(app)
     app.add_middleware(RateLimitMiddleware, limiter=limiter)
     app.add_middleware(AuthMiddleware, db=db, org_id=org_id, policy=policy, limiter=limiter)

@@ -1,0 +1,7 @@
+"""Routes of the API for transcripts (being written; see issue 10)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+router = APIRouter()
