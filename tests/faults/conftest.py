@@ -72,9 +72,18 @@ class Faults:
     backend: str
     procs: list[WorkerProc] = field(default_factory=list)
 
-    def worker(self, worker_id: str, *args: str, **env: str) -> WorkerProc:
+    def worker(
+        self,
+        worker_id: str,
+        *args: str,
+        process_env: dict[str, str] | None = None,
+        **env: str,
+    ) -> WorkerProc:
+        """A worker process; `env` are worker settings (VALUERANK_WORKER_<NAME>),
+        `process_env` other variables of its environment (e.g. a failpoint)."""
         full_env = {**os.environ, **FAST_ENV, "VALUERANK_DATABASE_URL": self.url}
         full_env.update({f"VALUERANK_WORKER_{k.upper()}": v for k, v in env.items()})
+        full_env.update(process_env or {})
         fd, log_name = tempfile.mkstemp(prefix=f"valuerank-worker-{worker_id}-", suffix=".log")
         with os.fdopen(fd, "w") as log_file:
             proc = subprocess.Popen(
