@@ -50,7 +50,19 @@ class WorkerProc:
         return self.log_path.read_text("utf-8", errors="replace")
 
     def signal(self, sig: signal.Signals) -> None:
+        if sig in (signal.SIGTERM, signal.SIGINT):
+            # Before its handlers are installed (a slow start on a busy machine) SIGTERM
+            # would kill the worker instead of draining it.
+            self.wait_ready()
         self.proc.send_signal(sig)
+
+    def wait_ready(self, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while f"worker {self.worker_id} ready" not in self.log():
+            if self.proc.poll() is not None:
+                return  # it ended on its own; the caller's exit-code check tells how
+            assert time.monotonic() < deadline, f"worker {self.worker_id} never became ready"
+            time.sleep(0.02)
 
     def finish(self, timeout: float = 20) -> tuple[int, dict[str, Any]]:
         """Wait for exit; (exit code, the --json summary or {})."""
