@@ -237,6 +237,7 @@ async def get_task_route(
     ctx: Viewer,
     task_id: TaskId,
 ) -> JSONResponse:
+    """A task: its name, description and how many RA tags it holds."""
     async with ctx.db.transaction() as conn:
         task = await get_task(conn, ctx.org_id, task_id)
     return ok(task.to_dict())
