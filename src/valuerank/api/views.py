@@ -62,7 +62,7 @@ async def load_run(db: Database, org_id: str, ref: str) -> RunDetail:
 def event_dict(event: Event) -> dict[str, Any]:
     return {
         "seq": event.seq,
-        "type": event.type.value,
+        "type": str(event.type),
         "data": event.data,
         "created_at": event.created_at.isoformat(),
     }
