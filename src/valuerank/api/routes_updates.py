@@ -22,8 +22,7 @@ import logging
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 from sqlalchemy.exc import DBAPIError, OperationalError
 
-from valuerank.accounts.roles import Role
-from valuerank.api.deps import AppContext, Principal
+from valuerank.api.deps import Viewer
 from valuerank.errors import ValueRankError
 from valuerank.validation.events import last_update_seq, updates_after, updates_partition
 from valuerank.validation.model import parse_task_id
@@ -51,11 +50,9 @@ def _params(websocket: WebSocket) -> tuple[int | None, str | None]:
 
 
 @router.websocket("/ws/updates")
-async def updates_socket(websocket: WebSocket) -> None:
-    principal: Principal | None = getattr(websocket.state, "principal", None)
-    if principal is None or not principal.role.allows(Role.VIEWER):
-        await websocket.close(code=POLICY_VIOLATION, reason="the viewer role is needed")
-        return
+async def updates_socket(websocket: WebSocket, ctx: Viewer) -> None:
+    """Live multi-model validation updates of the organisation (`validation_added`,
+    `consensus_updated`); `?after=SEQ` resumes, `?task_id=` narrows to one task."""
     try:
         after, task_id = _params(websocket)
     except (ValueError, ValueRankError) as exc:
@@ -63,8 +60,8 @@ async def updates_socket(websocket: WebSocket) -> None:
         message = exc.message if isinstance(exc, ValueRankError) else str(exc)
         await websocket.close(code=POLICY_VIOLATION, reason=message[:120])
         return
-    app: AppContext = websocket.app.state.valuerank
-    org_id = principal.org_id
+    app = ctx.app
+    org_id = ctx.org_id
     await websocket.accept()
     async with app.db.transaction() as conn:
         head = await last_update_seq(conn, org_id)
