@@ -27,6 +27,7 @@ KINDS = {
     "ra_tag_id": "tag",
     "user_id": "user",
     "token_id": "token",
+    "transcript_id": "transcript",
 }
 
 # Operations with an id in the path that name no organisation's resource, and why.
@@ -41,7 +42,12 @@ EXEMPT = {
 STREAMS = ("/events/stream",)
 
 # Operations without ids in the path whose body names other resources by id.
-BODY_REFERENCES = {"POST /api/runs/compare", "POST /api/experiments"}
+BODY_REFERENCES = {
+    "POST /api/runs/compare",
+    "POST /api/experiments",
+    "POST /api/queue/runs",
+    "POST /api/eval/runs",
+}
 
 MODELS = ("scripted:utilitarian", "scripted:contrarian")
 DECISIONS = {"scripted:utilitarian": [1, 2, 5, 4], "scripted:contrarian": [5, 4, 1, 2]}
@@ -57,6 +63,8 @@ async def _other_organisation(live: Live, make_run: MakeRun) -> dict[str, str]:
     async with live.client(token=account.token) as other:
         tokens = (await other.get("/api/tokens")).json()["data"]["tokens"]
         ids["token"] = tokens[0]["id"]
+        listed = (await other.get("/api/transcripts")).json()["data"]["transcripts"]
+        ids["transcript"] = listed[0]["id"]
         made = await other.post(
             "/api/runs/compare",
             json={"baseline_run_id": first.id, "comparison_run_id": second.id},
