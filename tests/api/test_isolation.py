@@ -13,6 +13,8 @@ from typing import Any
 
 import httpx
 
+from valuerank.queue.outbox import enqueue_notifications, register_webhook
+
 from .conftest import Live, MakeRun
 
 # Path or body field → the kind of resource it names.
@@ -28,6 +30,7 @@ KINDS = {
     "user_id": "user",
     "token_id": "token",
     "transcript_id": "transcript",
+    "outbox_id": "notification",
 }
 
 # Operations with an id in the path that name no organisation's resource, and why.
@@ -60,6 +63,11 @@ async def _other_organisation(live: Live, make_run: MakeRun) -> dict[str, str]:
     first = await make_run(account.org_id, models=MODELS, decisions=DECISIONS)
     second = await make_run(account.org_id, models=MODELS, decisions=DECISIONS)
     ids["run"], ids["definition"] = first.id, str(first.definition_id)
+    async with live.db.transaction() as conn:  # webhooks are registered by the CLI only
+        await register_webhook(conn, account.org_id, "http://127.0.0.1:9/hook")
+        [ids["notification"]] = await enqueue_notifications(
+            conn, account.org_id, "task_failed", {"t": 1}
+        )
     async with live.client(token=account.token) as other:
         tokens = (await other.get("/api/tokens")).json()["data"]["tokens"]
         ids["token"] = tokens[0]["id"]

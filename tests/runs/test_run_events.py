@@ -64,3 +64,21 @@ def test_probe_parts_read_model_ids_with_colons_and_parameters() -> None:
     data = {"item_key": f"probe:scn-7:{MODEL}:2", "model": MODEL}
     assert probe_parts(data) == ("scn-7", MODEL, 2)
     assert probe_parts({"scenario_id": "x", "model": "m"}) == ("x", "m", None)
+
+
+def test_a_run_closed_by_maintenance_ends_with_run_complete_and_its_status() -> None:
+    tally = ProbeTally(total=4)
+    reaped = _event(
+        3,
+        EventType.PARTITION_REAPED,
+        status="failed",
+        previous_status="running",
+        probes={"done": 4, "total": 4, "completed": 0, "failed": 4},
+    )
+    message = message_of(reaped, tally)
+    assert message is not None
+    assert (message["type"], message["status"], message["progress"]) == (
+        "run_complete",
+        "failed",
+        "4/4",
+    )

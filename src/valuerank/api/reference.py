@@ -42,10 +42,18 @@ class RouteDoc:
 
 
 def _role(route: APIRoute | APIWebSocketRoute) -> str:
-    for dependency in route.dependant.dependencies:
+    """The role its dependencies require, searched depth first (a dependency may narrow a
+    role further and say so in `role_label`)."""
+    pending = list(route.dependant.dependencies)
+    while pending:
+        dependency = pending.pop(0)
+        label = getattr(dependency.call, "role_label", None)
         role = getattr(dependency.call, "required_role", None)
+        if label is not None:
+            return str(label)
         if role is not None:
             return str(role.value)
+        pending.extend(dependency.dependencies)
     return "open"
 
 

@@ -64,6 +64,9 @@ class EventType(StrEnum):
     PARTITION_RESUMED = "partition_resumed"
     PARTITION_CANCELLED = "partition_cancelled"
     PARTITION_COMPLETE = "partition_complete"  # nothing queued or running any more
+    # Maintenance closed a partition (a run) left open with no job queued or running; the
+    # data says the status it was moved to and why.
+    PARTITION_REAPED = "partition_reaped"
 
 
 _WITH_PROGRESS = frozenset(

@@ -35,7 +35,10 @@ from valuerank.runs.service import PROBE, Run
 RUN_COMPLETE = "run_complete"
 # The run's end under both names: `partition_complete` is what rows written before
 # `run_complete` existed say (and what a process that never imported this module writes).
-END_TYPES = frozenset({RUN_COMPLETE, EventType.PARTITION_COMPLETE.value})
+# A run that maintenance closed (`partition_reaped`, no job left to end it) ends the same way.
+END_TYPES = frozenset(
+    {RUN_COMPLETE, EventType.PARTITION_COMPLETE.value, EventType.PARTITION_REAPED.value}
+)
 TASK_COMPLETE = EventType.TASK_COMPLETE.value
 TASK_FAILED = EventType.TASK_FAILED.value
 # Probe events that end a probe job (+1) or bring a failed one back (-1).
