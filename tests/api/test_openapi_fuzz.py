@@ -60,9 +60,7 @@ def _fuzz(url: str) -> list[str]:
     return tested
 
 
-async def test_no_operation_answers_5xx_or_breaks_its_schema(
-    live: Live, make_run: MakeRun
-) -> None:
+async def test_no_operation_answers_5xx_or_breaks_its_schema(live: Live, make_run: MakeRun) -> None:
     await make_run(live.org_id, decisions={"scripted:utilitarian": [1, 2, 5]})
     tested = await asyncio.to_thread(_fuzz, live.url)
     assert len(tested) >= 40, tested  # the schema lists the whole API, not a part of it
