@@ -5,14 +5,18 @@ other under --import-mode=importlib.)"""
 from __future__ import annotations
 
 import asyncio
+import importlib.util
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 import uvicorn
 from sqlalchemy import update
+from tests.conftest import missing_prerequisite
 
 import valuerank
 from valuerank.accounts import Role, add_member, create_token
@@ -126,3 +130,69 @@ def make_run(db: Database) -> Callable[..., Awaitable[Run]]:
         return run
 
     return make
+
+
+# --- A real browser: Debian's chromium driven by Playwright (its own download is unreachable).
+
+CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser")
+# Screenshots of every page a browser test visits, kept as CI artefacts (gitignored).
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
+
+
+def chromium_path() -> str:
+    """The browser to drive: VALUERANK_CHROMIUM, else Debian's chromium package."""
+    chosen = os.environ.get("VALUERANK_CHROMIUM")
+    candidates = (chosen,) if chosen else CHROMIUM_CANDIDATES
+    for path in candidates:
+        if path and os.access(path, os.X_OK):
+            return path
+    if importlib.util.find_spec("playwright") is None:
+        missing_prerequisite("playwright is not installed (pip install -e '.[dev]')")
+    missing_prerequisite("no chromium: apt-get install -y chromium, or set VALUERANK_CHROMIUM")
+    raise AssertionError("unreachable")
+
+
+@dataclass
+class Browsing:
+    """A signed-in browser page on the site, which fails the test on any console error or
+    uncaught exception, and saves screenshots by name."""
+
+    site: Site
+    page: Any  # playwright.async_api.Page
+    errors: list[str]
+
+    async def open(self, path: str) -> Any:
+        await self.page.goto(self.site.url + path)
+        return self.page
+
+    async def screenshot(self, name: str) -> Path:
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        target = SCREENSHOTS / f"{name}.png"
+        await self.page.screenshot(path=str(target), full_page=True)
+        return target
+
+
+@pytest.fixture
+async def ui(site: Site) -> AsyncIterator[Browsing]:
+    """Chromium headless, signed in as the admin (through the printed `/?token=` URL), on a
+    laptop-sized window."""
+    executable = chromium_path()
+    from playwright.async_api import async_playwright
+
+    errors: list[str] = []
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=executable, headless=True)
+        try:
+            context = await browser.new_context(viewport={"width": 1280, "height": 860})
+            page = await context.new_page()
+            page.set_default_timeout(15_000)
+            page.on(
+                "console",
+                lambda message: errors.append(message.text) if message.type == "error" else None,
+            )
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            await page.goto(f"{site.url}/?token={TOKEN}")
+            yield Browsing(site, page, errors)
+        finally:
+            await browser.close()
+    assert errors == [], f"the browser reported errors: {errors}"
