@@ -52,6 +52,24 @@ def error_page(
 
 def install(app: FastAPI) -> None:
     """Add the pages, the static files and the HTML error page to `app`."""
+    from valuerank.web import (
+        pages_analysis,
+        pages_definitions,
+        pages_queue,
+        pages_runs,
+        pages_settings,
+        pages_validation,
+    )
+
     app.include_router(router)
+    for module in (
+        pages_runs,
+        pages_queue,
+        pages_definitions,
+        pages_analysis,
+        pages_settings,
+        pages_validation,
+    ):
+        app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     app.state.error_page = error_page
