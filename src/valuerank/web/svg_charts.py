@@ -12,10 +12,12 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
+from typing import Any
 
 from matplotlib import rc_context
 from matplotlib.figure import Figure
 
+from valuerank.analysis.plots import analysis_figures, comparison_forest
 from valuerank.versioning import TreeNode
 
 _PROLOG = re.compile(r"^.*?(?=<svg)", re.DOTALL)
@@ -121,3 +123,21 @@ def version_tree_svg(
             )
     parts.append("</svg>")
     return "".join(parts)
+
+
+def analysis_svgs(basic: Mapping[str, Any], deep: Mapping[str, Any] | None) -> dict[str, str]:
+    """The analysis package's figures of a run as inline SVG, by name (blocking: matplotlib)."""
+    figures = analysis_figures(basic, deep)
+    labels = {
+        "win_rates": "Value win rates per model with 95% intervals",
+        "agreement_heatmap": "Model agreement heat map (Spearman rho)",
+        "dimension_effects": "Dimension effects (eta squared)",
+        "pca_scatter": "Models on the first two principal components",
+    }
+    return {name: figure_svg(fig, name.replace("_", "-"), labels[name]) for name, fig in figures.items()}
+
+
+def forest_svg(result: Mapping[str, Any]) -> str:
+    """The forest plot of a comparison's decision deltas (blocking: matplotlib)."""
+    label = "Decision delta per model with 95% intervals; red: significant"
+    return figure_svg(comparison_forest(result), "forest", label)

@@ -182,6 +182,15 @@
     if (question && !window.confirm(question)) { return; }
     var call = splitApi(button.getAttribute("data-api"));
     var raw = button.getAttribute("data-body");
+    var from = button.getAttribute("data-body-from");  // "field:key,field:key" of its form
+    if (from && button.form) {
+      var built = {};
+      from.split(",").forEach(function (pair) {
+        var parts = pair.split(":");
+        built[parts[1]] = button.form.elements[parts[0]].value;
+      });
+      raw = JSON.stringify(built);
+    }
     var scope = button.closest("[data-scope]") || button.parentElement;
     clearError(scope);
     button.disabled = true;
