@@ -16,12 +16,13 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from valuerank import versioning
 from valuerank.db.tables import definitions, runs
 from valuerank.definitions.diff import DefinitionDiff, diff_definitions
+from valuerank.definitions.edit import check_representable, definition_from_fields, with_changes
 from valuerank.definitions.errors import DefinitionError
 from valuerank.definitions.expansion import ExpansionMode, expand
 from valuerank.definitions.hashing import content_hash
-from valuerank.definitions.rules import parse_rules
-from valuerank.definitions.sampling import draw_seed, sample
-from valuerank.errors import ImmutableVersionError
+from valuerank.definitions.rules import parse_rules, rules_for
+from valuerank.definitions.sampling import draw_seed, sample, sample_count
+from valuerank.errors import ImmutableVersionError, InvalidInputError
 from valuerank.formats import parse_definition, serialize_definition
 from valuerank.formats.definition_model import Definition
 from valuerank.formats.scenarios_model import ScenarioFile
@@ -40,6 +41,19 @@ class StoredDefinition:
         return {
             **self.version.summary(),
             "dimensions": [d.name for d in self.definition.dimensions],
+        }
+
+    def detail(self) -> dict[str, Any]:
+        """The version with its content and its matching rules as interpreted."""
+        rules = rules_for(self.definition)
+        return {
+            **self.version.summary(),
+            "source_file": self.version.source_file,
+            "content": self.version.content,
+            "matching_rules": {
+                "machine": [r.text for r in rules.rules],
+                "prose": list(rules.prose),
+            },
         }
 
 
@@ -112,12 +126,55 @@ async def import_definition(
     return _stored(version), True
 
 
+def checked_text(definition: Definition) -> str:
+    """The CLI file of a definition given as fields, checked like an imported file and
+    refused (naming the field) when the file would not hold it as given."""
+    try:
+        text = serialize_definition(definition)
+    except ValueError as exc:  # a comma in an option, a line break in a cell
+        raise InvalidInputError(
+            f"cannot be written in the CLI's definition format: {exc}",
+            hint="an option cannot hold a comma; a label or option cannot hold a line break",
+        ) from None
+    check_representable(definition, parse_and_check(text))
+    return text
+
+
+async def create_definition(
+    conn: AsyncConnection,
+    org_id: str,
+    fields: dict[str, Any],
+    *,
+    label: str | None = None,
+) -> tuple[StoredDefinition, bool]:
+    """Store a definition given as fields (the API's JSON) as a new lineage, exactly as
+    importing its CLI file would; the same content under the same name is not stored twice."""
+    text = checked_text(definition_from_fields(fields))
+    return await import_definition(conn, org_id, text, label=label)
+
+
 async def get_definition(conn: AsyncConnection, org_id: str, ref: str) -> StoredDefinition:
     return _stored(await versioning.get_version(conn, definitions, org_id, ref))
 
 
 async def list_definitions(conn: AsyncConnection, org_id: str) -> list[StoredDefinition]:
     return [_stored(v) for v in await versioning.list_versions(conn, definitions, org_id)]
+
+
+async def list_definitions_page(
+    conn: AsyncConnection,
+    org_id: str,
+    *,
+    limit: int,
+    after: tuple[str, str] | None = None,
+    name: str | None = None,
+    label: str | None = None,
+) -> list[StoredDefinition]:
+    """Newest first, `limit + 1` versions after the cursor (see `versioning.list_versions_page`)."""
+    found = await versioning.list_versions_page(
+        conn, definitions, org_id, limit=limit, after=after, name=name, label=label
+    )
+    return [_stored(v) for v in found]
 
 
 async def fork_definition(
@@ -142,6 +199,23 @@ async def fork_definition(
         source_file=source_file,
     )
     return _stored(version)
+
+
+async def fork_with_changes(
+    conn: AsyncConnection,
+    org_id: str,
+    parent_ref: str,
+    changes: dict[str, Any],
+    *,
+    label: str | None = None,
+) -> StoredDefinition:
+    """A child of `parent_ref` whose content is the parent's with `changes` (some of its
+    fields) applied, checked like an imported file."""
+    parent = await get_definition(conn, org_id, parent_ref)
+    text = checked_text(with_changes(parent.definition, changes))
+    return await fork_definition(
+        conn, org_id, parent.version.id, definition=parse_and_check(text), label=label
+    )
 
 
 async def has_runs(conn: AsyncConnection, org_id: str, version_id: str) -> bool:
@@ -224,15 +298,21 @@ async def expand_scenarios(
     seed: int | None = None,
     sample_percentage: float | None = None,
     sample_seed: int | None = None,
+    sample_size: int | None = None,
 ) -> ExpandedScenarios:
-    """The scenarios of a version; optionally the nested deterministic sample of them (with
-    a random seed, reported in the result, when none is given)."""
+    """The scenarios of a version; optionally the nested deterministic sample of them, of a
+    percentage or of `sample_size` scenarios (with a random seed, reported in the result,
+    when none is given)."""
     stored = await get_definition(conn, org_id, ref)
     full = expand(stored.definition, mode=mode, seed=seed)
-    if sample_percentage is None:
+    if sample_percentage is None and sample_size is None:
         return ExpandedScenarios(full, len(full.scenarios))
     if sample_seed is None:
         sample_seed = draw_seed()
-    chosen = sample(full.scenarios, sample_percentage, sample_seed)
+    if sample_size is not None:
+        chosen = sample_count(full.scenarios, sample_size, sample_seed)
+    else:
+        assert sample_percentage is not None
+        chosen = sample(full.scenarios, sample_percentage, sample_seed)
     sampled = ScenarioFile(preamble=full.preamble, scenarios=tuple(chosen), layout=full.layout)
     return ExpandedScenarios(sampled, len(full.scenarios), sample_seed)
