@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from valuerank.api.deps import Member, Viewer
 from valuerank.api.envelope import ok
+from valuerank.api.fields import NO_NUL
 from valuerank.api.pagination import Cursor, Limit, decode_cursor, page
 from valuerank.api.uploads import read_upload, upload_openapi
 from valuerank.definitions import service
@@ -71,7 +72,7 @@ class CreateBody(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     markdown: str | None = Field(default=None, min_length=1, max_length=MAX_TEXT)
-    source_file: str | None = Field(default=None, min_length=1, max_length=255)
+    source_file: str | None = Field(default=None, min_length=1, max_length=255, pattern=NO_NUL)
     label: Label = None
     name: str | None = Field(default=None, min_length=1, max_length=300)
     template: str | None = Field(default=None, min_length=1, max_length=MAX_TEXT)
@@ -146,9 +147,12 @@ async def list_definitions_route(
     limit: Limit = 50,
     cursor: Cursor = None,
     name: Annotated[
-        str | None, Query(max_length=300, description="Part of the name (any case).")
+        str | None,
+        Query(max_length=300, pattern=NO_NUL, description="Part of the name (any case)."),
     ] = None,
-    label: Annotated[str | None, Query(max_length=100, description="This version label.")] = None,
+    label: Annotated[
+        str | None, Query(max_length=100, pattern=NO_NUL, description="This version label.")
+    ] = None,
 ) -> JSONResponse:
     """Definition versions, newest first, each with its dimensions (not its content)."""
     async with ctx.db.transaction() as conn:

@@ -25,6 +25,7 @@ from valuerank.definitions.sampling import draw_seed, sample, sample_count
 from valuerank.errors import ImmutableVersionError, InvalidInputError
 from valuerank.formats import parse_definition, serialize_definition
 from valuerank.formats.definition_model import Definition
+from valuerank.formats.errors import FormatError
 from valuerank.formats.scenarios_model import ScenarioFile
 
 _RULES_HEADING = re.compile(r"^#\s+matching\s+rules\s*$", re.IGNORECASE)
@@ -72,11 +73,21 @@ def _rules_first_line(text: str) -> int:
     return 1
 
 
+def check_no_nul(text: str, source: str | None) -> None:
+    """A NUL character is no text a CLI file holds, and PostgreSQL cannot store it."""
+    if "\x00" in text:
+        line = text[: text.index("\x00")].count("\n") + 1
+        raise FormatError(
+            "the file holds a NUL character", source=source, line=line, hint="remove it"
+        )
+
+
 def parse_and_check(text: str, source: str | None = None) -> Definition:
     """Parse a definition file and check its matching rules against its dimensions.
 
     Raises `FormatError` or `DefinitionError`, both naming the line and the fix.
     """
+    check_no_nul(text, source)
     definition = parse_definition(text, source=source)
     try:
         parse_rules(
