@@ -18,7 +18,7 @@ from valuerank.db.tables import definitions, runs
 from valuerank.definitions.diff import DefinitionDiff, diff_definitions
 from valuerank.definitions.edit import check_representable, definition_from_fields, with_changes
 from valuerank.definitions.errors import DefinitionError
-from valuerank.definitions.expansion import ExpansionMode, expand
+from valuerank.definitions.expansion import ExpansionMode, expand, scenario_bound
 from valuerank.definitions.hashing import content_hash
 from valuerank.definitions.rules import parse_rules, rules_for
 from valuerank.definitions.sampling import draw_seed, sample, sample_count
@@ -291,6 +291,10 @@ async def export_markdown(conn: AsyncConnection, org_id: str, ref: str) -> str:
     return serialize_definition((await get_definition(conn, org_id, ref)).definition)
 
 
+class TooManyScenariosError(InvalidInputError):
+    code = "TOO_MANY_SCENARIOS"
+
+
 @dataclass(frozen=True)
 class ExpandedScenarios:
     """The scenarios of a version (`file`, sampled when asked) and how many there are in all."""
@@ -310,11 +314,20 @@ async def expand_scenarios(
     sample_percentage: float | None = None,
     sample_seed: int | None = None,
     sample_size: int | None = None,
+    max_scenarios: int | None = None,
 ) -> ExpandedScenarios:
     """The scenarios of a version; optionally the nested deterministic sample of them, of a
     percentage or of `sample_size` scenarios (with a random seed, reported in the result,
-    when none is given)."""
+    when none is given). `max_scenarios` refuses (TOO_MANY_SCENARIOS) a definition that could
+    expand to more, before expanding it."""
     stored = await get_definition(conn, org_id, ref)
+    bound = scenario_bound(stored.definition, mode)
+    if max_scenarios is not None and bound > max_scenarios:
+        raise TooManyScenariosError(
+            f"{stored.version.name} {stored.version.version_label} can expand to {bound} "
+            f"scenarios in mode {mode!r}; at most {max_scenarios} are expanded here",
+            hint="expand it with `valuerank scenarios expand`, or use mode 'first'",
+        )
     full = expand(stored.definition, mode=mode, seed=seed)
     if sample_percentage is None and sample_size is None:
         return ExpandedScenarios(full, len(full.scenarios))
