@@ -40,9 +40,7 @@ def _compat_definition(compat_dir: Path) -> Path:
     return path
 
 
-async def test_create_import_list_and_show(
-    live: Any, compat_dir: Path, assert_error: Any
-) -> None:
+async def test_create_import_list_and_show(live: Any, compat_dir: Path, assert_error: Any) -> None:
     cli_file = _compat_definition(compat_dir)
     async with live.client() as client:
         raw = await client.post(
@@ -107,9 +105,12 @@ async def test_create_import_list_and_show(
 
         comma = {**FIELDS, "name": "x", "dimensions": [{**FIELDS["dimensions"][0]}]}
         comma["dimensions"][0]["levels"] = [{"score": 1, "label": "a", "options": ["b, c"]}]
-        assert "comma" in assert_error(
-            await client.post("/api/definitions", json=comma), 422, "INVALID_INPUT"
-        )["error"]
+        assert (
+            "comma"
+            in assert_error(
+                await client.post("/api/definitions", json=comma), 422, "INVALID_INPUT"
+            )["error"]
+        )
         broken = await client.post("/api/definitions", json={"markdown": "# Template\n\nhi"})
         assert_error(broken, 422, "INVALID_FILE")
         both = await client.post("/api/definitions", json={**FIELDS, "markdown": DEMO_TEXT})
@@ -153,9 +154,7 @@ async def test_fork_lineage_tree_and_diff(live: Any, assert_error: Any) -> None:
 
         lineage = (await client.get(f"/api/definitions/{child['id']}/lineage")).json()["data"]
         assert [a["id"] for a in lineage["ancestors"]] == [root["id"]]
-        assert [(d["id"], d["depth"]) for d in lineage["descendants"]] == [
-            (grandchild["id"], 1)
-        ]
+        assert [(d["id"], d["depth"]) for d in lineage["descendants"]] == [(grandchild["id"], 1)]
         tree = (await client.get(f"/api/definitions/{grandchild['id']}/tree")).json()["data"]
         assert tree["id"] == root["id"]
         assert [c["version_label"] for c in tree["children"]] == ["copy", "v1.1"]
@@ -166,16 +165,14 @@ async def test_fork_lineage_tree_and_diff(live: Any, assert_error: Any) -> None:
         assert data["from"]["id"] == root["id"] and data["to"]["id"] == child["id"]
         assert data["is_empty"] is False and data["template"]["before"] == FIELDS["template"]
         assert data["dimensions"]["changed"] == [] and data["preamble"] is None
-        same = (await client.get(f"/api/definitions/{root['id']}/diff/{copy.json()['data']['id']}"))
+        same = await client.get(f"/api/definitions/{root['id']}/diff/{copy.json()['data']['id']}")
         assert same.json()["data"]["is_empty"] is True
 
         taken = await client.post(f"/api/definitions/{root['id']}/fork", json={"label": "v1.1"})
         assert_error(taken, 409, "CONFLICT")
         bad_label = await client.post(f"/api/definitions/{root['id']}/fork", json={"label": "!"})
         assert_error(bad_label, 422, "INVALID_INPUT")
-        no_change = await client.post(
-            f"/api/definitions/{root['id']}/fork", json={"changes": {}}
-        )
+        no_change = await client.post(f"/api/definitions/{root['id']}/fork", json={"changes": {}})
         assert_error(no_change, 422, "INVALID_INPUT")
         unknown_dim = await client.post(
             f"/api/definitions/{root['id']}/fork",

@@ -44,9 +44,7 @@ async def test_import_versions_list_show_lineage(
         listed = (await client.get("/api/rubrics")).json()["data"]
         assert listed["count"] == 3 and listed["next_cursor"] is None
         paged = (await client.get("/api/rubrics", params={"limit": 2})).json()["data"]
-        rest = await client.get(
-            "/api/rubrics", params={"limit": 2, "cursor": paged["next_cursor"]}
-        )
+        rest = await client.get("/api/rubrics", params={"limit": 2, "cursor": paged["next_cursor"]})
         ids = [r["id"] for r in paged["rubrics"] + rest.json()["data"]["rubrics"]]
         assert ids == [r["id"] for r in listed["rubrics"]]
         named = (await client.get("/api/rubrics", params={"name": "VALUES"})).json()["data"]

@@ -39,7 +39,9 @@ async def test_expansion_matches_the_cli_and_pages_through_one_sample(
     expected = yaml.safe_load(generated.read_text())
     definition_id = await _import(live, md)
     async with live.client_for("default", "viewer") as client:  # expansion writes nothing
-        whole = await client.post("/api/scenarios/expand", json={"definition_id": definition_id[:8]})
+        whole = await client.post(
+            "/api/scenarios/expand", json={"definition_id": definition_id[:8]}
+        )
         assert whole.status_code == 200, whole.text
         data = whole.json()["data"]
         assert data["definition_id"] == definition_id
@@ -137,9 +139,7 @@ async def test_other_organisations_definitions_are_not_found(
     async with live.client() as client:
         for response in (
             await client.get(f"/api/definitions/{theirs.version.id}/scenarios"),
-            await client.post(
-                "/api/scenarios/expand", json={"definition_id": theirs.version.id}
-            ),
+            await client.post("/api/scenarios/expand", json={"definition_id": theirs.version.id}),
             await client.get("/api/definitions/nope/scenarios"),
         ):
             assert_error(response, 404, "DEFINITION_NOT_FOUND")

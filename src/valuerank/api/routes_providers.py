@@ -59,7 +59,9 @@ class LimitsBody(BaseModel):
 
 
 @router.get("")
-async def list_providers_route(ctx: Viewer, limit: Limit = 50, cursor: Cursor = None) -> JSONResponse:
+async def list_providers_route(
+    ctx: Viewer, limit: Limit = 50, cursor: Cursor = None
+) -> JSONResponse:
     """Every provider by name: paused, rate-limit state (none/open/exhausted/blocked) and
     blocking reset, limits, concurrency caps, and the organisation's queued/running jobs."""
     after = str(decode_cursor(cursor, arity=1)[0]) if cursor else None
@@ -73,9 +75,7 @@ async def list_providers_route(ctx: Viewer, limit: Limit = 50, cursor: Cursor = 
 async def get_provider_route(provider: ProviderName, ctx: Viewer) -> JSONResponse:
     """One provider's status and limits; 404 PROVIDER_NOT_FOUND for an unknown one."""
     async with ctx.db.transaction() as conn:
-        [view] = await service.provider_views(
-            conn, ctx.org_id, known_providers(), only=provider
-        )
+        [view] = await service.provider_views(conn, ctx.org_id, known_providers(), only=provider)
     return ok(view)
 
 

@@ -82,8 +82,12 @@ async def list_scenarios_route(
     sample_size: Annotated[int | None, Query(ge=1, le=MAX_SCENARIOS)] = None,
     sample_seed: Annotated[
         int | None,
-        Query(ge=0, le=MAX_SEED, description="Seed of the sample (default: drawn, then kept "
-              "in the cursor so every page is of the same sample)."),
+        Query(
+            ge=0,
+            le=MAX_SEED,
+            description="Seed of the sample (default: drawn, then kept "
+            "in the cursor so every page is of the same sample).",
+        ),
     ] = None,
 ) -> JSONResponse:
     """The version's scenario variants in file order, a page at a time, each with its id,

@@ -81,9 +81,7 @@ async def remove_limits(conn: AsyncConnection, provider: str, model: str = "") -
     """Remove a provider's (or model's) limits: its jobs run unlimited. Returns the key."""
     key = bucket_key(provider, model)
     if not await remove_bucket(conn, key):
-        raise LimitsNotFoundError(
-            f"no limits for {key}", hint="see `valuerank queue limits list`"
-        )
+        raise LimitsNotFoundError(f"no limits for {key}", hint="see `valuerank queue limits list`")
     return key
 
 
@@ -122,9 +120,7 @@ async def provider_views(
     for name in sorted(names):
         limits = [limits_row(b) for b in buckets if b.provider == name]
         limits.sort(key=lambda row: (row["model"] or "", row["key"]))
-        caps = [
-            asdict(c) | {"scope": c.scope.value} for c in status.caps if c.provider == name
-        ]
+        caps = [asdict(c) | {"scope": c.scope.value} for c in status.caps if c.provider == name]
         views.append(_view(name, status.providers.get(name, ProviderStatus()), limits, caps))
     return views
 
