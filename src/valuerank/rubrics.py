@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank import versioning
 from valuerank.db.tables import rubrics
+from valuerank.definitions.service import has_nul
 from valuerank.errors import InvalidInputError
 from valuerank.formats import parse_rubric
 from valuerank.formats.errors import FormatError, FormatWarning
@@ -51,6 +52,8 @@ async def import_rubric(
         raise FormatError("the file holds a NUL character", source=source_file, hint="remove it")
     rubric, warnings = parse_rubric(text, source=source_file)
     content = rubric.to_dict()
+    if has_nul(content):  # written as YAML's "\0" escape
+        raise FormatError("a value holds a NUL character", source=source_file, hint="remove it")
     digest = rubric_content_hash(content)
     existing = await versioning.find_by_hash(conn, rubrics, org_id, name, digest)
     if existing is not None:

@@ -113,6 +113,22 @@ async def test_create_import_list_and_show(live: Any, compat_dir: Path, assert_e
         )
         broken = await client.post("/api/definitions", json={"markdown": "# Template\n\nhi"})
         assert_error(broken, 422, "INVALID_FILE")
+        escaped = DEMO_TEXT.replace("name: exp-demo-whistleblower", 'name: "demo\\0"')
+        assert escaped != DEMO_TEXT  # a NUL written as YAML's escape: PostgreSQL cannot hold it
+        nul = await client.post("/api/definitions", json={"markdown": escaped})
+        assert_error(nul, 422, "INVALID_FILE")
+        nul_field = await client.post("/api/definitions", json={**FIELDS, "name": "a\x00b"})
+        assert_error(nul_field, 422, "INVALID_FILE")
+        no_options = {**FIELDS, "name": "exp-no-options"}
+        no_options["dimensions"] = [
+            {"name": "Group", "levels": [{"score": 1, "label": "a crowd"}]},
+            FIELDS["dimensions"][1],
+        ]
+        bare = await client.post("/api/definitions", json=no_options)
+        assert bare.status_code == 201, bare.text  # the label is the level's one option
+        assert bare.json()["data"]["content"]["dimensions"][0]["levels"][0]["options"] == [
+            "a crowd"
+        ]
         both = await client.post("/api/definitions", json={**FIELDS, "markdown": DEMO_TEXT})
         assert_error(both, 422, "VALIDATION_ERROR")
         assert_error(await client.post("/api/definitions", json={}), 422, "VALIDATION_ERROR")
@@ -127,7 +143,7 @@ async def test_create_import_list_and_show(live: Any, compat_dir: Path, assert_e
         assert_error(bad_cursor, 400, "INVALID_CURSOR")
         assert_error(await client.get("/api/definitions/nope"), 404, "DEFINITION_NOT_FOUND")
         # Nothing was stored by the refused requests.
-        assert (await client.get("/api/definitions")).json()["data"]["count"] == 3
+        assert (await client.get("/api/definitions")).json()["data"]["count"] == 4
 
 
 async def test_fork_lineage_tree_and_diff(live: Any, assert_error: Any) -> None:

@@ -26,6 +26,13 @@ EDITABLE_FIELDS = (
 )
 
 
+def _level(data: Mapping[str, Any]) -> Level:
+    """A level; without options its label is its one option, as the CLI's file writes it."""
+    label = str(data["label"]).strip()
+    options = tuple(str(o).strip() for o in data.get("options", []) or [])
+    return Level(score=int(data["score"]), label=label, options=options or (label,))
+
+
 def definition_from_fields(fields: Mapping[str, Any]) -> Definition:
     """A definition from plain values (as `Definition.to_dict` writes them); text fields are
     stripped as the file format strips them, and levels sorted by score as it sorts them."""
@@ -41,14 +48,7 @@ def definition_from_fields(fields: Mapping[str, Any]) -> Definition:
             name=str(d["name"]).strip(),
             levels=tuple(
                 sorted(
-                    (
-                        Level(
-                            score=int(lv["score"]),
-                            label=str(lv["label"]).strip(),
-                            options=tuple(str(o).strip() for o in lv.get("options", [])),
-                        )
-                        for lv in d.get("levels", [])
-                    ),
+                    (_level(lv) for lv in d.get("levels", [])),
                     key=lambda level: level.score,
                 )
             ),

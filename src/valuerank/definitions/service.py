@@ -6,6 +6,7 @@ hashing) is done by the modules beside this one and by `valuerank.formats`.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -73,6 +74,11 @@ def _rules_first_line(text: str) -> int:
     return 1
 
 
+def has_nul(content: Any) -> bool:
+    """Whether JSON-ready content holds a NUL anywhere (PostgreSQL's JSON cannot)."""
+    return "\\u0000" in json.dumps(content, default=str)
+
+
 def check_no_nul(text: str, source: str | None) -> None:
     """A NUL character is no text a CLI file holds, and PostgreSQL cannot store it."""
     if "\x00" in text:
@@ -89,6 +95,10 @@ def parse_and_check(text: str, source: str | None = None) -> Definition:
     """
     check_no_nul(text, source)
     definition = parse_definition(text, source=source)
+    if has_nul(definition.to_dict()):  # written as an escape (YAML's "\0") in the file
+        raise FormatError(
+            "a value holds a NUL character", source=source, hint="remove the \\0 escape"
+        )
     try:
         parse_rules(
             definition.matching_rules,

@@ -42,6 +42,11 @@ class UploadImport:
 
 
 def _text(data: bytes, label: str) -> str:
+    if b"\x00" in data:  # no CLI text file holds one (and PostgreSQL cannot store it)
+        raise ImportFormatError(
+            f"{label}: neither a ZIP archive nor text (it holds NUL bytes)",
+            hint="upload a run or workspace ZIP, a definition .md, a rubric or a transcript",
+        )
     try:
         return data.decode("utf-8").lstrip("\ufeff")
     except UnicodeDecodeError as exc:
