@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import threading
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -161,3 +161,75 @@ def receiver() -> Iterator[Receiver]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+StaleRun = Callable[..., Awaitable[str]]
+DEMO_DEFINITION = Path(__file__).parents[1] / "src/valuerank/demo/exp-demo-whistleblower.md"
+
+
+async def make_stale_run(
+    db: Database, org_id: str, *, write: bool = True, judges: tuple[str, ...] = ()
+) -> str:
+    """A started run of the demo definition whose probe jobs a real worker ran to the end with
+    a handler that — unlike the pipeline's — never enqueues the finalize step (as when a
+    probe's last attempt is reaped): the run is left `running` with no job queued or running.
+    `write`: each probe stores its transcript and succeeds; else each fails for good.
+    `judges`: judge models in the run's config."""
+    from valuerank.definitions.service import import_definition
+    from valuerank.formats.transcript_md import Transcript, Turn
+    from valuerank.pipeline.probe import ProbeItem
+    from valuerank.queue import Job, Permanent, QueueSettings, Worker
+    from valuerank.runs.config import RunConfig
+    from valuerank.runs.records import TranscriptRecord, insert_transcript
+    from valuerank.runs.service import PROBE, create_run, start_run
+
+    async with db.transaction(immediate=True) as conn:
+        stored, _ = await import_definition(conn, org_id, DEMO_DEFINITION.read_text())
+        config = RunConfig(
+            models=("scripted:utilitarian",),
+            judge_models=judges,
+            sample_percentage=10,
+            sample_seed=0,
+        )
+        created = await create_run(conn, org_id, stored.version.id, config)
+        await start_run(conn, org_id, created.run.id)
+
+    async def probe(job: Job) -> dict[str, Any]:
+        if not write:
+            raise Permanent("scripted outage: no answer")
+        item = ProbeItem.from_payload(job.payload)
+        transcript = Transcript(
+            run_id=created.run.cli_run_id,
+            scenario_id=item.scenario_id,
+            target_model=item.model,
+            subject="demo",
+            turns=(Turn(1, "scenario", "Decide.", "Rating: 4"),),
+        )
+        record = TranscriptRecord(
+            transcript=transcript, model=item.model, decision_code=4, synthetic=True
+        )
+        async with db.transaction(immediate=True) as conn:
+            await insert_transcript(conn, job.org_id, item.run_id, record)
+        return {"ok": True}
+
+    settings = QueueSettings(poll_seconds=0.02, heartbeat_seconds=0.05, burst_wait_seconds=0)
+    worker = Worker(db, settings=settings, concurrency=4)
+    worker.register(PROBE, probe)
+    await worker.run_until_idle()
+    return created.run.id
+
+
+@pytest.fixture
+def stale_run(db: Database) -> StaleRun:
+    """`await stale_run(org_id, write=True, judges=())`: `make_stale_run` on the test's db."""
+
+    async def make(org_id: str, *, write: bool = True, judges: tuple[str, ...] = ()) -> str:
+        return await make_stale_run(db, org_id, write=write, judges=judges)
+
+    return make
+
+
+@pytest.fixture
+def stale_run_on() -> Callable[..., Awaitable[str]]:
+    """`make_stale_run` itself, for tests that open their own `Database` (sync CLI tests)."""
+    return make_stale_run

@@ -33,7 +33,7 @@ async def first_by_ref(
     """The row of `query` (already scoped by its caller) whose `id_column` is `ref` or the one
     row starting with it; NOT_FOUND or AMBIGUOUS_ID otherwise."""
     ref = ref.strip()
-    if "\x00" in ref:  # no id holds one, and PostgreSQL refuses it in a query
+    if "\x00" in ref:  # no id holds one, and PostgreSQL refuses it in any string
         raise NotFoundError(f"no {kind} with id {ref!r}", hint=f"list them with `{list_hint}`")
     row = (await conn.execute(query.where(id_column == ref))).first()
     if row is not None:

@@ -27,7 +27,7 @@ async def test_envelopes_and_statuses(live: Any, assert_error: Any) -> None:
         assert response.status_code == 200
         assert set(body) == {"success", "data", "timestamp", "cached"}
         assert body["success"] is True and body["cached"] is False
-        assert body["data"] == {"runs": [], "count": 0}
+        assert body["data"] == {"runs": [], "count": 0, "next_cursor": None}
         assert datetime.fromisoformat(body["timestamp"]).tzinfo is not None
         # Security headers on every answer.
         assert response.headers["x-content-type-options"] == "nosniff"

@@ -4,11 +4,15 @@ resumed), /metrics; another organisation's run is 404 like an unknown one."""
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from sqlalchemy import update
+
 from valuerank.db import Database
+from valuerank.db.tables import runs
 from valuerank.orgs import ensure_org
+from valuerank.queue.dialect import to_db
 from valuerank.runs import service
 
 
@@ -121,14 +125,14 @@ async def test_event_stream_live_then_resumed(
         await actor
         events = [m for m in seen if m["event"] == "message"]
         types = [m["data"]["type"] for m in events]
-        assert types[:3] == ["partition_paused", "partition_resumed", "partition_cancelled"]
+        assert types[:3] == ["run_paused", "run_resumed", "run_cancelled"]
         assert [int(m["id"]) for m in events] == [m["data"]["seq"] for m in events]
         assert [m["data"]["seq"] for m in events] == list(range(1, len(events) + 1))
         statuses = [m["data"]["status"] for m in seen if m["event"] == "status"]
         assert statuses[0] == "running" and statuses[-1] == "cancelled"
         end = seen[-1]
         assert end["event"] == "end"
-        assert end["data"] == {"status": "cancelled", "last_seq": len(events)}
+        assert end["data"]["status"] == "cancelled" and end["data"]["last_seq"] == len(events)
 
         # A reconnecting browser sends Last-Event-ID: the stream resumes after it, then ends.
         async with asyncio.timeout(10):
@@ -142,3 +146,122 @@ async def test_event_stream_live_then_resumed(
         async with asyncio.timeout(10):
             tail = [m async for m in _collect(client, f"{url}?after={len(events)}", sse_messages)]
         assert [m["event"] for m in tail] == ["status", "end"]
+
+
+async def test_list_filters_and_pages(
+    live: Any, db: Database, org_id: str, make_run: Any, assert_error: Any
+) -> None:
+    from valuerank.api.pagination import encode_cursor
+
+    made = [
+        await make_run(org_id, name="a"),
+        await make_run(org_id, name="b", models=("scripted:deontologist",)),
+        await make_run(org_id, name="c", models=("scripted:utilitarian", "scripted:centrist")),
+    ]
+    async with db.transaction() as conn:
+        await service.start_run(conn, org_id, made[1].id)
+        other = await ensure_org(conn, "other")
+        for month, run in enumerate(made, start=1):  # distinct times (SQLite keeps seconds)
+            when = datetime(2024, month, 1, tzinfo=UTC)
+            await conn.execute(
+                update(runs).where(runs.c.id == run.id).values(created_at=to_db(db.dialect, when))
+            )
+    await make_run(other, name="not yours")
+
+    async with live.client_for("default", "viewer") as client:
+
+        async def names(**params: Any) -> list[str]:
+            response = await client.get("/api/runs", params=params)
+            assert response.status_code == 200, response.text
+            return [r["name"] for r in response.json()["data"]["runs"]]
+
+        assert await names() == ["c", "b", "a"]  # newest first
+        assert await names(status="running") == ["b"]
+        assert await names(status="pending") == ["c", "a"]
+        assert await names(model="scripted:utilitarian") == ["c", "a"]
+        assert await names(model="scripted:centrist") == ["c"]
+        assert await names(model="scripted:nobody") == []
+        assert await names(definition=made[0].definition_id, status="running") == ["b"]
+        assert await names(definition="no-such-definition") == []
+        b_time = "2024-02-01T00:00:00Z"
+        assert await names(created_since=b_time, created_until=b_time) == ["b"]
+        assert await names(created_since="2024-01-15T00:00:00") == ["c", "b"]  # naive: UTC
+        assert await names(created_until="2024-02-01T00:59:00+01:00") == ["a"]
+        assert await names(created_since="2000-01-01T00:00:00Z") == ["c", "b", "a"]
+
+        seen: list[str] = []
+        params: dict[str, Any] = {"limit": 1, "model": "scripted:utilitarian"}
+        while True:
+            data = (await client.get("/api/runs", params=params)).json()["data"]
+            seen += [r["name"] for r in data["runs"]]
+            if data["next_cursor"] is None:
+                break
+            params["cursor"] = data["next_cursor"]
+        assert seen == ["c", "a"]
+
+        bad_time = encode_cursor(["not a time", "x"])
+        for query, status, code in (
+            ({"status": "sleeping"}, 422, "VALIDATION_ERROR"),
+            ({"created_since": "yesterday"}, 422, "VALIDATION_ERROR"),
+            ({"limit": 0}, 422, "VALIDATION_ERROR"),
+            ({"model": "a\x00b"}, 422, "INVALID_INPUT"),
+            ({"cursor": "garbage!"}, 400, "INVALID_CURSOR"),
+            ({"cursor": bad_time}, 400, "INVALID_CURSOR"),
+        ):
+            assert_error(await client.get("/api/runs", params=query), status, code)
+
+
+async def test_expand_and_rerun_failed(
+    live: Any, db: Database, org_id: str, make_run: Any, assert_error: Any
+) -> None:
+    from sqlalchemy import func, select
+
+    from valuerank.db.tables import jobs, run_scenarios
+
+    run = await make_run(org_id)
+    async with db.transaction() as conn:
+        other = await ensure_org(conn, "other")
+    foreign = await make_run(other)
+    async with db.transaction() as conn:
+        before = await conn.execute(select(func.count()).where(run_scenarios.c.run_id == run.id))
+        scenarios = before.scalar_one()
+
+    async with live.client_for("default", "member") as client:
+        url = f"/api/runs/{run.id}"
+        expanded = await client.post(f"{url}/expand", json={"sample_percentage": 30})
+        assert expanded.status_code == 200, expanded.text
+        data = expanded.json()["data"]
+        assert data["sample_percentage"] == 30 and data["scenarios_added"] > 0
+        assert data["status"] == "pending"  # a pending run just gets the scenarios
+        for bad, code in (
+            ({"sample_percentage": 20}, "INVALID_INPUT"),  # not larger than 30
+            ({"sample_percentage": 101}, "VALIDATION_ERROR"),
+            ({"sample_percentage": "50"}, "VALIDATION_ERROR"),
+            ({"sample_percentage": 50, "extra": 1}, "VALIDATION_ERROR"),
+            ({}, "VALIDATION_ERROR"),
+        ):
+            assert_error(await client.post(f"{url}/expand", json=bad), 422, code)
+        async with db.transaction() as conn:
+            after = await conn.execute(select(func.count()).where(run_scenarios.c.run_id == run.id))
+            assert after.scalar_one() == scenarios + data["scenarios_added"]
+
+        assert_error(await client.post(f"{url}/rerun-failed"), 409, "CONFLICT")  # never started
+        async with db.transaction() as conn:
+            started = await service.start_run(conn, org_id, run.id)
+            await conn.execute(
+                update(jobs).where(jobs.c.partition == run.id).values(status="failed")
+            )
+        rerun = (await client.post(f"{url}/rerun-failed")).json()["data"]
+        assert rerun["requeued"] == started.enqueued and rerun["status"] == "running"
+        again = (await client.post(f"{url}/rerun-failed")).json()["data"]
+        assert again["requeued"] == 0
+
+        for ref in (foreign.id, "no-such-run"):
+            assert_error(
+                await client.post(f"/api/runs/{ref}/expand", json={"sample_percentage": 50}),
+                404,
+                "NOT_FOUND",
+            )
+            assert_error(await client.post(f"/api/runs/{ref}/rerun-failed"), 404, "NOT_FOUND")
+    async with live.client_for("default", "viewer") as viewer:
+        assert_error(await viewer.post(f"/api/runs/{run.id}/rerun-failed"), 403, "FORBIDDEN")

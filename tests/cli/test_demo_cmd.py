@@ -8,10 +8,15 @@ import asyncio
 import os
 import signal
 import sys
+from importlib.util import find_spec
 from typing import Any
 
 import httpx
 import pytest
+from tests.conftest import missing_prerequisite
+
+from valuerank.cli.demo_cmd import DEMO_MODELS
+from valuerank.providers.local_model import DEFAULT_MODEL_PACKAGE
 
 from .conftest import Invoke
 
@@ -38,6 +43,31 @@ def test_demo_runs_a_sampled_run_and_reports_per_model(cli: Invoke) -> None:
     assert again.exit_code == 0, again.stderr
     assert len(cli("definitions", "list", "--json").json()) == 1
     assert len(cli("runs", "list", "--json").json()) == 2
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_demo_with_its_default_models_runs_the_local_model_through_the_pipeline(
+    cli: Invoke,
+) -> None:
+    """The embedded default as a new user gets it: SQLite, the local model and two synthetic
+    models, nothing passed but --no-serve."""
+    missing = [name for name in ("xllamacpp", DEFAULT_MODEL_PACKAGE) if find_spec(name) is None]
+    if missing:
+        missing_prerequisite(f"the `local` extra is not installed (missing {missing})")
+    out = cli("demo", "--no-serve", "--json")
+    assert out.exit_code == 0, out.stderr
+    data = out.json()
+    assert data["models"] == list(DEMO_MODELS)
+    assert data["status"] == "completed", data
+    assert data["progress"]["completed"] == data["progress"]["total"] == 12  # 15 % of 27 × 3
+    assert data["sample_seed"] is not None  # drawn, stored and shown
+    results = {r["model"]: r for r in data["results"]}
+    local = results["local:gemma3-270m"]
+    assert local["synthetic"] is False  # a real model answered, not a script
+    assert local["transcripts"] == 4
+    # Every answer was parsed into a decision or recorded as a refusal: none lost on the way.
+    assert local["decided"] + local["refusals"] == 4
+    assert sum(local["decision_counts"].values()) == local["decided"]
 
 
 def test_demo_without_the_key_of_a_hosted_model_says_what_to_set(

@@ -50,7 +50,19 @@ class WorkerProc:
         return self.log_path.read_text("utf-8", errors="replace")
 
     def signal(self, sig: signal.Signals) -> None:
+        if sig in (signal.SIGTERM, signal.SIGINT):
+            # Before its handlers are installed (a slow start on a busy machine) SIGTERM
+            # would kill the worker instead of draining it.
+            self.wait_ready()
         self.proc.send_signal(sig)
+
+    def wait_ready(self, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while f"worker {self.worker_id} ready" not in self.log():
+            if self.proc.poll() is not None:
+                return  # it ended on its own; the caller's exit-code check tells how
+            assert time.monotonic() < deadline, f"worker {self.worker_id} never became ready"
+            time.sleep(0.02)
 
     def finish(self, timeout: float = 20) -> tuple[int, dict[str, Any]]:
         """Wait for exit; (exit code, the --json summary or {})."""
@@ -72,9 +84,18 @@ class Faults:
     backend: str
     procs: list[WorkerProc] = field(default_factory=list)
 
-    def worker(self, worker_id: str, *args: str, **env: str) -> WorkerProc:
+    def worker(
+        self,
+        worker_id: str,
+        *args: str,
+        process_env: dict[str, str] | None = None,
+        **env: str,
+    ) -> WorkerProc:
+        """A worker process; `env` are worker settings (VALUERANK_WORKER_<NAME>),
+        `process_env` other variables of its environment (e.g. a failpoint)."""
         full_env = {**os.environ, **FAST_ENV, "VALUERANK_DATABASE_URL": self.url}
         full_env.update({f"VALUERANK_WORKER_{k.upper()}": v for k, v in env.items()})
+        full_env.update(process_env or {})
         fd, log_name = tempfile.mkstemp(prefix=f"valuerank-worker-{worker_id}-", suffix=".log")
         with os.fdopen(fd, "w") as log_file:
             proc = subprocess.Popen(

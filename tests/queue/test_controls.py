@@ -11,21 +11,27 @@ from valuerank.queue import (
     EventType,
     JobStatus,
     Permanent,
+    SlotScope,
     cancel,
     cancel_job,
     cancel_partition,
     complete,
     heartbeat,
+    pause_org,
     pause_partition,
     pause_provider,
     pause_queue,
+    queue_status,
     requeue_failed,
+    resume_org,
     resume_partition,
     resume_provider,
     resume_queue,
+    set_cap,
     settle_error,
 )
-from valuerank.queue.controls import paused
+from valuerank.queue.controls import org_paused, paused
+from valuerank.queue.pending import seconds_until_due
 
 if TYPE_CHECKING:
     from conftest import Kit
@@ -64,6 +70,28 @@ async def test_pause_and_resume_the_queue(kit: Kit) -> None:
     async with kit.db.transaction(immediate=True) as conn:
         assert await resume_queue(conn)
     assert len(await kit.take(5)) == 2
+
+
+@pytest.mark.parametrize("capped", [False, True], ids=["fast-path", "general-path"])
+async def test_pause_and_resume_one_organisation(kit: Kit, capped: bool) -> None:
+    async with kit.db.transaction(immediate=True) as conn:
+        other = await ensure_org(conn, "other")
+        if capped:  # a cap sends PostgreSQL's claim down its general statement
+            await set_cap(conn, SlotScope.GLOBAL, 1000)
+    await kit.put(2, partition="mine-1")
+    theirs = await kit.put(2, prefix="t", partition="theirs-1", org_id=other)
+    async with kit.db.transaction(immediate=True) as conn:
+        assert await pause_org(conn, kit.org_id)
+        assert not await pause_org(conn, kit.org_id)
+        assert await org_paused(conn, kit.org_id) and not await org_paused(conn, other)
+        status = await queue_status(conn, org_id=kit.org_id)
+        assert status.org_paused and not status.paused
+        assert await seconds_until_due(conn, ["mine-1"]) is None
+    assert sorted(j.id for j in await kit.take(5)) == sorted(theirs)
+    async with kit.db.transaction(immediate=True) as conn:
+        assert await resume_org(conn, kit.org_id)
+        assert not await resume_org(conn, kit.org_id)
+    assert {j.partition for j in await kit.take(5)} == {"mine-1"}
 
 
 async def test_pause_and_resume_a_provider(kit: Kit) -> None:

@@ -17,8 +17,8 @@ In order, the first that applies decides:
    neither read it nor send the header); other origins' WebSockets are closed.
 5. GET/HEAD (and WebSockets) under VALUERANK_PUBLIC_READ_PREFIXES: an anonymous viewer of the
    install's default organisation.
-6. Otherwise 401 UNAUTHORIZED (WebSocket close 1008). `/health` and `POST /api/auth/login`
-   are open.
+6. Otherwise 401 UNAUTHORIZED (WebSocket close 1008). `/health`, `/api/ready` and
+   `POST /api/auth/login` are open.
 
 Rejected credentials count against the client address's standard rate limit, so guessing is
 throttled. Secrets are compared by their SHA-256 through a unique index or with
@@ -64,7 +64,7 @@ TOKEN_PARAM = "token"
 SESSION_COOKIE = "valuerank_session"
 CSRF_COOKIE = "valuerank_csrf"
 CSRF_HEADER = "x-csrf-token"
-OPEN_PATHS = frozenset({"/health"})
+OPEN_PATHS = frozenset({"/health", "/api/ready"})  # liveness and readiness probes
 OPEN_ROUTES = frozenset({("POST", "/api/auth/login")})
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 FORWARDING_HEADERS = ("forwarded", "x-forwarded-for", "x-forwarded-host", "x-real-ip")

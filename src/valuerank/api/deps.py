@@ -18,6 +18,7 @@ from fastapi import Depends, WebSocketException
 from starlette.requests import HTTPConnection
 
 from valuerank.accounts.roles import Role
+from valuerank.api.listener import EventWaker
 from valuerank.db import Database
 from valuerank.errors import ValueRankError
 
@@ -31,6 +32,15 @@ class AppContext:
     db: Database
     org_id: str
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
+    _waker: EventWaker | None = field(default=None, repr=False)
+
+    @property
+    def waker(self) -> EventWaker:
+        """The process's event listener (see api/listener.py), made on first use: it needs
+        the running loop, which the app's constructor may not have."""
+        if self._waker is None:
+            self._waker = EventWaker(self.db, stopping=self.stopping)
+        return self._waker
 
 
 Via = Literal["token", "session", "local", "anonymous"]

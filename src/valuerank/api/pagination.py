@@ -13,6 +13,7 @@ import base64
 import binascii
 import json
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from typing import Annotated, Any, TypeVar
 
 from fastapi import Query
@@ -50,6 +51,31 @@ def decode_cursor(cursor: str, *, arity: int) -> list[Any]:
     if not isinstance(key, list) or len(key) != arity:
         raise InvalidCursorError("the cursor is not one this server wrote", hint=hint)
     return key
+
+
+def _utc_time(text: str) -> bool:
+    """`text` is an ISO-8601 time with an offset that UTC can hold."""
+    try:
+        moment = datetime.fromisoformat(text)
+        moment.astimezone(UTC)
+    except (ValueError, OverflowError):
+        return False
+    return moment.tzinfo is not None
+
+
+def after_created(cursor: str | None) -> tuple[str, str] | None:
+    """The (`created_at`, `id`) a newest-first page continues after (see `findings.keyset`)."""
+    if cursor is None:
+        return None
+    created, last = decode_cursor(cursor, arity=2)
+    if not all(isinstance(v, str) and "\x00" not in v for v in (created, last)) or not _utc_time(
+        created
+    ):
+        raise InvalidCursorError(
+            "the cursor is not one this server wrote",
+            hint="pass back the next_cursor of the previous page unchanged, or omit cursor",
+        )
+    return created, last
 
 
 def page(name: str, items: Sequence[Any], *, limit: int, key: Any = None) -> dict[str, Any]:

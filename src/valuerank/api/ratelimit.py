@@ -41,7 +41,7 @@ log = logging.getLogger("valuerank.api")
 
 MULTI_MODEL_PREFIXES = ("/api/assumptions/multi-model/", "/api/assumptions/consensus/")
 MODELS_PATHS = ("/api/assumptions/models", "/api/models")
-UNCOUNTED_PREFIXES = ("/health", "/static/")
+UNCOUNTED_PREFIXES = ("/health", "/api/ready", "/static/")  # probes are never throttled
 WARN_EVERY_SECONDS = 60.0
 
 

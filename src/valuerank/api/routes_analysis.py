@@ -159,6 +159,7 @@ async def run_comparisons_route(
 
 @router.get("/api/comparisons/{comparison_id}")
 async def get_comparison_route(comparison_id: str, ctx: Viewer) -> JSONResponse:
+    """A comparison of two runs: queued, or its deltas, tests and most divergent scenarios."""
     async with ctx.db.transaction() as conn:
         comparison = await get_comparison(conn, ctx.org_id, comparison_id)
     return ok(comparison.to_dict())
@@ -166,6 +167,7 @@ async def get_comparison_route(comparison_id: str, ctx: Viewer) -> JSONResponse:
 
 @router.post("/api/experiments")
 async def create_experiment_route(body: ExperimentBody, ctx: Member) -> JSONResponse:
+    """Create an experiment: a name, a hypothesis and the baseline run its variants face."""
     async with ctx.db.transaction(immediate=True) as conn:
         experiment = await create_experiment(
             conn,
@@ -181,6 +183,7 @@ async def create_experiment_route(body: ExperimentBody, ctx: Member) -> JSONResp
 async def list_experiments_route(
     ctx: Viewer, limit: Limit = 50, cursor: Cursor = None
 ) -> JSONResponse:
+    """The organisation's experiments, newest first."""
     after = _after(cursor)
     async with ctx.db.transaction() as conn:
         found = await list_experiments(conn, ctx.org_id, limit=limit, after=after)

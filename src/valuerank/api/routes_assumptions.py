@@ -26,6 +26,7 @@ from valuerank.api.deps import Member, Viewer
 from valuerank.api.envelope import ok, success_json
 from valuerank.api.pagination import Cursor, InvalidCursorError, Limit, decode_cursor, page
 from valuerank.config import get_settings
+from valuerank.consensus.consensus import Outcome
 from valuerank.validation.cache import ReadCache
 from valuerank.validation.errors import ValidationDatabaseError
 from valuerank.validation.model import (
@@ -182,7 +183,12 @@ class TagIn(_Body):
 
 class ValidationIn(_Body):
     validator_id: str = Field(max_length=300, description="A registered model id.")
-    outcome: str = Field(max_length=16, description="validated, partial or rejected.")
+    # Checked by the service (INVALID_INPUT with the choices); the enum documents them.
+    outcome: str = Field(
+        max_length=16,
+        description="validated, partial or rejected.",
+        json_schema_extra={"enum": [o.value for o in Outcome]},
+    )
     confidence: float = Field(description="0..100.")
     notes: str = Field(default="", max_length=MAX_NOTES)
 
@@ -231,6 +237,7 @@ async def get_task_route(
     ctx: Viewer,
     task_id: TaskId,
 ) -> JSONResponse:
+    """A task: its name, description and how many RA tags it holds."""
     async with ctx.db.transaction() as conn:
         task = await get_task(conn, ctx.org_id, task_id)
     return ok(task.to_dict())

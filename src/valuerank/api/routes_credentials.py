@@ -48,6 +48,7 @@ async def set_credential_route(provider: str, body: KeyBody, ctx: Admin) -> JSON
 
 @router.delete("/{provider}")
 async def delete_credential_route(provider: str, ctx: Admin) -> JSONResponse:
+    """Delete the organisation's stored key for a provider (the environment's still applies)."""
     async with ctx.db.transaction(immediate=True) as conn:
         await delete_credential(conn, ctx.org_id, provider)
     return ok({"provider": provider.strip().lower(), "deleted": True})

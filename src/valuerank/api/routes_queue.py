@@ -1,7 +1,108 @@
-"""Routes of the API for queue (being written; see issue 10)."""
+"""/api/queue: the queue-management API of the seed (api-queue-system.md).
+
+Runs are created and started through `pipeline.launch.launch_run`, as `valuerank runs create`
+does: every model is checked first (UNKNOWN_MODEL names the one refused, nothing is written).
+`DELETE /api/queue/runs/{id}` deletes only a run that is not under way (pending, completed,
+failed or cancelled): cancel it first; while its cancelled jobs are still stopping it also
+answers 409. `POST /api/queue/pause|resume` pause the caller's organisation's jobs only (the
+whole-install pause stays with `valuerank queue pause`). Another organisation's run is 404.
+"""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from collections.abc import Awaitable, Callable
 
-router = APIRouter()
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from valuerank.api.deps import Admin, Member, RequestContext, Viewer
+from valuerank.api.envelope import ok
+from valuerank.api.run_bodies import NewRunBody, launch_from_body
+from valuerank.pipeline.launch import watch_report
+from valuerank.queue import pause_org, queue_status, resume_org
+from valuerank.runs import service
+
+router = APIRouter(prefix="/api/queue", tags=["queue"])
+
+
+@router.post("/runs", status_code=201)
+async def create_run_route(body: NewRunBody, ctx: Member) -> JSONResponse:
+    """Create a run of a definition version and start it (one probe job per scenario, model
+    and sample): its scenarios, job count and cost estimate. A model that cannot be served
+    is refused (422 UNKNOWN_MODEL, MISSING_CREDENTIAL…) before anything is written."""
+    async with ctx.db.transaction(immediate=True) as conn:
+        data = await launch_from_body(conn, ctx.org_id, body, start=body.start)
+    return ok(data, status_code=201)
+
+
+@router.get("/runs/{run_id}")
+async def run_status_route(run_id: str, ctx: Viewer) -> JSONResponse:
+    """The run's status and progress: probe jobs per state, judging, cost, ETA, error."""
+    report = await watch_report(ctx.db, ctx.org_id, run_id)
+    return ok(report.to_dict())
+
+
+Steer = Callable[[AsyncConnection, str, str], Awaitable[service.Run]]
+
+
+async def _steer(ctx: RequestContext, action: Steer, run_id: str) -> JSONResponse:
+    async with ctx.db.transaction(immediate=True) as conn:
+        run = await action(conn, ctx.org_id, run_id)
+    return ok(run.summary_dict())
+
+
+@router.post("/runs/{run_id}/pause")
+async def pause_run_route(run_id: str, ctx: Member) -> JSONResponse:
+    """Stop starting the run's jobs; running ones finish, nothing is lost (409 if the run
+    has ended)."""
+    return await _steer(ctx, service.pause_run, run_id)
+
+
+@router.post("/runs/{run_id}/resume")
+async def resume_run_route(run_id: str, ctx: Member) -> JSONResponse:
+    """Start the paused run's jobs again."""
+    return await _steer(ctx, service.resume_run, run_id)
+
+
+@router.post("/runs/{run_id}/cancel")
+async def cancel_run_route(run_id: str, ctx: Member) -> JSONResponse:
+    """Cancel the run: queued jobs now, running ones at their next heartbeat."""
+    return await _steer(ctx, service.cancel_run, run_id)
+
+
+@router.delete("/runs/{run_id}")
+async def delete_run_route(run_id: str, ctx: Member) -> JSONResponse:
+    """Delete the run with its jobs, events, scenarios, transcripts and judgments. A run
+    under way (running, paused, summarizing) is refused with 409 RUN_ACTIVE: cancel it
+    first; 409 CONFLICT while its cancelled jobs are still stopping."""
+    async with ctx.db.transaction(immediate=True) as conn:
+        deleted = await service.delete_run(conn, ctx.org_id, run_id, only_stopped=True)
+    return ok({"id": deleted, "deleted": True})
+
+
+@router.get("/status")
+async def queue_status_route(ctx: Viewer) -> JSONResponse:
+    """`valuerank queue status --json` for the caller's organisation: its jobs per state,
+    per provider and per live run; the oldest wait; whether the whole queue (`paused`) or
+    this organisation (`org_paused`) is paused. Rate limits and caps are shared by all."""
+    async with ctx.db.transaction() as conn:
+        status = await queue_status(conn, org_id=ctx.org_id)
+    return ok(status.to_dict())
+
+
+@router.post("/pause")
+async def pause_queue_route(ctx: Admin) -> JSONResponse:
+    """Stop claiming the organisation's jobs (every run, also those started later); running
+    jobs finish. Other organisations are not affected. `changed` is false if it was paused."""
+    async with ctx.db.transaction(immediate=True) as conn:
+        changed = await pause_org(conn, ctx.org_id)
+    return ok({"paused": True, "changed": changed})
+
+
+@router.post("/resume")
+async def resume_queue_route(ctx: Admin) -> JSONResponse:
+    """Claim the organisation's jobs again after `POST /api/queue/pause`."""
+    async with ctx.db.transaction(immediate=True) as conn:
+        changed = await resume_org(conn, ctx.org_id)
+    return ok({"paused": False, "changed": changed})

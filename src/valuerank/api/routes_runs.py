@@ -1,30 +1,62 @@
-"""/api/runs: the organisation's runs, one run's report and results, its events (cursor and
-Server-Sent Events). Another organisation's run is 404, like an unknown one."""
+"""/api/runs: the organisation's runs (filtered, cursor pages), one run's report and results,
+its events (cursor and Server-Sent Events); growing a sampled run and rerunning its failed
+jobs (as `valuerank runs expand|rerun-failed`). Another organisation's run is 404, like an
+unknown one."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Header, Query
 from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
 
-from valuerank.api.deps import Viewer
+from valuerank.api.deps import Member, Viewer
 from valuerank.api.envelope import ok
+from valuerank.api.pagination import Cursor, Limit, after_created, page
 from valuerank.api.sse import run_event_stream
-from valuerank.api.views import event_dict, load_run, load_runs, run_item
-from valuerank.queue.events import events_after
-from valuerank.runs.service import get_run
+from valuerank.api.views import event_page, load_run, load_run_page, run_item
+from valuerank.runs.listing import RunFilter
+from valuerank.runs.service import expand_run, get_run, rerun_failed
+from valuerank.runs.states import RunStatus
 
 router = APIRouter(prefix="/api/runs", tags=["runs"])
 
 
+class ExpandBody(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    sample_percentage: float = Field(gt=0, le=100, description="The new, larger share.")
+
+
 @router.get("")
 async def list_runs_route(
-    ctx: Viewer, limit: Annotated[int, Query(ge=1, le=500)] = 100
+    ctx: Viewer,
+    limit: Limit = 100,
+    cursor: Cursor = None,
+    status: Annotated[RunStatus | None, Query(description="Only runs in this state.")] = None,
+    definition: Annotated[
+        str | None, Query(max_length=100, description="Only runs of this definition version id.")
+    ] = None,
+    model: Annotated[
+        str | None, Query(max_length=300, description="Only runs with this target model.")
+    ] = None,
+    created_since: Annotated[
+        datetime | None, Query(description="Created at or after (ISO-8601; naive = UTC).")
+    ] = None,
+    created_until: Annotated[
+        datetime | None, Query(description="Created at or before (ISO-8601; naive = UTC).")
+    ] = None,
 ) -> JSONResponse:
-    """The newest runs first, each with its status and probe progress."""
-    reports = await load_runs(ctx.db, ctx.org_id, limit=limit)
-    return ok({"runs": [run_item(r) for r in reports], "count": len(reports)})
+    """The newest runs first, each with its status and probe progress; pass `next_cursor`
+    back as `cursor` (with the same filters) for the next page."""
+    filters = RunFilter(status, definition, model, created_since, created_until)
+    reports = await load_run_page(
+        ctx.db, ctx.org_id, limit=limit, filters=filters, after=after_created(cursor)
+    )
+    items = [run_item(r) for r in reports]
+    return ok(page("runs", items, limit=limit, key=lambda r: [r["created_at"], r["id"]]))
 
 
 @router.get("/{run_id}")
@@ -42,20 +74,7 @@ async def run_events_route(
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> JSONResponse:
     """A page of the run's events: pass `next_after` back as `after` for the next page."""
-    async with ctx.db.transaction() as conn:
-        run = await get_run(conn, ctx.org_id, run_id)
-        batch = await events_after(conn, run.id, after, limit, org_id=ctx.org_id)
-    return ok(
-        {
-            "run_id": run.id,
-            "status": run.status.value,
-            "terminal": run.status.terminal,
-            "events": [event_dict(e) for e in batch],
-            "after": after,
-            "next_after": batch[-1].seq if batch else after,
-            "has_more": len(batch) == limit,
-        }
-    )
+    return ok(await event_page(ctx.db, ctx.org_id, run_id, after=after, limit=limit))
 
 
 @router.get("/{run_id}/events/stream", response_class=StreamingResponse)
@@ -67,12 +86,34 @@ async def run_events_stream_route(
         int | None, Header(alias="Last-Event-ID", ge=0, description="Resume after this seq.")
     ] = None,
 ) -> StreamingResponse:
-    """Server-Sent Events of the run until it ends (`event: end`)."""
+    """Server-Sent Events of the run until it ends (`event: end`): `task_complete`,
+    `task_failed` (with `scenario_id`, `model`, `progress` of the run's probes),
+    `run_complete` and the run's pauses, as the progress WebSocket sends them; resumes after
+    `Last-Event-ID` (or `after`)."""
     async with ctx.db.transaction() as conn:
         run = await get_run(conn, ctx.org_id, run_id)  # 404 before any byte is streamed
     start = last_event_id if last_event_id is not None else after
     return StreamingResponse(
-        run_event_stream(ctx.db, ctx.org_id, run.id, start, stop=ctx.stopping),
+        run_event_stream(ctx.app.waker, ctx.org_id, run.id, start, stop=ctx.stopping),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
+
+
+@router.post("/{run_id}/expand")
+async def expand_run_route(run_id: str, body: ExpandBody, ctx: Member) -> JSONResponse:
+    """Grow a sampled run to a larger `sample_percentage`: the nested sample keeps the
+    scenarios it has and only the ones it adds are enqueued (a finished run reopens).
+    422 INVALID_INPUT unless the share is larger than the run's."""
+    async with ctx.db.transaction(immediate=True) as conn:
+        run, added = await expand_run(conn, ctx.org_id, run_id, body.sample_percentage)
+    return ok({**run.summary_dict(), "scenarios_added": added})
+
+
+@router.post("/{run_id}/rerun-failed")
+async def rerun_failed_route(run_id: str, ctx: Member) -> JSONResponse:
+    """Send the run's failed jobs back to the queue with fresh attempts (the run reopens
+    when there were some); 409 for a run never started."""
+    async with ctx.db.transaction(immediate=True) as conn:
+        run, count = await rerun_failed(conn, ctx.org_id, run_id)
+    return ok({**run.summary_dict(), "requeued": count})

@@ -1,4 +1,5 @@
-"""/health (the one open route) and /metrics (Prometheus text, authenticated)."""
+"""/health (liveness) and /api/ready (readiness), both open, and /metrics (Prometheus text,
+authenticated)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from sqlalchemy import text
 from valuerank import __version__
 from valuerank.api.deps import Context, Viewer
 from valuerank.api.envelope import ok
+from valuerank.db.migrate import check_ready
 from valuerank.queue.metrics import CONTENT_TYPE, render_metrics
 
 router = APIRouter(tags=["system"])
@@ -20,6 +22,15 @@ async def health(ctx: Context) -> JSONResponse:
     async with ctx.db.transaction() as conn:
         await conn.execute(text("SELECT 1"))
     return ok({"status": "ok", "version": __version__})
+
+
+@router.get("/api/ready")
+async def ready(ctx: Context) -> JSONResponse:
+    """Readiness: 200 when the database answers and its schema is at the revision this code
+    needs; 503 DATABASE_UNAVAILABLE or SCHEMA_NOT_READY otherwise (route no traffic here yet).
+    Open to all, like /health, which stays the liveness check."""
+    revision = await check_ready(ctx.db)
+    return ok({"status": "ready", "version": __version__, **revision})
 
 
 @router.get("/metrics", response_class=Response)

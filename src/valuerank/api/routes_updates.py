@@ -6,8 +6,9 @@ Connect with `?after=N` to receive every update with a sequence number above N (
 that reconnects passes the last `seq` it saw and misses nothing); without it, updates from
 now on. `?task_id=T` keeps one task's. The first message is
 `{"type": "subscribed", "last_seq": …, "after": …}`; then each update as the seed shows it,
-plus its `seq`. Updates are read from the database (polled, so every API process sees
-every worker's updates). A handshake without credentials is refused (HTTP 403); bad
+plus its `seq`. Updates are read from the database (so every API process sees every
+worker's updates), woken by the process's event listener (api/listener.py: PostgreSQL's
+NOTIFY at once; SQLite a short poll). A handshake without credentials is refused (HTTP 403); bad
 parameters close the socket with 1008 (policy violation) and the reason; the server
 stopping closes it with 1001.
 """
@@ -21,15 +22,13 @@ import logging
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 from sqlalchemy.exc import DBAPIError, OperationalError
 
-from valuerank.accounts.roles import Role
-from valuerank.api.deps import AppContext, Principal
+from valuerank.api.deps import Viewer
 from valuerank.errors import ValueRankError
-from valuerank.validation.events import last_update_seq, updates_after
+from valuerank.validation.events import last_update_seq, updates_after, updates_partition
 from valuerank.validation.model import parse_task_id
 
 log = logging.getLogger("valuerank.api")
 
-POLL_SECONDS = 0.25
 BATCH = 200
 POLICY_VIOLATION = 1008
 GOING_AWAY = 1001
@@ -51,11 +50,9 @@ def _params(websocket: WebSocket) -> tuple[int | None, str | None]:
 
 
 @router.websocket("/ws/updates")
-async def updates_socket(websocket: WebSocket) -> None:
-    principal: Principal | None = getattr(websocket.state, "principal", None)
-    if principal is None or not principal.role.allows(Role.VIEWER):
-        await websocket.close(code=POLICY_VIOLATION, reason="the viewer role is needed")
-        return
+async def updates_socket(websocket: WebSocket, ctx: Viewer) -> None:
+    """Live multi-model validation updates of the organisation (`validation_added`,
+    `consensus_updated`); `?after=SEQ` resumes, `?task_id=` narrows to one task."""
     try:
         after, task_id = _params(websocket)
     except (ValueError, ValueRankError) as exc:
@@ -63,8 +60,8 @@ async def updates_socket(websocket: WebSocket) -> None:
         message = exc.message if isinstance(exc, ValueRankError) else str(exc)
         await websocket.close(code=POLICY_VIOLATION, reason=message[:120])
         return
-    app: AppContext = websocket.app.state.valuerank
-    org_id = principal.org_id
+    app = ctx.app
+    org_id = ctx.org_id
     await websocket.accept()
     async with app.db.transaction() as conn:
         head = await last_update_seq(conn, org_id)
@@ -72,34 +69,41 @@ async def updates_socket(websocket: WebSocket) -> None:
     await websocket.send_json({"type": "subscribed", "last_seq": head, "after": cursor})
     receiver = asyncio.create_task(websocket.receive())
     stopping = asyncio.create_task(app.stopping.wait())
-    try:
-        while True:
-            try:
-                async with app.db.transaction() as conn:
-                    batch = await updates_after(conn, org_id, cursor, BATCH)
-            except (OperationalError, DBAPIError) as exc:
-                log.warning("/ws/updates: database error, retrying: %s", exc)
-                batch = []
-            for update in batch:
-                if task_id is None or update.task_id == task_id:
-                    await websocket.send_json(update.to_dict())
-                cursor = update.seq
-            if len(batch) == BATCH:
-                continue
-            done, _ = await asyncio.wait(
-                {receiver, stopping}, timeout=POLL_SECONDS, return_when=asyncio.FIRST_COMPLETED
-            )
-            if stopping in done:
-                await websocket.close(code=GOING_AWAY)
-                return
-            if receiver in done:
-                if receiver.result().get("type") == "websocket.disconnect":
+    with app.waker.subscribe(updates_partition(org_id)) as wakeup:
+        woken: asyncio.Task[None] | None = None
+        try:
+            while True:
+                wakeup.arm()  # before reading: an update written meanwhile wakes the wait
+                try:
+                    async with app.db.transaction() as conn:
+                        batch = await updates_after(conn, org_id, cursor, BATCH)
+                except (OperationalError, DBAPIError) as exc:
+                    log.warning("/ws/updates: database error, retrying: %s", exc)
+                    batch = []
+                for update in batch:
+                    if task_id is None or update.task_id == task_id:
+                        await websocket.send_json(update.to_dict())
+                    cursor = update.seq
+                if len(batch) == BATCH:
+                    continue
+                woken = asyncio.create_task(wakeup.wait())
+                done, _ = await asyncio.wait(
+                    {receiver, stopping, woken}, return_when=asyncio.FIRST_COMPLETED
+                )
+                if woken not in done:
+                    woken.cancel()  # the next pass waits afresh
+                if stopping in done:
+                    await websocket.close(code=GOING_AWAY)
                     return
-                receiver = asyncio.create_task(websocket.receive())  # messages are ignored
-    except (WebSocketDisconnect, RuntimeError):
-        return  # the client went away mid-send
-    finally:
-        for task in (receiver, stopping):
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+                if receiver in done:
+                    if receiver.result().get("type") == "websocket.disconnect":
+                        return
+                    receiver = asyncio.create_task(websocket.receive())  # messages are ignored
+        except (WebSocketDisconnect, RuntimeError):
+            return  # the client went away mid-send
+        finally:
+            for task in (receiver, stopping, woken):
+                if task is not None:
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, Exception):
+                        await task

@@ -67,6 +67,7 @@ async def add_member_route(body: NewMemberBody, ctx: Admin) -> JSONResponse:
 
 @router.get("/{user_id}")
 async def get_member_route(user_id: str, ctx: Viewer) -> JSONResponse:
+    """A member of the organisation: email, name and role."""
     async with ctx.db.transaction() as conn:
         member = await get_member(conn, ctx.org_id, user_id)
     return ok(member.to_dict())

@@ -8,10 +8,11 @@ from typing import Any
 from valuerank.db import Database
 from valuerank.pipeline.launch import watch_report
 from valuerank.queue.dialect import iso
-from valuerank.queue.events import Event
+from valuerank.queue.events import Event, events_after
+from valuerank.runs.listing import RunFilter, find_runs
 from valuerank.runs.progress import RunReport, run_report
 from valuerank.runs.results import ModelResult, model_results
-from valuerank.runs.service import list_runs
+from valuerank.runs.service import get_run
 
 
 def run_item(report: RunReport) -> dict[str, Any]:
@@ -46,8 +47,22 @@ class RunDetail:
 
 async def load_runs(db: Database, org_id: str, *, limit: int) -> list[RunReport]:
     """The organisation's newest runs with their progress (read only)."""
+    return (await load_run_page(db, org_id, limit=limit))[:limit]
+
+
+async def load_run_page(
+    db: Database,
+    org_id: str,
+    *,
+    limit: int,
+    filters: RunFilter | None = None,
+    after: tuple[str, str] | None = None,
+) -> list[RunReport]:
+    """The organisation's newest runs passing `filters`, after the run whose (`created_at`,
+    `id`) is `after`, with their progress (read only): `limit + 1` of them when there are
+    that many (the extra one says a next page exists)."""
     async with db.transaction() as conn:
-        runs = await list_runs(conn, org_id, limit=limit)
+        runs = await find_runs(conn, org_id, filters, limit=limit, after=after)
         return [await run_report(conn, org_id, run.id) for run in runs]
 
 
@@ -59,10 +74,28 @@ async def load_run(db: Database, org_id: str, ref: str) -> RunDetail:
     return RunDetail(report, results)
 
 
+async def event_page(
+    db: Database, org_id: str, ref: str, *, after: int, limit: int
+) -> dict[str, Any]:
+    """A page of the run's events with seq > `after`: pass `next_after` back as `after`."""
+    async with db.transaction() as conn:
+        run = await get_run(conn, org_id, ref)
+        batch = await events_after(conn, run.id, after, limit, org_id=org_id)
+    return {
+        "run_id": run.id,
+        "status": run.status.value,
+        "terminal": run.status.terminal,
+        "events": [event_dict(e) for e in batch],
+        "after": after,
+        "next_after": batch[-1].seq if batch else after,
+        "has_more": len(batch) == limit,
+    }
+
+
 def event_dict(event: Event) -> dict[str, Any]:
     return {
         "seq": event.seq,
-        "type": event.type.value,
+        "type": str(event.type),
         "data": event.data,
         "created_at": event.created_at.isoformat(),
     }

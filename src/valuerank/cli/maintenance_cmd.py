@@ -1,46 +1,63 @@
-"""`valuerank maintenance run`: one pass of queue hygiene (pruning, stale runs, …) now.
+"""`valuerank maintenance run|history|schedule-summary`: queue hygiene now, what it did, and
+whether the workers' schedule holds.
 
-It calls `valuerank.queue.maintenance.run_maintenance`, which workers also run periodically.
+`run` calls `valuerank.pipeline.maintenance.maintain`, the full pass workers also run
+periodically (pruning, reaping expired leases and stale runs, …), as the system API does.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 import typer
 
 from valuerank.cli.common import JsonOption, console, print_json, run
 from valuerank.cli.worker_settings import worker_settings
 from valuerank.config import get_settings
-from valuerank.db import create_database
+from valuerank.db import Database, create_database
 from valuerank.db.migrate import ensure_schema
-from valuerank.queue.dialect import iso
-from valuerank.queue.maintenance import run_maintenance
+from valuerank.pipeline.maintenance import maintain, schedule_summary
+from valuerank.queue.maintenance_history import list_maintenance_runs
 
-app = typer.Typer(help="Queue hygiene: prune finished jobs, reap stale work.", no_args_is_help=True)
+app = typer.Typer(
+    help="Queue hygiene: prune finished jobs, reap stale work and stale runs.",
+    no_args_is_help=True,
+)
+
+T = TypeVar("T")
+
+
+async def _with_db(use: Callable[[Database], Awaitable[T]]) -> T:
+    settings = get_settings()
+    db = create_database(settings.database_url, busy_timeout_ms=settings.sqlite_busy_timeout_ms)
+    try:
+        await ensure_schema(db)
+        return await use(db)
+    finally:
+        await db.dispose()
+
+
+def _summary_line(action: str, value: Any) -> str:
+    if isinstance(value, dict) and action == "stale_runs":
+        return (
+            f"  stale runs: {value.get('reaped', 0)} reaped ({value.get('completed', 0)} "
+            f"completed, {value.get('failed', 0)} failed), {value.get('resumed', 0)} resumed"
+        )
+    return f"  {action}: {value}"
 
 
 @app.command("run")
 def run_(as_json: bool = JsonOption) -> None:
     """Run maintenance once, now (workers also run it every
-    VALUERANK_WORKER_MAINTENANCE_INTERVAL_SECONDS)."""
+    VALUERANK_WORKER_MAINTENANCE_INTERVAL_SECONDS). Stale runs (running, nothing of them
+    queued or running) are closed as completed or failed; `stale_runs` counts them."""
 
-    async def _go() -> dict[str, Any] | None:
-        settings = get_settings()
-        db = create_database(settings.database_url, busy_timeout_ms=settings.sqlite_busy_timeout_ms)
-        try:
-            await ensure_schema(db)
-            done = await run_maintenance(db, worker_settings().queue_settings())
-        finally:
-            await db.dispose()
-        if done is None:
-            return None
-        data = dataclasses.asdict(done)
-        data.update(started_at=iso(done.started_at), finished_at=iso(done.finished_at))
-        return data
+    async def _go(db: Database) -> dict[str, Any] | None:
+        done = await maintain(db, worker_settings().queue_settings(), trigger="cli", wait=False)
+        return None if done is None else done.to_dict()
 
-    result = run(_go(), as_json=as_json)
+    result = run(_with_db(_go), as_json=as_json)
     if as_json:
         print_json(result if result is not None else {"skipped": True})
     elif result is None:
@@ -48,4 +65,59 @@ def run_(as_json: bool = JsonOption) -> None:
     else:
         console.print(f"maintenance {result['status']} in {result['duration_ms']} ms:")
         for action, value in result["actions"].items():
-            console.print(f"  {action}: {value}")
+            console.print(_summary_line(action, value), highlight=False)
+
+
+@app.command("history")
+def history(
+    limit: int = typer.Option(20, "--limit", "-n", min=1, max=500, help="Passes shown."),
+    kind: str | None = typer.Option(
+        None, "--kind", help="Only passes of this kind: full, reap_jobs, prune_jobs, …"
+    ),
+    as_json: bool = JsonOption,
+) -> None:
+    """The latest maintenance passes, newest first: what each did, who asked, and errors."""
+
+    async def _go(db: Database) -> list[dict[str, Any]]:
+        async with db.transaction() as conn:
+            passes = await list_maintenance_runs(conn, kind=kind, limit=limit)
+        return [p.to_dict() for p in passes]
+
+    passes = run(_with_db(_go), as_json=as_json)
+    if as_json:
+        print_json(passes)
+        return
+    if not passes:
+        console.print("no maintenance pass recorded yet")
+    for p in passes:
+        line = (
+            f"{p['started_at']}  {p['kind']:<16} {p['trigger']:<8} {p['status']:<9} "
+            f"{p['duration_ms']:>6} ms  {p['id']}"
+        )
+        console.print(line, highlight=False, soft_wrap=True)
+        if p["error"]:
+            console.print(f"    error: {p['error']}", highlight=False, soft_wrap=True)
+
+
+@app.command("schedule-summary")
+def schedule_summary_(as_json: bool = JsonOption) -> None:
+    """When the scheduled (full) pass last ran, when it is next due, and anomalies: missed
+    schedules and failed passes (the interval is VALUERANK_WORKER_MAINTENANCE_INTERVAL_SECONDS)."""
+
+    async def _go(db: Database) -> dict[str, Any]:
+        async with db.transaction() as conn:
+            summary, _ = await schedule_summary(conn, worker_settings().queue_settings())
+        return summary.to_dict()
+
+    summary = run(_with_db(_go), as_json=as_json)
+    if as_json:
+        print_json(summary)
+        return
+    last = summary["last_pass"]
+    console.print(f"schedule: {summary['status']} (every {summary['interval_seconds']:g} s)")
+    console.print(
+        "last pass: " + ("never" if last is None else f"{last['started_at']} ({last['status']})")
+    )
+    console.print(f"next due: {summary['next_due'] or '-'}")
+    for anomaly in summary["anomalies"]:
+        console.print(f"  {anomaly['kind']} at {anomaly['at']}: {anomaly['key']}", highlight=False)

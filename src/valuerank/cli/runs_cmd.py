@@ -6,30 +6,18 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import typer
-from pydantic import ValidationError
 from rich.table import Table
 
 from valuerank.cli.common import JsonOption, console, database, print_json, run, session
 from valuerank.cli.live import in_process_worker, report_json, results_table, wait_for_run
-from valuerank.errors import InvalidInputError
 from valuerank.pipeline.launch import launch_run, refresh_report
 from valuerank.queue.enqueue import priority_value
 from valuerank.runs import service
-from valuerank.runs.config import RunConfig
+from valuerank.runs.config import build_config
 from valuerank.runs.results import model_results
 
 app = typer.Typer(help="Runs: send a definition's scenarios to models.", no_args_is_help=True)
 RunArg = typer.Argument(..., help="Run id or prefix.")
-
-
-def _config(**fields: Any) -> RunConfig:
-    try:
-        return RunConfig(**{k: v for k, v in fields.items() if v is not None})
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'config'}: {e['msg']}" for e in exc.errors()
-        )
-        raise InvalidInputError(f"invalid run settings: {problems}") from None
 
 
 @app.command("create")
@@ -82,7 +70,7 @@ def create(
     the model and the valid choices, and nothing is written."""
 
     async def _go() -> dict[str, Any]:
-        config = _config(
+        config = build_config(
             models=tuple(model),
             sample_percentage=sample_percentage,
             sample_seed=sample_seed,

@@ -36,7 +36,9 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
-_EVENT_TYPES = ", ".join(e.value for e in EventType)
+# A run's partition ends with `run_complete` (valuerank.runs.events), other partitions with
+# `partition_complete`.
+_EVENT_TYPES = ", ".join([*(e.value for e in EventType), "run_complete"])
 _ERROR_CHARS = 300  # of a last_error shown to people (--json has it whole)
 
 

@@ -78,6 +78,9 @@ def worker(
             signals = (signal.SIGTERM, signal.SIGINT)
             for sig in signals:
                 loop.add_signal_handler(sig, w.stop)
+            # From here on SIGTERM drains gracefully; supervisors (and the fault tests) wait
+            # for this line before they count on it.
+            err_console.print(f"worker {w.worker_id} ready (concurrency {w.concurrency})")
             started = time.monotonic()
             runner = asyncio.create_task(w.run_until_idle() if burst else w.run_forever())
             try:

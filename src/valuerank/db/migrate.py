@@ -11,12 +11,20 @@ from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection
 
 from valuerank.db.engine import Database
+from valuerank.errors import ValueRankError
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 
 
 class SchemaOutOfDateError(RuntimeError):
     """The database schema is behind this version of ValueRank."""
+
+
+class SchemaNotReadyError(ValueRankError):
+    """Readiness: the database answers, but its schema is not the one this code needs."""
+
+    code = "SCHEMA_NOT_READY"
+    http_status = 503
 
 
 def alembic_config(connection: Connection | None = None) -> Config:
@@ -68,3 +76,17 @@ async def ensure_schema(db: Database) -> None:
         f"database {db.url.render()} is at schema revision {current or 'none'}, "
         f"this ValueRank needs {head_revision()}: run `valuerank db upgrade`"
     )
+
+
+async def check_ready(db: Database) -> dict[str, str]:
+    """Readiness of `db` for this code: it answers (else the driver's error propagates: the
+    API answers 503 DATABASE_UNAVAILABLE) and its schema is at the head revision (else
+    `SchemaNotReadyError`). Returns the revision. Never migrates anything."""
+    current = await current_revision(db)
+    head = head_revision()
+    if current != head:
+        raise SchemaNotReadyError(
+            f"the database schema is at revision {current or 'none'}, this ValueRank needs {head}",
+            hint="run `valuerank db upgrade` (an embedded SQLite database is upgraded at start)",
+        )
+    return {"revision": current, "head": head}

@@ -519,6 +519,28 @@ maintenance_runs = Table(
     _ts("started_at", nullable=False),
     _ts("finished_at", nullable=False),
     Column("duration_ms", Integer, nullable=False),
+    # What the pass did (`full`: the scheduled set; or one operation run alone, e.g.
+    # `reap_stale_runs`) and who asked (`worker`, `cli`, `api`, `schedule`). Migration 0010.
+    Column("kind", String(32), nullable=False, server_default="full"),
+    Column("trigger", String(16), nullable=False, server_default="worker"),
+    Index("ix_maintenance_runs_started_at_id", "started_at", "id"),
+)
+
+# Maintenance anomalies (a missed schedule, a failed pass) announced to an organisation's
+# webhooks through the outbox: one row per (organisation, anomaly), so announcing is
+# idempotent; `outbox_ids` are the notifications it wrote (their delivery status is read
+# from the outbox). Migration 0010.
+maintenance_alerts = Table(
+    "maintenance_alerts",
+    metadata,
+    _id(),
+    _org_id(),
+    Column("anomaly_key", String(200), nullable=False),
+    Column("kind", String(32), nullable=False),
+    Column("detail", JSONDocument, nullable=False),
+    Column("outbox_ids", JSONDocument, nullable=False),
+    _created_at(),
+    UniqueConstraint("org_id", "anomaly_key"),
 )
 
 # --- Queue counters (valuerank.queue) -----------------------------------------------------

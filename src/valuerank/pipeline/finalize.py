@@ -219,12 +219,36 @@ async def _advance(conn: AsyncConnection, job: Job) -> Run | str | None:
     return None  # paused, cancelled or already finished
 
 
+async def close_run(
+    conn: AsyncConnection, run: Run, results: list[ModelResult], summary: str
+) -> tuple[RunStatus, bool]:
+    """The finalize rule, written once (finalize and stale-run reaping use it): a run that
+    wrote any transcript is `completed` (failed probes are counted in its results), one that
+    wrote none is `failed` with the probes' errors as its reason. Moves the run there from
+    running or summarizing (guarded), stores its summary and enqueues its analysis; returns
+    the target and whether this call moved it (False: someone else moved it first)."""
+    written = sum(r.transcripts for r in results)
+    target = RunStatus.COMPLETED if written else RunStatus.FAILED
+    error = None if written else await failure_reason(conn, run.id)
+    sources = frozenset({RunStatus.RUNNING, RunStatus.SUMMARIZING})
+    moved = await move_run(conn, run.org_id, run.id, target, sources=sources, error=error)
+    if moved:
+        await conn.execute(update(runs).where(runs.c.id == run.id).values(summary=summary))
+        await analyze_when_completed(conn, run, target)
+    return target, moved
+
+
+async def store_consensus(conn: AsyncConnection, run: Run) -> list[ModelResult]:
+    """The judges' consensus per transcript stored; the run's results per model."""
+    await _store_consensus(conn, run)
+    return await model_results(conn, run.org_id, run.id)
+
+
 async def run_finalize(ctx: PipelineContext, job: Job) -> HandlerResult:
     async with ctx.db.transaction(immediate=True) as conn:
         state = await _advance(conn, job)
         if isinstance(state, Run):
-            await _store_consensus(conn, state)
-            results = await model_results(conn, state.org_id, state.id)
+            results = await store_consensus(conn, state)
     if state is None:
         return HandlerResult({"status": "nothing to do"})
     if isinstance(state, str):
@@ -232,12 +256,5 @@ async def run_finalize(ctx: PipelineContext, job: Job) -> HandlerResult:
     run = state
     summary = await _narrative(ctx, run, results)
     async with ctx.db.transaction(immediate=True) as conn:
-        written = sum(r.transcripts for r in results)
-        target = RunStatus.COMPLETED if written else RunStatus.FAILED
-        error = None if written else await failure_reason(conn, run.id)
-        sources = frozenset({RunStatus.RUNNING, RunStatus.SUMMARIZING})
-        moved = await move_run(conn, run.org_id, run.id, target, sources=sources, error=error)
-        if moved:
-            await conn.execute(update(runs).where(runs.c.id == run.id).values(summary=summary))
-            await analyze_when_completed(conn, run, target)
+        target, moved = await close_run(conn, run, results, summary)
     return HandlerResult({"status": target.value if moved else "unchanged"})

@@ -16,6 +16,7 @@ from valuerank.pipeline.analyze import (
 from valuerank.pipeline.context import PipelineContext
 from valuerank.pipeline.finalize import at_tail, ensure_finalize, run_finalize
 from valuerank.pipeline.judging import run_judge, run_summarize
+from valuerank.pipeline.maintenance import maintenance_chores
 from valuerank.pipeline.probe import ProbeItem, run_probe
 from valuerank.pipeline.validate import run_validate
 from valuerank.queue import Job, Permanent, RateLimited, Snooze, Worker
@@ -85,3 +86,5 @@ def register_pipeline_handlers(worker: Worker, ctx: PipelineContext) -> None:
     worker.register(ANALYZE_BASIC, _bind(ctx, _analyze_basic))
     worker.register(ANALYZE_DEEP, _bind(ctx, _analyze_deep))
     worker.register(ANALYZE_COMPARE, _bind(ctx, run_compare))
+    for name, chore in maintenance_chores().items():  # e.g. reaping stale runs
+        worker.add_maintenance_chore(name, chore)

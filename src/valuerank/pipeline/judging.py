@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import select, update
 
 from valuerank.db.tables import judgments, rubrics, transcripts
+from valuerank.failpoints import JUDGE_AFTER_JUDGMENT, failpoint
 from valuerank.formats.rubric import Rubric
 from valuerank.pipeline.calls import call_model
 from valuerank.pipeline.context import PipelineContext
@@ -109,6 +110,7 @@ async def run_judge(ctx: PipelineContext, job: Job) -> HandlerResult:
     )
     async with ctx.db.transaction(immediate=True) as conn:
         await insert_judgment(conn, job.org_id, transcript_id, judgment)
+    failpoint(JUDGE_AFTER_JUDGMENT)  # committed, not yet completed: the retry must reuse it
     return HandlerResult(
         {"decision": reply.decision, "confidence": reply.confidence},
         event_data={"scenario_id": row.scenario_id, "model": row.model, "judge": judge_model},

@@ -17,6 +17,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.db.tables import run_scenarios, transcripts
+from valuerank.failpoints import PROBE_AFTER_TRANSCRIPT, failpoint
 from valuerank.formats.transcript_md import Transcript, Turn
 from valuerank.pipeline.calls import call_model
 from valuerank.pipeline.context import PipelineContext
@@ -113,6 +114,7 @@ async def run_probe(ctx: PipelineContext, job: Job) -> HandlerResult:
         transcript_id = await insert_transcript(conn, job.org_id, run.id, record)
         if transcript_id is None:
             transcript_id = await _existing(conn, item)
+    failpoint(PROBE_AFTER_TRANSCRIPT)  # committed, not yet completed: the retry must reuse it
     return HandlerResult(
         {"transcript_id": transcript_id, "decision_code": decision.code},
         event_data={

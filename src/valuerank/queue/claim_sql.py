@@ -17,7 +17,8 @@ SQLite (inside BEGIN IMMEDIATE, which serialises writers)::
       AND jobs.status IN ('queued') RETURNING *
 
 Eligible: `queued`, `run_at <=` the database's now, a handled kind, neither its partition
-(paused or cancelled), its provider nor the whole queue paused, and no full cap applies.
+(paused or cancelled), its provider, its organisation nor the whole queue paused, and no full
+cap applies.
 Order: priority (high first); then the organisation with the fewest running jobs, then within
 it the partition with the fewest; then the oldest `run_at`, creation and id.
 
@@ -148,6 +149,7 @@ def _candidates(
         j.c.run_at <= db_now(dialect),
         j.c.partition.not_in(_paused_keys("partition", or_cancelled=True)),
         or_(j.c.provider.is_(None), j.c.provider.not_in(_paused_keys("provider"))),
+        j.c.org_id.not_in(_paused_keys("org")),
         *_not_capped(j, full),
         *exclusion_clauses(j, closed or [], buckets or []),
     ]
@@ -221,6 +223,8 @@ cand AS MATERIALIZED (
           @KINDS@
           AND (j.provider IS NULL OR j.provider NOT IN (
                 SELECT q.key FROM queue_controls q WHERE q.scope = 'provider' AND q.paused))
+          AND j.org_id NOT IN (
+                SELECT q.key FROM queue_controls q WHERE q.scope = 'org' AND q.paused)
           @LIMITED@
         ORDER BY j.priority DESC, j.run_at, j.created_at, j.id
         LIMIT @WINDOW@

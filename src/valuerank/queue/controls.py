@@ -1,4 +1,5 @@
-"""Operator controls: pause/resume/cancel a partition, pause/resume the queue or a provider,
+"""Operator controls: pause/resume/cancel a partition, pause/resume the queue, one
+organisation's jobs or a provider,
 cancel one job, requeue failed jobs.
 
 Pausing only stops claims; running jobs finish. Cancelling a partition cancels its queued
@@ -34,6 +35,7 @@ class ControlScope(StrEnum):
     GLOBAL = "global"
     PARTITION = PARTITION_SCOPE
     PROVIDER = "provider"
+    ORG = "org"  # key: the organisation's id; its jobs are not claimed while paused
 
 
 GLOBAL_KEY = "*"
@@ -152,6 +154,28 @@ async def pause_queue(conn: AsyncConnection) -> bool:
 
 async def resume_queue(conn: AsyncConnection) -> bool:
     return await _set_paused(conn, ControlScope.GLOBAL, GLOBAL_KEY, None, False)
+
+
+async def pause_org(conn: AsyncConnection, org_id: str) -> bool:
+    """Stop claiming one organisation's jobs (every partition of it, runs started later
+    too); other organisations are not affected. True if it was not paused already."""
+    return await _set_paused(conn, ControlScope.ORG, org_id, org_id, True)
+
+
+async def resume_org(conn: AsyncConnection, org_id: str) -> bool:
+    """Claim the organisation's jobs again; True if it was paused."""
+    return await _set_paused(conn, ControlScope.ORG, org_id, org_id, False)
+
+
+async def org_paused(conn: AsyncConnection, org_id: str) -> bool:
+    return bool(
+        await conn.scalar(
+            select(queue_controls.c.paused).where(
+                queue_controls.c.scope == ControlScope.ORG.value,
+                queue_controls.c.key == org_id,
+            )
+        )
+    )
 
 
 async def pause_provider(conn: AsyncConnection, provider: str) -> bool:

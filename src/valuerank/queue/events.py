@@ -20,7 +20,10 @@ so; and maintenance recounts the partitions whose counters say jobs are still ac
 
 Event types: the queue's own are `EventType`; other packages may append events of their own
 types (plain strings, e.g. `multi_model.validation_added`) to partitions of their own, and
-read them with their own reader (`events_after` reads the queue's types).
+read them with their own reader (`events_after` gives a type it does not know as a string).
+The package that owns a partition may also name the event that says it is finished
+(`name_partition_completions`: a run's partition ends with `run_complete`); the default is
+`partition_complete`.
 
 Lock order, to stay deadlock-free on PostgreSQL: job rows, then slot rows, then partition rows
 (sorted). Emit events last in a transaction, partitions in sorted order.
@@ -30,7 +33,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -61,6 +64,9 @@ class EventType(StrEnum):
     PARTITION_RESUMED = "partition_resumed"
     PARTITION_CANCELLED = "partition_cancelled"
     PARTITION_COMPLETE = "partition_complete"  # nothing queued or running any more
+    # Maintenance closed a partition (a run) left open with no job queued or running; the
+    # data says the status it was moved to and why.
+    PARTITION_REAPED = "partition_reaped"
 
 
 _WITH_PROGRESS = frozenset(
@@ -91,9 +97,34 @@ class Event:
     partition: str
     seq: int
     org_id: str
-    type: EventType
+    type: EventType | str  # a plain string: a type of another package (`run_complete`, …)
     data: dict[str, Any]
     created_at: datetime
+
+
+Completion = tuple[str, dict[str, Any]]
+CompletionNamer = Callable[[AsyncConnection, str, str], Awaitable[Completion | None]]
+"""`(conn, org_id, partition)` → the completion event's type and extra data for a partition
+its package owns, else None (the next namer, then `partition_complete`, is asked)."""
+
+_completion_namers: list[CompletionNamer] = []
+
+
+def name_partition_completions(namer: CompletionNamer) -> None:
+    """Let a package name the completion event of its own partitions (once per namer): the
+    queue knows no runs, the runs package does. Called at import by that package."""
+    if namer not in _completion_namers:
+        _completion_namers.append(namer)
+
+
+async def _completion(
+    conn: AsyncConnection, org_id: str, partition: str
+) -> tuple[str, dict[str, Any]]:
+    for namer in _completion_namers:
+        named = await namer(conn, org_id, partition)
+        if named is not None:
+            return named
+    return EventType.PARTITION_COMPLETE, {}
 
 
 @dataclass(frozen=True)
@@ -440,7 +471,8 @@ async def emit_job_event_with_progress(
 async def complete_if_done(
     conn: AsyncConnection, org_id: str, partition: str, *, progress: Progress | None = None
 ) -> bool:
-    """Emit `partition_complete` when nothing is queued or running in the partition any more.
+    """Emit the partition's completion event (`partition_complete`, or the name its owner
+    gave: see `name_partition_completions`) when nothing is queued or running in it any more.
 
     Call after this transaction has moved a job of the partition out of `queued`/`running`
     (and so has locked the partition row), never speculatively. `progress`: the partition's
@@ -456,14 +488,22 @@ async def complete_if_done(
     progress, _ = await recount_partition(conn, org_id, partition)
     if progress.active:
         return False
+    name, extra = await _completion(conn, org_id, partition)
     await append_event(
         conn,
         org_id=org_id,
         partition=partition,
-        type=EventType.PARTITION_COMPLETE,
-        data=progress.to_dict(),
+        type=name,
+        data={**progress.to_dict(), **extra},
     )
     return True
+
+
+def _event_type(value: str) -> EventType | str:
+    try:
+        return EventType(value)
+    except ValueError:
+        return value
 
 
 async def events_after(
@@ -474,7 +514,8 @@ async def events_after(
     *,
     org_id: str | None = None,
 ) -> list[Event]:
-    """The events of a partition with seq > `after_seq`, oldest first: a resumable cursor."""
+    """The events of a partition with seq > `after_seq`, oldest first: a resumable cursor.
+    A type the queue does not define (its owner's completion, say) comes as a plain string."""
     query = select(events).where(events.c.partition == partition, events.c.seq > after_seq)
     if org_id is not None:
         query = query.where(events.c.org_id == org_id)
@@ -484,7 +525,7 @@ async def events_after(
             partition=r.partition,
             seq=r.seq,
             org_id=r.org_id,
-            type=EventType(r.type),
+            type=_event_type(r.type),
             data=r.data,
             created_at=as_utc(r.created_at),
         )

@@ -21,15 +21,25 @@ What a run does, all counted in its `maintenance_runs` row:
 Each delete takes at most `batch` rows per run, which bounds the transaction; `more` in the
 record says a next run has more to prune.
 
+- then the chores the caller adds (`chores`: name → function of the connection, e.g. the
+  pipeline's stale-run reaping), in the same transaction and under the same lock, each result
+  stored under its name: two passes at once never do a chore twice.
+
 If the work fails, the transaction rolls back and a `failed` record with the error is written
 on its own; the record is returned either way.
+
+Every pass records its `kind` (`full`: the above; or one operation run alone through
+`run_pass`, e.g. `prune_jobs`) and its `trigger` (worker, cli, api, schedule). Only full passes
+count for `skip_if_ran_within` and for the schedule (see `maintenance_schedule.py`).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections import Counter
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -39,7 +49,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.db.engine import Database
 from valuerank.db.tables import job_errors, jobs, maintenance_runs, outbox, queue_controls
-from valuerank.queue.dialect import as_utc, db_now, db_now_plus
+from valuerank.queue.dialect import as_utc, db_now, db_now_plus, iso
 from valuerank.queue.events import (
     PARTITION_SCOPE,
     add_counts,
@@ -60,6 +70,11 @@ DEFAULT_BATCH = 5000
 DEFAULT_STALE_AFTER_SECONDS = 3600.0
 STALE_SAMPLE = 20  # partition names kept in the record
 LOCK_NAME = "valuerank.queue.maintenance"
+FULL = "full"  # the kind of the scheduled pass
+TRIGGERS = ("worker", "cli", "api", "schedule")
+
+# A chore: work done in the pass's transaction; its result (JSON-serialisable) is recorded.
+Chore = Callable[[AsyncConnection], Awaitable[Any]]
 
 
 @dataclass(frozen=True)
@@ -72,6 +87,22 @@ class MaintenanceRun:
     started_at: datetime
     finished_at: datetime
     duration_ms: int
+    kind: str = FULL
+    trigger: str = "worker"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "trigger": self.trigger,
+            "worker_id": self.worker_id,
+            "status": self.status,
+            "actions": self.actions,
+            "error": self.error,
+            "started_at": iso(self.started_at),
+            "finished_at": iso(self.finished_at),
+            "duration_ms": self.duration_ms,
+        }
 
 
 def _record(row: Any) -> MaintenanceRun:
@@ -84,24 +115,31 @@ def _record(row: Any) -> MaintenanceRun:
         started_at=as_utc(row.started_at),
         finished_at=as_utc(row.finished_at),
         duration_ms=row.duration_ms,
+        kind=row.kind,
+        trigger=row.trigger,
     )
 
 
-async def _try_lock(conn: AsyncConnection) -> bool:
+async def _lock(conn: AsyncConnection, *, wait: bool) -> bool:
+    """Take the maintenance lock for this transaction; False if not waiting and it is held."""
     if conn.dialect.name != "postgresql":
         return True  # BEGIN IMMEDIATE already holds SQLite's write lock
+    function = "pg_advisory_xact_lock" if wait else "pg_try_advisory_xact_lock"
     got = await conn.scalar(
-        text("SELECT pg_try_advisory_xact_lock(hashtext(current_schema() || :name))"),
+        text(f"SELECT {function}(hashtext(current_schema() || :name))::text"),
         {"name": ":" + LOCK_NAME},
     )
-    return bool(got)
+    return wait or got == "true"
 
 
 async def _ran_within(conn: AsyncConnection, seconds: float) -> bool:
     recent = await conn.scalar(
         select(func.count())
         .select_from(maintenance_runs)
-        .where(maintenance_runs.c.started_at > db_now_plus(conn.dialect.name, -seconds))
+        .where(
+            maintenance_runs.c.kind == FULL,
+            maintenance_runs.c.started_at > db_now_plus(conn.dialect.name, -seconds),
+        )
     )
     return bool(recent)
 
@@ -198,6 +236,7 @@ async def _work(
     *,
     batch: int,
     stale_after_seconds: float,
+    chores: Mapping[str, Chore],
 ) -> dict[str, Any]:
     dialect = conn.dialect.name
     retention = settings.retention_days * 86400.0
@@ -212,6 +251,7 @@ async def _work(
     )
     recounted = await recount_live_partitions(conn, limit=batch)
     stale = await stale_partitions(conn, stale_after_seconds=stale_after_seconds)
+    done = {name: await chore(conn) for name, chore in chores.items()}
     return {
         "reaped": {
             "requeued": len(reaped.requeued),
@@ -226,12 +266,15 @@ async def _work(
         "stale_partitions": len(stale),
         "stale_partition_sample": stale[:STALE_SAMPLE],
         "more": batch in (pruned_jobs, pruned_outbox, pruned_runs),
+        **done,
     }
 
 
 async def _insert_record(
     conn: AsyncConnection,
     *,
+    kind: str,
+    trigger: str,
     worker_id: str | None,
     status: str,
     actions: dict[str, Any],
@@ -244,6 +287,8 @@ async def _insert_record(
         insert(maintenance_runs).values(
             id=run_id,
             org_id=None,
+            kind=kind,
+            trigger=trigger,
             worker_id=worker_id,
             status=status,
             actions=actions,
@@ -259,33 +304,35 @@ async def _insert_record(
     return _record(row)
 
 
-async def run_maintenance(
+async def run_pass(
     db: Database,
-    settings: QueueSettings,
+    kind: str,
+    work: Callable[[AsyncConnection], Awaitable[dict[str, Any]]],
     *,
+    trigger: str = "worker",
     worker_id: str | None = None,
+    wait: bool = True,
     skip_if_ran_within: float | None = None,
-    stale_after_seconds: float = DEFAULT_STALE_AFTER_SECONDS,
-    batch: int = DEFAULT_BATCH,
 ) -> MaintenanceRun | None:
-    """One maintenance run (see the module); None if another run holds the lock or (with
-    `skip_if_ran_within`) one started that recently."""
+    """Run `work` as one recorded maintenance pass of `kind`, under the maintenance lock (see
+    the module). None when skipped: `wait` False and another pass holds the lock, or a full
+    pass started within `skip_if_ran_within` seconds."""
+    if trigger not in TRIGGERS:
+        raise ValueError(f"unknown maintenance trigger {trigger!r}")
     clock = time.monotonic()
     started_at: datetime | None = None
+    record = functools.partial(_insert_record, kind=kind, trigger=trigger, worker_id=worker_id)
     try:
         async with db.transaction(immediate=True) as conn:
-            if not await _try_lock(conn):
+            if not await _lock(conn, wait=wait):
                 return None
             if skip_if_ran_within is not None and await _ran_within(conn, skip_if_ran_within):
                 return None
             started_at = await conn.scalar(select(db_now(conn.dialect.name)))
             assert started_at is not None
-            actions = await _work(
-                conn, settings, batch=batch, stale_after_seconds=stale_after_seconds
-            )
-            return await _insert_record(
+            actions = await work(conn)
+            return await record(
                 conn,
-                worker_id=worker_id,
                 status=SUCCEEDED,
                 actions=actions,
                 error=None,
@@ -293,15 +340,14 @@ async def run_maintenance(
                 duration_ms=round((time.monotonic() - clock) * 1000),
             )
     except Exception as exc:
-        log.exception("maintenance failed")
+        log.exception("maintenance (%s) failed", kind)
         error = f"{type(exc).__name__}: {exc}"[:4000]
         async with db.transaction(immediate=True) as conn:
             if started_at is None:
                 started_at = await conn.scalar(select(db_now(conn.dialect.name)))
                 assert started_at is not None
-            return await _insert_record(
+            return await record(
                 conn,
-                worker_id=worker_id,
                 status=FAILED,
                 actions={},
                 error=error,
@@ -310,10 +356,47 @@ async def run_maintenance(
             )
 
 
+async def run_maintenance(
+    db: Database,
+    settings: QueueSettings,
+    *,
+    worker_id: str | None = None,
+    trigger: str = "worker",
+    wait: bool = False,
+    skip_if_ran_within: float | None = None,
+    stale_after_seconds: float = DEFAULT_STALE_AFTER_SECONDS,
+    batch: int = DEFAULT_BATCH,
+    chores: Mapping[str, Chore] | None = None,
+) -> MaintenanceRun | None:
+    """One full maintenance pass (see the module); None if another pass holds the lock (unless
+    `wait`) or (with `skip_if_ran_within`) a full pass started that recently."""
+
+    async def work(conn: AsyncConnection) -> dict[str, Any]:
+        return await _work(
+            conn,
+            settings,
+            batch=batch,
+            stale_after_seconds=stale_after_seconds,
+            chores=chores or {},
+        )
+
+    return await run_pass(
+        db,
+        FULL,
+        work,
+        trigger=trigger,
+        worker_id=worker_id,
+        wait=wait,
+        skip_if_ran_within=skip_if_ran_within,
+    )
+
+
 async def last_maintenance(conn: AsyncConnection) -> MaintenanceRun | None:
+    """The latest full pass."""
     row = (
         await conn.execute(
             select(maintenance_runs)
+            .where(maintenance_runs.c.kind == FULL)
             .order_by(maintenance_runs.c.started_at.desc(), maintenance_runs.c.id.desc())
             .limit(1)
         )

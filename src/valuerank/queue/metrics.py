@@ -108,6 +108,7 @@ async def render_metrics(db: Database) -> bytes:
                     seconds_since(dialect, maintenance_runs.c.finished_at),
                     maintenance_runs.c.status,
                 )
+                .where(maintenance_runs.c.kind == "full")  # the scheduled passes
                 .order_by(maintenance_runs.c.started_at.desc(), maintenance_runs.c.id.desc())
                 .limit(1)
             )

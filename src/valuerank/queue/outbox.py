@@ -308,13 +308,21 @@ def _lease_token(dialect: str) -> Any:
     return func.lower(func.hex(func.randomblob(16)))
 
 
-async def claim_deliveries(db: Database, *, limit: int, lease_seconds: float) -> list[Delivery]:
-    """Claim up to `limit` due rows of active webhooks: counts an attempt, sets a lease token
-    and pushes `next_attempt_at` to the lease expiry (a crashed sender's rows come back)."""
+async def claim_deliveries(
+    db: Database, *, limit: int, lease_seconds: float, org_id: str | None = None
+) -> list[Delivery]:
+    """Claim up to `limit` due rows of active webhooks (of `org_id` only, when given): counts
+    an attempt, sets a lease token and pushes `next_attempt_at` to the lease expiry (a crashed
+    sender's rows come back)."""
+    scope = [] if org_id is None else [outbox.c.org_id == org_id]
     async with db.transaction() as conn:  # a plain read first: no write lock when idle
         due = await conn.scalar(
             select(outbox.c.id)
-            .where(outbox.c.status == PENDING, outbox.c.next_attempt_at <= db_now(db.dialect))
+            .where(
+                outbox.c.status == PENDING,
+                outbox.c.next_attempt_at <= db_now(db.dialect),
+                *scope,
+            )
             .limit(1)
         )
     if due is None:
@@ -329,6 +337,7 @@ async def claim_deliveries(db: Database, *, limit: int, lease_seconds: float) ->
                 outbox.c.status == PENDING,
                 outbox.c.next_attempt_at <= now,
                 webhooks.c.active.is_(True),
+                *scope,
             )
             .order_by(outbox.c.next_attempt_at, outbox.c.id)
             .limit(limit)
@@ -514,13 +523,16 @@ async def deliver_due(
     backoff_cap: float = 3600.0,
     rng: random.Random | None = None,
     cipher: SecretCipher | None = None,
+    org_id: str | None = None,
 ) -> DeliveryReport:
     """Claim up to `limit` due notifications, POST them concurrently (no transaction open),
     and settle each. Safe to run from every worker at once. `cipher` (from
     `VALUERANK_SECRET_KEY`) decrypts the webhooks' signing secrets; without it, deliveries of
     webhooks that have one fail (unsent) and are retried later."""
     report = DeliveryReport()
-    deliveries = await claim_deliveries(db, limit=limit, lease_seconds=2 * timeout + 30.0)
+    deliveries = await claim_deliveries(
+        db, limit=limit, lease_seconds=2 * timeout + 30.0, org_id=org_id
+    )
     report.claimed = len(deliveries)
 
     async def one(delivery: Delivery) -> None:
@@ -547,6 +559,10 @@ async def deliver_due(
 
 
 # -- administration ---------------------------------------------------------------------------
+
+
+class NotificationNotFoundError(NotFoundError):
+    code = "NOTIFICATION_NOT_FOUND"
 
 
 @dataclass(frozen=True)
@@ -607,10 +623,12 @@ async def list_outbox(
     status: str | Sequence[str] | None = None,
     topic: str | None = None,
     webhook_id: str | None = None,
+    before_id: str | None = None,
     limit: int = 100,
 ) -> list[OutboxEntry]:
-    """The organisation's notifications, newest first, optionally filtered (`status`: one
-    status or several; empty or None: all)."""
+    """The organisation's notifications, newest first (ids are time-ordered), optionally
+    filtered (`status`: one status or several; empty or None: all), before `before_id` (the
+    keyset of the next page)."""
     statuses = [status] if isinstance(status, str) else list(status or ())
     for one in statuses:
         if one not in OUTBOX_STATUSES:
@@ -624,6 +642,8 @@ async def list_outbox(
         query = query.where(outbox.c.topic == topic)
     if webhook_id is not None:
         query = query.where(outbox.c.webhook_id == webhook_id)
+    if before_id is not None:
+        query = query.where(outbox.c.id < before_id)
     rows = await conn.execute(query.order_by(outbox.c.id.desc()).limit(limit))
     return [_entry(r) for r in rows]
 
@@ -702,7 +722,7 @@ async def retry_delivery(conn: AsyncConnection, org_id: str, outbox_id: str) -> 
             select(outbox.c.status).where(outbox.c.org_id == org_id, outbox.c.id == outbox_id)
         )
         if exists is None:
-            raise NotFoundError(
+            raise NotificationNotFoundError(
                 f"no notification {outbox_id!r} in this organisation",
                 hint="`valuerank webhooks deliveries --status dead` shows the dead ones",
             )

@@ -3,7 +3,7 @@
 Burst mode (`Worker.run_until_idle`) asks this before it exits, so a partition it worked on
 is not left behind with a job snoozed or retried a moment later (a run's finalize step, a
 transient error's backoff). Jobs that nothing will claim are not counted: those of a paused
-partition, of a paused provider, or any while the whole queue is paused.
+partition, of a paused provider or organisation, or any while the whole queue is paused.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ async def seconds_until_due(
         ~_paused(PARTITION_SCOPE, jobs.c.partition),
         ~and_(jobs.c.provider.is_not(None), _paused("provider", jobs.c.provider)),
         ~_paused("global", "*"),
+        ~_paused("org", jobs.c.org_id),
     ]
     if kinds is not None:
         conditions.append(jobs.c.kind.in_(sorted(kinds)))

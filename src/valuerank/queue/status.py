@@ -94,8 +94,9 @@ class QueueStatus:
     providers: dict[str, ProviderStatus]
     partitions: dict[str, PartitionStatus]  # those with queued/running jobs, or paused
     oldest_waiting_seconds: float | None  # the longest a runnable job has been waiting
-    paused: bool
+    paused: bool  # the whole queue (every organisation)
     caps: list[Cap]
+    org_paused: bool = False  # the organisation asked about (`org_id`) is paused
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -144,10 +145,12 @@ async def queue_status(conn: AsyncConnection, *, org_id: str | None = None) -> Q
             queue_controls.c.cancel_requested,
         )
     )
-    globally_paused = False
+    globally_paused = this_org_paused = False
     for scope, key, control_org, paused, cancelled in controls:
         if scope == ControlScope.GLOBAL and key == GLOBAL_KEY:
             globally_paused = bool(paused)
+        elif scope == ControlScope.ORG:
+            this_org_paused = this_org_paused or (key == org_id and bool(paused))
         elif scope == ControlScope.PROVIDER and paused:
             providers.setdefault(key, ProviderStatus()).paused = True
         elif (
@@ -180,4 +183,5 @@ async def queue_status(conn: AsyncConnection, *, org_id: str | None = None) -> Q
         oldest_waiting_seconds=None if oldest is None else max(float(oldest), 0.0),
         paused=globally_paused,
         caps=await list_caps(conn),
+        org_paused=this_org_paused,
     )

@@ -46,7 +46,7 @@ from valuerank.db.engine import Database
 from valuerank.queue import lease as leases
 from valuerank.queue.claim import claim
 from valuerank.queue.job import Job
-from valuerank.queue.maintenance import MaintenanceRun, run_maintenance
+from valuerank.queue.maintenance import Chore, MaintenanceRun, run_maintenance
 from valuerank.queue.outbox import DeliveryReport, deliver_due
 from valuerank.queue.pending import seconds_until_due
 from valuerank.queue.reaper import reap
@@ -212,6 +212,8 @@ class Worker:
         self._last_reap = float("-inf")
         self._chores: dict[str, asyncio.Task[None]] = {}
         self._chore_due: dict[str, float] = {}
+        # Work the application adds to each maintenance pass (see `add_maintenance_chore`).
+        self._maintenance_chores: dict[str, Chore] = {}
         self._claim_failures = 0  # claims that raised, ever (run_forever backs off on them)
         self._abandon_settling = False  # shutdown grace over: stop retrying outcome writes
         # Successful jobs waiting for the settler, which completes them in one transaction.
@@ -228,6 +230,15 @@ class Worker:
     def register(self, kind: str, handler: Handler) -> None:
         """Run jobs of `kind` with `handler`; the worker only claims kinds it can run."""
         self._handlers[kind] = handler
+
+    def add_maintenance_chore(self, name: str, chore: Chore) -> None:
+        """Do `chore` in every maintenance pass of this worker, in its transaction and under its
+        lock (e.g. the pipeline's stale-run reaping); its result is recorded under `name`."""
+        self._maintenance_chores[name] = chore
+
+    @property
+    def maintenance_chores(self) -> dict[str, Chore]:
+        return dict(self._maintenance_chores)
 
     def handles(self, kind: str) -> Callable[[Handler], Handler]:
         """Decorator form of `register`."""
@@ -356,7 +367,9 @@ class Worker:
             self.db,
             self.settings,
             worker_id=self.worker_id,
+            trigger="worker",
             skip_if_ran_within=0.9 * self.settings.maintenance_interval_seconds,
+            chores=self._maintenance_chores,
         )
 
     async def drain_outbox(self, *, limit: int = 50, timeout: float = 10.0) -> DeliveryReport:

@@ -1,1 +1,5 @@
 """Runs: a definition version's scenarios sent to models, as durable queue jobs."""
+
+# A run's partition ends with `run_complete`: the name is given to the queue on import, so
+# every process that moves a run's jobs (worker, API, CLI) writes it.
+from valuerank.runs import events as _events  # noqa: F401

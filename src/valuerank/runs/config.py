@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from valuerank.errors import InvalidInputError
 from valuerank.providers.model_id import InvalidModelId, parse_model_id
 
 
@@ -57,3 +58,15 @@ class RunConfig(BaseModel):
 
     def to_json(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
+
+
+def build_config(**fields: Any) -> RunConfig:
+    """A run's settings from user input (None: the default); INVALID_INPUT naming every
+    problem (the CLI's options and the API's body say the same thing)."""
+    try:
+        return RunConfig(**{k: v for k, v in fields.items() if v is not None})
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'config'}: {e['msg']}" for e in exc.errors()
+        )
+        raise InvalidInputError(f"invalid run settings: {problems}") from None

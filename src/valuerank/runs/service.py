@@ -21,7 +21,7 @@ from valuerank.db.tables import events, jobs, queue_controls, run_scenarios, run
 from valuerank.definitions.expansion import expand_with_scores
 from valuerank.definitions.sampling import draw_seed, rank_order, sample_size
 from valuerank.definitions.service import get_definition
-from valuerank.errors import InvalidInputError
+from valuerank.errors import ConflictError, InvalidInputError
 from valuerank.providers.costs import conversation_tokens, estimate_tokens
 from valuerank.providers.model_id import parse_model_id
 from valuerank.queue import (
@@ -80,7 +80,7 @@ class Run:
         }
 
 
-def _run(row: Any) -> Run:
+def run_from_row(row: Any) -> Run:
     return Run(
         id=row.id,
         org_id=row.org_id,
@@ -103,7 +103,7 @@ def _run(row: Any) -> Run:
 
 async def get_run(conn: AsyncConnection, org_id: str, ref: str) -> Run:
     row = await find_by_ref(conn, runs, org_id, ref, kind="run", list_hint="valuerank runs list")
-    return _run(row)
+    return run_from_row(row)
 
 
 async def list_runs(conn: AsyncConnection, org_id: str, *, limit: int = 100) -> list[Run]:
@@ -113,7 +113,7 @@ async def list_runs(conn: AsyncConnection, org_id: str, *, limit: int = 100) -> 
         .order_by(runs.c.created_at.desc(), runs.c.id)
         .limit(limit)
     )
-    return [_run(row) for row in rows]
+    return [run_from_row(row) for row in rows]
 
 
 def new_cli_run_id() -> str:
@@ -326,12 +326,28 @@ async def cancel_run(conn: AsyncConnection, org_id: str, ref: str) -> Run:
     return await get_run(conn, org_id, run.id)
 
 
-async def delete_run(conn: AsyncConnection, org_id: str, ref: str) -> str:
+class RunActiveError(ConflictError):
+    code = "RUN_ACTIVE"
+
+
+_DELETABLE = frozenset({RunStatus.PENDING, *TERMINAL})
+
+
+async def delete_run(
+    conn: AsyncConnection, org_id: str, ref: str, *, only_stopped: bool = False
+) -> str:
     """Delete a run and all its data (jobs, events, scenarios, transcripts, judgments).
 
     A run with running jobs must be cancelled first, so no worker writes into a deleted run.
+    `only_stopped` (the API's policy) also refuses a run that is running, paused or
+    summarizing, whatever its jobs are doing: cancel it, then delete it.
     """
     run = await get_run(conn, org_id, ref)
+    if only_stopped and run.status not in _DELETABLE:
+        raise RunActiveError(
+            f"run {run.id[:8]} is {run.status.value}: cancel it before deleting it",
+            hint="POST /api/queue/runs/{id}/cancel, then delete it",
+        )
     running = (
         await conn.execute(
             select(jobs.c.id).where(jobs.c.partition == run.id, jobs.c.status == "running").limit(1)

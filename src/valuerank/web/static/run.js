@@ -57,8 +57,9 @@
     var list = document.getElementById("events");
     if (!list) { return; }
     var item = document.createElement("li");
-    var what = ev.data && (ev.data.model || ev.data.kind) ? " " + (ev.data.kind || "") + " " + (ev.data.model || "") : "";
-    var prog = ev.data && ev.data.progress ? " (" + ev.data.progress + ")" : "";
+    // The run's messages: {type, seq, scenario_id, model, progress, …} (see runs/events.py).
+    var what = ev.model ? " " + (ev.scenario_id || "") + " " + ev.model : "";
+    var prog = ev.progress ? " (" + ev.progress + ")" : "";
     item.textContent = "#" + ev.seq + " " + ev.type + what + prog;
     list.insertBefore(item, list.firstChild);
     while (list.children.length > MAX_EVENTS) { list.removeChild(list.lastChild); }

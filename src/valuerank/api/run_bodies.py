@@ -1,0 +1,82 @@
+"""The body that creates a run, shared by `POST /api/queue/runs` and `POST /api/eval/runs`:
+the settings of `valuerank runs create`, checked as the CLI checks them."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from valuerank.pipeline.launch import launch_run
+from valuerank.queue.enqueue import priority_value
+from valuerank.runs.config import build_config
+
+ModelId = Annotated[str, Field(min_length=1, max_length=300)]
+
+
+class RunSettingsBody(BaseModel):
+    """The settings of `valuerank runs create` (defaults the same)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    definition_id: str = Field(min_length=1, max_length=100, description="Version id or prefix.")
+    models: list[ModelId] = Field(min_length=1, max_length=100, description="`provider:model`.")
+    judges: list[ModelId] = Field(default_factory=list, max_length=20)
+    summary_model: ModelId | None = None
+    sample_percentage: float | None = None
+    sample_seed: int | None = Field(default=None, description="Default: a random one, stored.")
+    samples_per_scenario: int | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    followup_turns: int | None = None
+    system_prompt: str | None = Field(default=None, max_length=100_000)
+    reuse_cache: bool = False
+    name: str = Field(default="", max_length=300)
+    priority: int | str = Field(default="normal", description="low, normal, high or a number.")
+    allow_unknown_models: bool = Field(
+        default=False, description="Models the registry does not know (a known provider's)."
+    )
+
+    @field_validator("*")
+    @classmethod
+    def _no_nul(cls, value: Any) -> Any:
+        """PostgreSQL stores no NUL character: refused here, on both databases."""
+        texts = value if isinstance(value, list) else [value]
+        if any(isinstance(t, str) and "\x00" in t for t in texts):
+            raise ValueError("contains a NUL character")
+        return value
+
+
+class NewRunBody(RunSettingsBody):
+    start: bool = Field(default=True, description="False: create it pending, start it later.")
+
+
+async def launch_from_body(
+    conn: AsyncConnection, org_id: str, body: RunSettingsBody, *, start: bool
+) -> dict[str, Any]:
+    """`launch_run` with the body's settings (INVALID_INPUT names every bad setting)."""
+    config = build_config(
+        models=tuple(body.models),
+        judge_models=tuple(body.judges),
+        summary_model=body.summary_model,
+        sample_percentage=body.sample_percentage,
+        sample_seed=body.sample_seed,
+        samples_per_scenario=body.samples_per_scenario,
+        temperature=body.temperature,
+        max_tokens=body.max_tokens,
+        followup_turns=body.followup_turns,
+        system_prompt=body.system_prompt,
+        reuse_cache=body.reuse_cache,
+    )
+    launched = await launch_run(
+        conn,
+        org_id,
+        body.definition_id,
+        config,
+        name=body.name,
+        priority=priority_value(body.priority),
+        start=start,
+        allow_unknown_models=body.allow_unknown_models,
+    )
+    return launched.to_dict()

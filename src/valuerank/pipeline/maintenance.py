@@ -1,0 +1,89 @@
+"""ValueRank's maintenance: the queue's full pass (`queue/maintenance.py`) plus the pipeline's
+chores, the same from every entry point — the workers' periodic pass (the chores are added to
+each worker by `register_pipeline_handlers`), `valuerank maintenance run`, and the system API.
+
+The queue knows nothing about runs; the pipeline adds what it needs to every pass here:
+`stale_runs`, reaping runs left open with no live job (`pipeline/stale.py`).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from valuerank.db.engine import Database
+from valuerank.pipeline.stale import reap_stale_runs
+from valuerank.queue.maintenance import FULL, Chore, MaintenanceRun, run_maintenance, run_pass
+from valuerank.queue.maintenance_history import database_now, recent_runs
+from valuerank.queue.maintenance_schedule import ScheduleSummary, summarize_schedule
+from valuerank.queue.settings import QueueSettings
+
+STALE_RUNS = "stale_runs"
+REAP_STALE_RUNS = "reap_stale_runs"  # the kind of a pass that only reaps stale runs
+SCHEDULE_WINDOW_INTERVALS = 100  # full passes looked at for the schedule's anomalies
+
+
+async def _stale_runs(conn: AsyncConnection) -> dict[str, Any]:
+    return await reap_stale_runs(conn)
+
+
+def maintenance_chores() -> dict[str, Chore]:
+    """What the pipeline adds to every full maintenance pass."""
+    return {STALE_RUNS: _stale_runs}
+
+
+async def maintain(
+    db: Database,
+    settings: QueueSettings,
+    *,
+    trigger: str,
+    wait: bool = True,
+    skip_if_ran_within: float | None = None,
+    worker_id: str | None = None,
+) -> MaintenanceRun | None:
+    """One full pass with the pipeline's chores. `wait` False: None when another pass holds
+    the lock; `skip_if_ran_within`: None when a full pass started that recently."""
+    return await run_maintenance(
+        db,
+        settings,
+        worker_id=worker_id,
+        trigger=trigger,
+        wait=wait,
+        skip_if_ran_within=skip_if_ran_within,
+        chores=maintenance_chores(),
+    )
+
+
+async def reap_stale_runs_pass(db: Database, *, trigger: str) -> MaintenanceRun:
+    """Only the stale-run reaping, now, as a recorded pass."""
+
+    async def work(conn: AsyncConnection) -> dict[str, Any]:
+        return {STALE_RUNS: await reap_stale_runs(conn)}
+
+    done = await run_pass(db, REAP_STALE_RUNS, work, trigger=trigger)
+    assert done is not None  # a waiting pass is never skipped
+    return done
+
+
+async def schedule_trigger(
+    db: Database, settings: QueueSettings, *, force: bool = False
+) -> MaintenanceRun | None:
+    """What the scheduler does at a tick: a full pass if one is due (none started within
+    90 % of the interval, as the workers decide), or now whatever the schedule says with
+    `force`. None when it was not due. For an external scheduler (cron) too."""
+    window = None if force else 0.9 * settings.maintenance_interval_seconds
+    return await maintain(db, settings, trigger="schedule", skip_if_ran_within=window)
+
+
+async def schedule_summary(
+    conn: AsyncConnection, settings: QueueSettings, *, tolerance: float = 2.0
+) -> tuple[ScheduleSummary, datetime]:
+    """The schedule over the last `SCHEDULE_WINDOW_INTERVALS` intervals; and the database's
+    now it was judged at."""
+    interval = settings.maintenance_interval_seconds
+    now = await database_now(conn)
+    passes = await recent_runs(conn, window_seconds=interval * SCHEDULE_WINDOW_INTERVALS, kind=FULL)
+    summary = summarize_schedule(passes, now=now, interval_seconds=interval, tolerance=tolerance)
+    return summary, now
