@@ -124,6 +124,12 @@ class Settings(BaseSettings):
         "multi-model view, a task's consensus); a new validation invalidates it at once. "
         "0 turns the cache off.",
     )
+    max_upload_bytes: int = Field(
+        default=50 * 1024 * 1024,
+        ge=1024,
+        description="Largest request body accepted by the upload routes (POST /api/import, "
+        "/api/definitions/import, /api/rubrics/import); every other route accepts 1 MiB.",
+    )
 
 
 @lru_cache(maxsize=1)

@@ -15,8 +15,12 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank import versioning
 from valuerank.db.tables import rubrics
+from valuerank.definitions.service import has_nul
+from valuerank.errors import InvalidInputError
 from valuerank.formats import parse_rubric
-from valuerank.formats.errors import FormatWarning
+from valuerank.formats.errors import FormatError, FormatWarning
+
+MAX_NAME = 300  # the column's size
 
 
 def rubric_content_hash(content: dict[str, Any]) -> str:
@@ -39,8 +43,17 @@ async def import_rubric(
     name: str,
     source_file: str | None = None,
 ) -> RubricImport:
+    name = name.strip()
+    if not name or len(name) > MAX_NAME or "\x00" in name:
+        raise InvalidInputError(
+            f"a rubric name has 1 to {MAX_NAME} characters and no NUL", hint="e.g. values_rubric"
+        )
+    if "\x00" in text:  # no YAML holds one, and PostgreSQL cannot store it
+        raise FormatError("the file holds a NUL character", source=source_file, hint="remove it")
     rubric, warnings = parse_rubric(text, source=source_file)
     content = rubric.to_dict()
+    if has_nul(content):  # written as YAML's "\0" escape
+        raise FormatError("a value holds a NUL character", source=source_file, hint="remove it")
     digest = rubric_content_hash(content)
     existing = await versioning.find_by_hash(conn, rubrics, org_id, name, digest)
     if existing is not None:
@@ -75,3 +88,46 @@ async def get_rubric(conn: AsyncConnection, org_id: str, ref: str) -> versioning
 
 async def list_rubrics(conn: AsyncConnection, org_id: str) -> list[versioning.Version]:
     return await versioning.list_versions(conn, rubrics, org_id)
+
+
+async def list_rubrics_page(
+    conn: AsyncConnection,
+    org_id: str,
+    *,
+    limit: int,
+    after: tuple[str, str] | None = None,
+    name: str | None = None,
+    label: str | None = None,
+) -> list[versioning.Version]:
+    """Newest first, `limit + 1` versions after the cursor (see `versioning.list_versions_page`)."""
+    return await versioning.list_versions_page(
+        conn, rubrics, org_id, limit=limit, after=after, name=name, label=label
+    )
+
+
+@dataclass(frozen=True)
+class RubricLineage:
+    version: versioning.Version
+    ancestors: list[versioning.Version]
+    descendants: list[tuple[versioning.Version, int]]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **self.version.summary(),
+            "ancestors": [a.summary() for a in self.ancestors],
+            "descendants": [{**d.summary(), "depth": depth} for d, depth in self.descendants],
+        }
+
+
+async def rubric_lineage(conn: AsyncConnection, org_id: str, ref: str) -> RubricLineage:
+    """Ancestors (root first) and descendants of a rubric version (imports of a name chain)."""
+    version = await get_rubric(conn, org_id, ref)
+    return RubricLineage(
+        version=version,
+        ancestors=await versioning.ancestors(conn, rubrics, org_id, version.id),
+        descendants=await versioning.descendants(conn, rubrics, org_id, version.id),
+    )
+
+
+async def rubric_tree(conn: AsyncConnection, org_id: str, ref: str) -> versioning.TreeNode:
+    return await versioning.tree(conn, rubrics, org_id, ref)

@@ -16,7 +16,9 @@ from sqlalchemy import Row, Table, func, insert, literal, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from valuerank.errors import ConflictError, InvalidInputError
+from valuerank.errors import ConflictError, InvalidInputError, NotFoundError
+from valuerank.findings.keyset import newest_first
+from valuerank.queue.dialect import iso
 from valuerank.refs import find_by_ref
 
 ROOT_LABEL = "v1"
@@ -47,7 +49,8 @@ class Version:
             "parent_id": self.parent_id,
             "root_id": self.root_id,
             "content_hash": self.content_hash,
-            "created_at": self.created_at.isoformat(),
+            # With its UTC offset on both databases (SQLite hands back naive UTC).
+            "created_at": iso(self.created_at),
         }
 
 
@@ -100,16 +103,24 @@ def validate_label(label: str) -> str:
     return label
 
 
+class VersionNotFoundError(NotFoundError):
+    """No such version in the organisation; the code names the kind (DEFINITION_NOT_FOUND,
+    RUBRIC_NOT_FOUND) so API clients can tell which id was wrong."""
+
+    def __init__(self, kind: str, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.code = f"{kind.upper()}_NOT_FOUND"
+
+
 async def get_version(conn: AsyncConnection, table: Table, org_id: str, ref: str) -> Version:
     """A version by its id or a unique id prefix (at least 4 characters), like Git."""
-    row = await find_by_ref(
-        conn,
-        table,
-        org_id,
-        ref,
-        kind=table.name.rstrip("s"),
-        list_hint=f"valuerank {table.name} list",
-    )
+    kind = table.name.rstrip("s")
+    try:
+        row = await find_by_ref(
+            conn, table, org_id, ref, kind=kind, list_hint=f"valuerank {table.name} list"
+        )
+    except NotFoundError as exc:
+        raise VersionNotFoundError(kind, exc.message, hint=exc.hint) from None
     return _version(row)
 
 
@@ -117,6 +128,29 @@ async def list_versions(conn: AsyncConnection, table: Table, org_id: str) -> lis
     rows = await conn.execute(
         select(table).where(table.c.org_id == org_id).order_by(table.c.created_at, table.c.id)
     )
+    return [_version(r) for r in rows]
+
+
+async def list_versions_page(
+    conn: AsyncConnection,
+    table: Table,
+    org_id: str,
+    *,
+    limit: int,
+    after: tuple[str, str] | None = None,
+    name: str | None = None,
+    label: str | None = None,
+) -> list[Version]:
+    """Newest first, a keyset page after (`created_at` ISO-8601, `id`): `limit + 1` rows (the
+    extra one says there is a next page). `name` filters by a case-insensitive substring of
+    the name, `label` by the exact version label."""
+    query = select(table).where(table.c.org_id == org_id)
+    if name:
+        # LIKE wildcards in the filter are matched literally (autoescape).
+        query = query.where(func.lower(table.c.name).contains(name.lower(), autoescape=True))
+    if label:
+        query = query.where(table.c.version_label == label)
+    rows = await conn.execute(newest_first(query, table, conn.dialect.name, limit, after))
     return [_version(r) for r in rows]
 
 

@@ -197,11 +197,12 @@ async def test_experiments_and_lineage_results(
         versions = lineage.json()["data"]["versions"]
         assert [v["label"] for v in versions] == ["v1"]
         assert {r["id"] for r in versions[0]["runs"]} >= {baseline.id, run["id"]}
-        assert_error(await client.get("/api/definitions/nope/lineage/results"), 404, "NOT_FOUND")
+        missing = await client.get("/api/definitions/nope/lineage/results")
+        assert_error(missing, 404, "DEFINITION_NOT_FOUND")
         assert_error(
             await client.get(f"/api/definitions/{foreign.definition_id}/lineage/results"),
             404,
-            "NOT_FOUND",
+            "DEFINITION_NOT_FOUND",
         )
 
 

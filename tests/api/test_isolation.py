@@ -23,6 +23,8 @@ KINDS = {
     "baseline_run_id": "run",
     "comparison_run_id": "run",
     "definition_id": "definition",
+    "other_id": "definition",  # GET /api/definitions/{definition_id}/diff/{other_id}
+    "rubric_id": "rubric",
     "comparison_id": "comparison",
     "experiment_id": "experiment",
     "task_id": "task",
@@ -39,6 +41,14 @@ EXEMPT = {
     # credentials tests check one organisation's PUT/DELETE never touches another's.
     "PUT /api/credentials/{provider}": "a provider name (per-organisation keys)",
     "DELETE /api/credentials/{provider}": "a provider name (per-organisation keys)",
+    # The model registry and the providers' limits and pauses belong to the install (shared
+    # by every organisation, as the queue's rate buckets are); their tests check the roles.
+    "GET /api/models/{model_id}": "a model of the shared registry",
+    "GET /api/providers/{provider}": "a provider of the shared queue",
+    "PUT /api/providers/{provider}/limits": "a provider of the shared queue",
+    "DELETE /api/providers/{provider}/limits": "a provider of the shared queue",
+    "POST /api/providers/{provider}/pause": "a provider of the shared queue",
+    "POST /api/providers/{provider}/resume": "a provider of the shared queue",
 }
 
 # Paths answering a stream that stays open while the resource lives.
@@ -50,6 +60,7 @@ BODY_REFERENCES = {
     "POST /api/experiments",
     "POST /api/queue/runs",
     "POST /api/eval/runs",
+    "POST /api/scenarios/expand",
 }
 
 MODELS = ("scripted:utilitarian", "scripted:contrarian")
@@ -82,6 +93,11 @@ async def _other_organisation(live: Live, make_run: MakeRun) -> dict[str, str]:
             "/api/experiments", json={"name": "theirs", "baseline_run_id": first.id}
         )
         ids["experiment"] = made.json()["data"]["id"]
+        made = await other.post(
+            "/api/rubrics",
+            json={"name": "theirs", "yaml": "values:\n  Care:\n    definition: Caring.\n"},
+        )
+        ids["rubric"] = made.json()["data"]["id"]
         made = await other.post("/api/assumptions/tasks", json={"name": "their task"})
         ids["task"] = str(made.json()["data"]["id"])
         made = await other.post(

@@ -143,7 +143,7 @@ async def test_refused_bodies_and_models_write_nothing(
             assert_error(await post("/api/queue/runs", json=bad), 422, code)
         assert_error(await post("/api/queue/runs", content=b"{not json"), 422, "VALIDATION_ERROR")
         missing = await post("/api/queue/runs", json=body("no-such-definition"))
-        assert_error(missing, 404, "NOT_FOUND")
+        assert_error(missing, 404, "DEFINITION_NOT_FOUND")
         assert await count(db, runs) == 0 and await count(db, jobs) == 0
 
         allowed = await post(

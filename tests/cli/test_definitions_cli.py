@@ -207,7 +207,7 @@ def test_unknown_ids_and_missing_files(cli, tmp_path: Path) -> None:  # type: ig
         out = cli(*args, "--json") if args[1] != "export" else cli(*args)
         assert out.exit_code == 1, args
         if args[1] != "export":
-            assert out.json()["code"] == "NOT_FOUND"
+            assert out.json()["code"] == "DEFINITION_NOT_FOUND"
     assert cli("definitions", "list", "--json").json() == []
     missing = cli("definitions", "import", str(tmp_path / "nope.md"))
     assert missing.exit_code == 1 and "nope.md" in missing.stderr

@@ -40,7 +40,7 @@ def test_bad_limits_exit_1_with_a_code(cli: Invoke) -> None:
     bad = cli("queue", "limits", "set", "openai", "--rpm", "-5", "--json")
     assert bad.exit_code == 1 and bad.json()["code"] == "INVALID_INPUT"
     missing = cli("queue", "limits", "remove", "anthropic", "--json")
-    assert missing.exit_code == 1 and missing.json()["code"] == "NOT_FOUND"
+    assert missing.exit_code == 1 and missing.json()["code"] == "LIMITS_NOT_FOUND"
 
 
 def test_zero_is_no_limit(cli: Invoke) -> None:

@@ -145,9 +145,9 @@ def test_add_a_custom_model(cli: Invoke) -> None:
 @pytest.mark.parametrize(
     ("args", "code"),
     [
-        (("models", "show", "openai:nonexistent"), "NOT_FOUND"),
+        (("models", "show", "openai:nonexistent"), "MODEL_NOT_FOUND"),
         (("models", "show", "no-colon"), "INVALID_INPUT"),
-        (("models", "set", "openai:nonexistent", "--weight", "2"), "NOT_FOUND"),
+        (("models", "set", "openai:nonexistent", "--weight", "2"), "MODEL_NOT_FOUND"),
         (("models", "set", "openai:gpt-4.1"), "INVALID_INPUT"),
         (("models", "set", "openai:gpt-4.1", "--weight", "-1"), "INVALID_INPUT"),
         (("models", "set", "openai:gpt-4.1", "--input-price", "cheap"), "INVALID_INPUT"),

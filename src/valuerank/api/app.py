@@ -96,6 +96,10 @@ def create_app(
     pages.install(app)
     app.add_middleware(RateLimitMiddleware, limiter=limiter)
     app.add_middleware(AuthMiddleware, db=db, org_id=org_id, policy=policy, limiter=limiter)
-    app.add_middleware(BodyLimitMiddleware, max_body_bytes=max_body_bytes)
+    app.add_middleware(
+        BodyLimitMiddleware,
+        max_body_bytes=max_body_bytes,
+        max_upload_bytes=settings.max_upload_bytes,
+    )
     app.add_middleware(SecurityHeadersMiddleware)
     return app

@@ -15,7 +15,9 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from valuerank.api.envelope import code_for_status, error_json
+from valuerank.definitions.errors import DefinitionError
 from valuerank.errors import ValueRankError
+from valuerank.formats.errors import FormatError
 
 log = logging.getLogger("valuerank.api")
 
@@ -99,6 +101,13 @@ async def _validation_error(request: Request, exc: Exception) -> Response:
     return error_response(request, 422, "VALIDATION_ERROR", message, details=details)
 
 
+async def _invalid_file(request: Request, exc: Exception) -> Response:
+    # A definition/rubric the services could not parse: the same code as the CLI's, and the
+    # message names the line and the fix.
+    assert isinstance(exc, FormatError | DefinitionError)
+    return error_response(request, 422, "INVALID_FILE", exc.render(), hint=exc.hint)
+
+
 async def _database_error(request: Request, exc: Exception) -> Response:
     log.warning("database error on %s %s: %s", request.method, request.url.path, exc)
     return error_response(
@@ -119,6 +128,8 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(ValueRankError, _valuerank_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(FormatError, _invalid_file)
+    app.add_exception_handler(DefinitionError, _invalid_file)
     app.add_exception_handler(OperationalError, _database_error)
     app.add_exception_handler(DBAPIError, _database_error)
     app.add_exception_handler(Exception, _unexpected_error)

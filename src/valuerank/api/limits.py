@@ -1,5 +1,10 @@
 """Request bodies larger than a limit are refused with 413 PAYLOAD_TOO_LARGE: at once when
-Content-Length says so, otherwise as soon as the bytes read while streaming pass the limit."""
+Content-Length says so, otherwise as soon as the bytes read while streaming pass the limit.
+
+The upload routes (`UPLOAD_PATHS`: files of the original CLI, run and workspace ZIPs) have a
+limit of their own (the `max_upload_bytes` setting, 50 MiB by default); every other route
+takes JSON and keeps `MAX_BODY_BYTES`.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from valuerank.api.errors import error_response
 
 MAX_BODY_BYTES = 1024 * 1024  # 1 MiB
+MAX_UPLOAD_BYTES = 50 * 1024 * 1024  # the default of the `max_upload_bytes` setting
+UPLOAD_PATHS = frozenset({"/api/import", "/api/definitions/import", "/api/rubrics/import"})
 
 
 class PayloadTooLarge(HTTPException):
@@ -34,17 +41,26 @@ def _declared_length(scope: Scope) -> int | None:
 
 
 class BodyLimitMiddleware:
-    def __init__(self, app: ASGIApp, max_body_bytes: int = MAX_BODY_BYTES) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        max_body_bytes: int = MAX_BODY_BYTES,
+        max_upload_bytes: int = MAX_UPLOAD_BYTES,
+    ) -> None:
         self.app = app
-        self.limit = max_body_bytes
+        self.default_limit = max_body_bytes
+        self.upload_limit = max_upload_bytes
 
-    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def limit_for(self, scope: Scope) -> int:
+        return self.upload_limit if scope.get("path") in UPLOAD_PATHS else self.default_limit
+
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send, limit: int) -> None:
         request = Request(scope, receive)
         response = error_response(
             request,
             413,
             PayloadTooLarge.code,
-            f"request body larger than {self.limit} bytes",
+            f"request body larger than {limit} bytes",
             headers={"Connection": "close"},
         )
         await response(scope, receive, send)
@@ -53,9 +69,10 @@ class BodyLimitMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        limit = self.limit_for(scope)
         declared = _declared_length(scope)
-        if declared is not None and declared > self.limit:
-            await self._refuse(scope, receive, send)
+        if declared is not None and declared > limit:
+            await self._refuse(scope, receive, send, limit)
             return
 
         received = 0
@@ -66,8 +83,8 @@ class BodyLimitMiddleware:
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
-                if received > self.limit:
-                    raise PayloadTooLarge(self.limit)
+                if received > limit:
+                    raise PayloadTooLarge(limit)
             return message
 
         async def tracking_send(message: Message) -> None:
@@ -83,4 +100,4 @@ class BodyLimitMiddleware:
             too_large = True
         # Once the app has started its answer nothing else can be sent: the answer is cut.
         if too_large and not started:
-            await self._refuse(scope, receive, send)
+            await self._refuse(scope, receive, send, limit)

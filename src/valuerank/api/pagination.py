@@ -12,13 +12,15 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from fastapi import Query
 
 from valuerank.errors import ValueRankError
+
+T = TypeVar("T")
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
@@ -83,6 +85,20 @@ def page(name: str, items: Sequence[Any], *, limit: int, key: Any = None) -> dic
     more = len(items) > limit
     next_cursor = encode_cursor(key(shown[-1])) if more and shown and key else None
     return {name: shown, "count": len(shown), "next_cursor": next_cursor}
+
+
+def items_after(items: Sequence[T], key: Callable[[T], str], after: str | None) -> list[T]:
+    """The items after the one whose key is `after` (all of them when None), for lists
+    computed in memory in a stable order (e.g. a definition's expanded scenarios)."""
+    if after is None:
+        return list(items)
+    for index, item in enumerate(items):
+        if key(item) == after:
+            return list(items[index + 1 :])
+    raise InvalidCursorError(
+        "the cursor names no item of this list",
+        hint="pass back the next_cursor of the previous page with the same filters",
+    )
 
 
 Limit = Annotated[int, Query(ge=1, le=MAX_LIMIT, description="Items per page.")]

@@ -1,7 +1,112 @@
-"""Routes of the API for exchange (being written; see issue 10)."""
+"""Export and import as the original CLI's files (seed: api-queue-system.md).
+
+`POST /api/export/run/{id}` answers the run ZIP `valuerank export run` writes (the same
+bytes), `POST /api/export/definition/{id}` the CLI's `.md` (or, with `with_ancestry`, the
+lineage ZIP), `POST /api/export/workspace` the workspace ZIP; each as a download with its
+file name. Exports read only (viewer role). `POST /api/import` takes one upload — a run or
+workspace ZIP, a CLI run folder zipped, a definition `.md`, a values rubric or a transcript —
+all or nothing (member role). Uploads have their own body limit (`max_upload_bytes`, 413).
+"""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated
 
-router = APIRouter()
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import JSONResponse, Response
+
+from valuerank.api.deps import Member, Viewer
+from valuerank.api.envelope import ok
+from valuerank.api.uploads import read_upload, upload_openapi
+from valuerank.exchange import export_definition, export_workspace, run_folder, zip_run_folder
+from valuerank.exchange.definition_export import ZIP
+from valuerank.exchange.naming import safe_part
+from valuerank.exchange.upload import import_upload
+
+router = APIRouter(tags=["exchange"])
+
+WORKSPACE_FILE = "valuerank-workspace.zip"
+
+
+def download(data: bytes, file_name: str, media_type: str) -> Response:
+    """The bytes as an attachment named `file_name` (safe_part keeps it to plain characters)."""
+    return Response(
+        content=data,
+        media_type=media_type,
+        headers={"Content-Disposition": f'attachment; filename="{file_name}"'},
+    )
+
+
+@router.post(
+    "/api/export/run/{run_id}",
+    response_class=Response,
+    responses={200: {"content": {ZIP: {}}, "description": "The run ZIP."}},
+)
+async def export_run_route(run_id: str, ctx: Viewer) -> Response:
+    """The run (id or unique prefix) as the ZIP `valuerank export run` writes:
+    run_manifest.yaml, scenarios/, transcripts/, definition.md, summary.csv, results.jsonl."""
+    async with ctx.db.transaction() as conn:
+        folder = await run_folder(conn, ctx.org_id, run_id)
+    return download(zip_run_folder(folder), f"run-{safe_part(folder.run_id)}.zip", ZIP)
+
+
+@router.post(
+    "/api/export/definition/{definition_id}",
+    response_class=Response,
+    responses={
+        200: {
+            "content": {"text/markdown": {}, ZIP: {}},
+            "description": "The definition file, or the lineage ZIP.",
+        }
+    },
+)
+async def export_definition_route(
+    definition_id: str,
+    ctx: Viewer,
+    with_ancestry: Annotated[
+        bool, Query(description="A ZIP of every version from the root, with lineage.yaml.")
+    ] = False,
+) -> Response:
+    """A definition version as the CLI's `exp-*.md`, as `valuerank export definition`."""
+    async with ctx.db.transaction() as conn:
+        exported = await export_definition(
+            conn, ctx.org_id, definition_id, with_ancestry=with_ancestry
+        )
+    return download(exported.data, exported.file_name, exported.media_type)
+
+
+@router.post(
+    "/api/export/workspace",
+    response_class=Response,
+    responses={200: {"content": {ZIP: {}}, "description": "The workspace ZIP."}},
+)
+async def export_workspace_route(ctx: Viewer) -> Response:
+    """Every definition and rubric version tree and every run of the organisation as one
+    ZIP, as `valuerank export workspace`; `POST /api/import` restores it."""
+    async with ctx.db.transaction() as conn:
+        data = await export_workspace(conn, ctx.org_id)
+    return download(data, WORKSPACE_FILE, ZIP)
+
+
+@router.post(
+    "/api/import",
+    status_code=201,
+    openapi_extra=upload_openapi(ZIP, "text/markdown", "application/yaml"),
+)
+async def import_route(
+    request: Request,
+    ctx: Member,
+    filename: Annotated[
+        str | None,
+        Query(max_length=255, description="The file's name (raw body); it helps tell its kind."),
+    ] = None,
+) -> JSONResponse:
+    """Import one file, all or nothing: a run ZIP, a CLI run folder zipped, a workspace ZIP
+    (definition and rubric trees, then runs), a definition `.md`, a values rubric, or one
+    transcript named as the CLI names them. 201 when anything was written, 200 when it was
+    all there already. Broken or unknown files are 422 INVALID_IMPORT / INVALID_FILE, unsafe
+    archives 400 UNSAFE_ARCHIVE (413 when they inflate too much)."""
+    upload = await read_upload(request, filename=filename)
+    async with ctx.db.transaction(immediate=True) as conn:
+        result = await import_upload(conn, ctx.org_id, upload.data, filename=upload.filename)
+    return ok(result.to_dict(), status_code=201 if result.created else 200)

@@ -103,16 +103,7 @@ def show(ref: str = IdArg, as_json: bool = JsonOption) -> None:
         d = stored.definition
         rules = rules_for(d)
         if as_json:
-            print_json(
-                {
-                    **stored.version.summary(),
-                    "content": stored.version.content,
-                    "matching_rules": {
-                        "machine": [r.text for r in rules.rules],
-                        "prose": list(rules.prose),
-                    },
-                }
-            )
+            print_json(stored.detail())
             return
         console.print(_label(stored.version))
         console.print(f"base_id: {d.base_id}   category: {d.category or '-'}")

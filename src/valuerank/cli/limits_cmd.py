@@ -8,27 +8,13 @@ import typer
 from rich.table import Table
 
 from valuerank.cli.common import JsonOption, console, print_json, run, session
-from valuerank.errors import InvalidInputError, NotFoundError
-from valuerank.queue.ratelimit import bucket_key, configure_bucket, list_buckets, remove_bucket
+from valuerank.queue import providers as provider_limits
+from valuerank.queue.ratelimit import list_buckets
 
 app = typer.Typer(
     help="Provider rate limits: RPM/TPM buckets, spacing and adaptive concurrency.",
     no_args_is_help=True,
 )
-
-
-def _row(bucket: Any) -> dict[str, Any]:
-    return {
-        "key": bucket.key,
-        "provider": bucket.provider,
-        "model": bucket.model or None,
-        "rpm": bucket.rpm_limit,
-        "tpm": bucket.tpm_limit,
-        "min_interval_ms": bucket.min_interval_ms,
-        "concurrency": bucket.concurrency_limit,
-        "blocked_until": None if not bucket.blocked else bucket.blocked_until.isoformat(),
-        "rate_limited_total": bucket.rate_limited_total,
-    }
 
 
 @app.command("set")
@@ -56,20 +42,15 @@ def set_limits(
 
     async def _go() -> dict[str, Any]:
         async with session() as s:
-            try:
-                key = await configure_bucket(
-                    s.conn,
-                    provider,
-                    model,
-                    rpm=rpm,
-                    tpm=tpm,
-                    min_interval_ms=min_interval_ms,
-                    concurrency=concurrency,
-                )
-            except ValueError as exc:
-                raise InvalidInputError(str(exc)) from None
-            buckets = {b.key: b for b in await list_buckets(s.conn)}
-        return _row(buckets[key])
+            return await provider_limits.set_limits(
+                s.conn,
+                provider,
+                model,
+                rpm=rpm,
+                tpm=tpm,
+                min_interval_ms=min_interval_ms,
+                concurrency=concurrency,
+            )
 
     data = run(_go(), as_json=as_json)
     if as_json:
@@ -84,7 +65,7 @@ def list_limits(as_json: bool = JsonOption) -> None:
 
     async def _go() -> list[dict[str, Any]]:
         async with session() as s:
-            return [_row(b) for b in await list_buckets(s.conn)]
+            return [provider_limits.limits_row(b) for b in await list_buckets(s.conn)]
 
     rows = run(_go(), as_json=as_json)
     if as_json:
@@ -114,12 +95,8 @@ def remove_limits(
     """Remove a bucket: its jobs run without rate limits."""
 
     async def _go() -> dict[str, Any]:
-        key = bucket_key(provider, model)
         async with session() as s:
-            if not await remove_bucket(s.conn, key):
-                raise NotFoundError(
-                    f"no limits for {key}", hint="see `valuerank queue limits list`"
-                )
+            key = await provider_limits.remove_limits(s.conn, provider, model)
         return {"key": key, "removed": True}
 
     data = run(_go(), as_json=as_json)

@@ -61,6 +61,7 @@ __all__ = [
     "expand_with_scores",
     "fill_template",
     "render_scenario",
+    "scenario_bound",
 ]
 
 ExpansionMode = Literal["first", "all", "random"]
@@ -278,3 +279,15 @@ def expand(
 ) -> ScenarioFile:
     """Expand the definition into a modern-layout scenarios file (see module docstring)."""
     return expand_with_scores(definition, mode, seed).scenario_file
+
+
+def scenario_bound(definition: Definition, mode: ExpansionMode = "first") -> int:
+    """How many scenarios `expand` can produce at most (before matching rules filter), without
+    expanding: the product of the levels per dimension, of their options in mode "all"."""
+    total = 1
+    for dimension in definition.dimensions:
+        if mode == "all":
+            total *= sum(max(1, len(level.options)) for level in dimension.levels)
+        else:
+            total *= len(dimension.levels)
+    return total

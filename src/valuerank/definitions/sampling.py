@@ -35,6 +35,7 @@ __all__ = [
     "item_id",
     "rank_order",
     "sample",
+    "sample_count",
     "sample_size",
 ]
 
@@ -127,4 +128,18 @@ def sample(
     """
     k = sample_size(len(items), percentage)
     chosen = sorted(_ranked_positions(items, seed, key)[:k])
+    return [items[i] for i in chosen]
+
+
+def sample_count(
+    items: Sequence[T],
+    count: int,
+    seed: Seed,
+    key: Callable[[T], str] | None = None,
+) -> list[T]:
+    """The first `count` items in rank order (all of them when there are fewer), in input
+    order: the same nested samples as `sample`, sized by a count instead of a percentage."""
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise ValueError(f"count must be an integer >= 1, got {count!r}")
+    chosen = sorted(_ranked_positions(items, seed, key)[:count])
     return [items[i] for i in chosen]

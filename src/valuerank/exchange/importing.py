@@ -24,12 +24,12 @@ from valuerank.exchange.workspace_import import (
 )
 
 
-def _wanted(path: str) -> bool:
+def import_wanted(path: str) -> bool:
     return wanted(path) or workspace_file(path)
 
 
 def read_import(path: Path, limits: Limits | None = None) -> SourceTree:
-    return read_source(Path(path), _wanted, limits or Limits())
+    return read_source(Path(path), import_wanted, limits or Limits())
 
 
 async def import_source(conn: AsyncConnection, org_id: str, tree: SourceTree) -> list[ImportedRun]:
@@ -56,7 +56,7 @@ async def import_zip_bytes(
     limits: Limits | None = None,
 ) -> list[ImportedRun]:
     """Import an uploaded run or workspace ZIP held in memory (the API's upload)."""
-    tree = read_zip(io.BytesIO(data), _wanted, limits or Limits(), label)
+    tree = read_zip(io.BytesIO(data), import_wanted, limits or Limits(), label)
     return await import_source(conn, org_id, tree)
 
 
@@ -73,4 +73,11 @@ async def import_workspace(
     return await import_workspace_tree(conn, org_id, tree)
 
 
-__all__ = ["import_runs", "import_source", "import_workspace", "import_zip_bytes", "read_import"]
+__all__ = [
+    "import_runs",
+    "import_source",
+    "import_wanted",
+    "import_workspace",
+    "import_zip_bytes",
+    "read_import",
+]

@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from valuerank.errors import InvalidInputError
 from valuerank.providers.check import is_local_file, model_problem
 from valuerank.providers.model_id import parse_model_id
-from valuerank.registry.service import find_model, list_models
+from valuerank.registry.service import RegisteredModel, find_model, list_models, seed_models
 
 # How many registered names an error lists before "…".
 _MAX_LISTED = 12
@@ -68,3 +68,19 @@ async def check_models(
             "pass --allow-unknown-model to use a model the registry does not know"
         )
     raise UnknownModelError("; ".join(problems), hint=hint)
+
+
+async def check_model_specs(
+    conn: AsyncConnection, model_ids: Iterable[str], *, allow_unknown: bool = False
+) -> list[tuple[str, RegisteredModel | None]]:
+    """What run creation checks, for a client asking first: the registry is seeded with the
+    catalog's missing models, then `check_models` (UNKNOWN_MODEL listing every problem).
+    Returns each distinct model with its registry entry (None: allowed though unregistered)."""
+    ids = list(dict.fromkeys(model_ids))
+    await seed_models(conn)
+    await check_models(conn, ids, allow_unknown=allow_unknown)
+    found: list[tuple[str, RegisteredModel | None]] = []
+    for model_id in ids:
+        mid = parse_model_id(model_id)
+        found.append((model_id, None if is_local_file(mid) else await find_model(conn, mid)))
+    return found

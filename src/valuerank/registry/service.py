@@ -38,6 +38,10 @@ MAX_VERSION = 100
 MAX_NAME = 200
 
 
+class ModelNotFoundError(NotFoundError):
+    code = "MODEL_NOT_FOUND"
+
+
 class _Unset(enum.Enum):
     UNSET = "UNSET"
 
@@ -139,6 +143,8 @@ def _insert(conn: AsyncConnection) -> Any:
 def _parse(model_id: str | ModelId) -> ModelId:
     if isinstance(model_id, ModelId):
         return model_id
+    if "\x00" in model_id:  # no model has one, and PostgreSQL refuses it in a query
+        raise InvalidInputError("a model id cannot hold a NUL character")
     try:
         return parse_model_id(model_id)
     except InvalidModelId as exc:
@@ -206,12 +212,18 @@ async def list_models(
     return sorted(found, key=lambda m: (m.provider, m.name))
 
 
+async def ensure_seeded(conn: AsyncConnection) -> None:
+    """Seed an empty registry from the catalog (a fresh install's first read)."""
+    if await conn.scalar(select(models.c.id).limit(1)) is None:
+        await seed_models(conn)
+
+
 async def get_model(conn: AsyncConnection, model_id: str | ModelId) -> RegisteredModel:
     """The registry entry of `provider:name` (aliases and query strings allowed)."""
     mid = _parse(model_id)
     found = await find_model(conn, mid)
     if found is None:
-        raise NotFoundError(
+        raise ModelNotFoundError(
             f"model {str(mid)!r} is not in the registry",
             hint="`valuerank models list --all` shows the registry; `valuerank models seed` "
             "adds the built-in catalog",
