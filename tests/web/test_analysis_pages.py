@@ -8,6 +8,7 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 import httpx
+import pytest
 
 from valuerank.db import Database
 from valuerank.definitions.service import import_definition
@@ -18,7 +19,7 @@ from valuerank.runs.config import RunConfig
 from valuerank.runs.records import TranscriptRecord, insert_transcript
 from valuerank.runs.service import Run, create_run, run_scenario_ids
 
-from .conftest import DEMO
+from .conftest import DEMO, Browsing
 
 EVIL = "<script>alert('x')</script>"
 MODELS = ("scripted:utilitarian", "scripted:deontologist", "scripted:contrarian")
@@ -133,3 +134,33 @@ async def test_compare_pages(
     lineage = await browser.get(f"/compare/lineage/{a.definition_id}")
     assert lineage.status_code == 200 and 'id="lineage-versions"' in lineage.text
     assert 'id="no-changes"' in lineage.text
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # a browser: one DB
+async def test_analysis_and_comparison_in_a_browser(ui: Browsing, db: Database, org_id: str) -> None:
+    a = await seeded(db, org_id, "baseline run")
+    b = await seeded(db, org_id, "shifted run", shift=2)
+
+    page = await ui.open(f"/runs/{a.id}/analysis")
+    assert await page.locator("#fig-agreement svg").count() == 1
+    await page.get_by_role("button", name="Queue a deep analysis").click()
+    await page.locator("#deep-queued").wait_for(state="visible")
+    assert len(await page.locator("#deep-queued").inner_text()) > 8  # the queued job's id
+    await ui.screenshot("analysis")
+
+    page = await ui.open("/compare")
+    await page.select_option("#baseline", a.id)
+    await page.select_option("#comparison", b.id)
+    await page.get_by_role("button", name="Compare now").click()
+    await page.locator("#forest svg").wait_for()
+    rows = page.locator("#deltas tbody tr")
+    assert await rows.count() == len(MODELS)
+    assert await page.locator("#diverged tbody tr").count() > 0
+    await ui.screenshot("compare")
+
+    await page.get_by_role("button", name="Queue in the background").click()
+    await page.wait_for_url("**/compare/comparisons/*")
+    assert await page.locator("#comparison-result .status").inner_text() == "queued"
+    await ui.screenshot("comparison-queued")
+    await ui.open(f"/compare/lineage/{a.definition_id}")  # leave the reloading page
+    await ui.screenshot("lineage")

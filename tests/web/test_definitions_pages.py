@@ -4,19 +4,22 @@ organisation's ids are the 404 page."""
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from typing import Any
 
 import httpx
+import pytest
 
 from valuerank.db import Database
 from valuerank.definitions import service
 from valuerank.formats import parse_definition
 from valuerank.orgs import ensure_org
 
-from .conftest import DEMO
+from .conftest import DEMO, Browsing
 
 EVIL = "<script>alert('x')</script>"
+VERSION_URL = re.compile(r"/definitions/[0-9a-f-]{8,}$")
 
 
 async def test_list_version_tree_editor_and_diff(
@@ -45,6 +48,7 @@ async def test_list_version_tree_editor_and_diff(
     assert page.status_code == 200
     html = page.text
     assert '<meta name="csrf-token" content="' in html and "/static/research.js" in html
+    assert "Version(" not in html  # the page's version does not shadow the app's
     svg = ET.fromstring(html[html.index("<svg") : html.index("</svg>") + 6])
     ns = "{http://www.w3.org/2000/svg}"
     ids = {a.get("data-version-id") for a in svg.iter(f"{ns}a") if a.get("data-version-id")}
@@ -89,3 +93,60 @@ async def test_list_version_tree_editor_and_diff(
 
     js = await browser.get("/static/research.js")
     assert js.status_code == 200 and "X-CSRF-Token" in js.text
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # a browser: one DB
+async def test_import_fork_edit_diff_and_tree_in_a_browser(ui: Browsing) -> None:
+    page = await ui.open("/definitions")
+    await ui.screenshot("definitions-empty")
+    await page.fill("#import-markdown", DEMO.read_text())
+    await page.get_by_role("button", name="Import").click()
+    await page.wait_for_url(VERSION_URL)
+    root_url = page.url
+    assert (await page.locator("h1").inner_text()).endswith("demo-whistleblower v1")
+    await ui.screenshot("definition")
+
+    await page.get_by_role("button", name="Fork as is").click()
+    await page.wait_for_url(lambda url: bool(VERSION_URL.search(url)) and url != root_url)
+    fork_url = page.url
+    assert await page.locator("#version-tree a.node").count() == 2
+
+    await page.get_by_role("link", name="Edit (saves a fork)").click()
+    await page.wait_for_url("**/edit")
+    text = await page.input_value("#markdown")
+    await page.fill("#markdown", text.replace("[Harm]", "[Harmm]", 1))
+    await page.get_by_role("button", name="Save as a fork").click()
+    error = page.locator("#panel-markdown [data-error]")
+    await error.wait_for(state="visible")
+    assert "INVALID_FILE" in await error.inner_text() and "[Harmm]" in await error.inner_text()
+    line = text.splitlines().index(next(ln for ln in text.splitlines() if "[Harm]" in ln)) + 1
+    assert await page.locator("#error-line").inner_text() == str(line)  # marked in the gutter
+    await ui.screenshot("definition-editor-error")
+
+    await page.fill("#markdown", text.replace("[Harm]", "[harm], perhaps,", 1))
+    await page.get_by_role("button", name="Save as a fork").click()
+    await page.wait_for_url(lambda url: bool(VERSION_URL.search(url)) and url != fork_url)
+    assert await page.locator("#version-tree a.node").count() == 3
+    await ui.screenshot("definition-tree")
+
+    await page.get_by_role("link", name="Diff with parent").click()
+    await page.wait_for_url("**/diff")
+    changed = page.locator("#diff-table tr.diff-changed")
+    assert await changed.count() == 1
+    assert "[harm], perhaps," in await changed.locator("td.right").inner_text()
+    await ui.screenshot("definition-diff")
+
+    await page.goto(fork_url.rsplit("/", 1)[0] + "/new")
+    await page.get_by_role("tab", name="Form").click()
+    await page.fill("#f-name", "made in the form")
+    await page.fill("#f-template", "Choose [Risk].")
+    await page.get_by_role("button", name="Add a dimension").click()
+    await page.fill(".dimension-field .dim-name", "Risk")
+    await page.fill(".dimension-field .lv-score", "1")
+    await page.fill(".dimension-field .lv-label", "low")
+    await page.fill(".dimension-field .lv-options", "a small risk; a tiny risk")
+    await ui.screenshot("definition-form")
+    await page.locator("#fields-form").get_by_role("button", name="Save").click()
+    await page.wait_for_url(VERSION_URL)
+    assert await page.locator("h1").inner_text() == "made in the form v1"
+    assert "a small risk; a tiny risk" in await page.locator("table.dimension").inner_text()

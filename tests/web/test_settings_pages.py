@@ -5,13 +5,14 @@ for admins; nothing of another organisation."""
 from __future__ import annotations
 
 import httpx
+import pytest
 
 from valuerank.accounts import Role, add_member, create_token
 from valuerank.db import Database
 from valuerank.orgs import ensure_org
 from valuerank.registry.service import seed_models
 
-from .conftest import TOKEN
+from .conftest import TOKEN, Browsing
 
 
 async def test_settings_show_registry_credentials_members_tokens(
@@ -44,3 +45,22 @@ async def test_settings_show_registry_credentials_members_tokens(
     assert "Signed in as viewer" in seen
     assert "PUT /api/credentials" not in seen and "PATCH /api/users" not in seen
     assert "viewer&#39;s" in seen and "web tests" not in seen  # only their own tokens
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # a browser: one DB
+async def test_create_a_token_and_add_a_member_in_a_browser(ui: Browsing) -> None:
+    page = await ui.open("/settings")
+    await page.fill("#token-name", "from the page")
+    await page.get_by_role("button", name="Create a token").click()
+    shown = page.locator("#new-token")
+    await shown.wait_for(state="visible")
+    assert (await shown.inner_text()).startswith("vrt_")
+    await ui.screenshot("settings-token")
+
+    await page.fill("#member-email", "new.member@example.test")
+    await page.select_option("#member-role", "member")
+    await page.get_by_role("button", name="Add a member").click()
+    await page.locator("#members", has_text="new.member@example.test").wait_for()
+    await page.reload()
+    assert "from the page" in await page.locator("#tokens").inner_text()
+    await ui.screenshot("settings")

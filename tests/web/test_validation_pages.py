@@ -4,12 +4,15 @@ RA tags with consensus, agreement level and dissenting models; escaping and isol
 from __future__ import annotations
 
 import httpx
+import pytest
 
 from valuerank.consensus.consensus import Outcome
 from valuerank.db import Database
 from valuerank.orgs import ensure_org
 from valuerank.registry import upsert_model
 from valuerank.validation.store import NewValidation, add_tag, create_task, record_validation
+
+from .conftest import Browsing
 
 EVIL = "<script>alert('x')</script>"
 
@@ -51,3 +54,24 @@ async def test_tasks_and_a_task_with_consensus_and_dissent(
         missing = await browser.get(path)
         assert missing.status_code == 404 and "not yours" not in missing.text
     assert (await browser.get("/validation/abc")).status_code == 422
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # a browser: one DB
+async def test_a_task_in_a_browser(ui: Browsing, db: Database, org_id: str) -> None:
+    async with db.transaction() as conn:
+        for model in ("openai:a", "openai:b"):
+            await upsert_model(conn, model, display_name=model, weight=1.0)
+        task = await create_task(conn, org_id, "Authentication API", "RA tags of a change")
+        tag, _ = await add_tag(conn, org_id, task.id, "#SUGGEST: add rate limiting", None)
+        await record_validation(
+            conn, org_id, task.id, tag.id, NewValidation("openai:a", Outcome.VALIDATED, 0.9, "")
+        )
+        await record_validation(
+            conn, org_id, task.id, tag.id, NewValidation("openai:b", Outcome.PARTIAL, 0.5, "")
+        )
+    page = await ui.open("/validation")
+    await ui.screenshot("validation")
+    await page.get_by_role("link", name="Authentication API").click()
+    await page.wait_for_url(f"**/validation/{task.id}")
+    assert await page.locator("section.ra-tag").count() == 1
+    await ui.screenshot("validation-task")

@@ -68,7 +68,7 @@ async def definition_page(request: Request, definition_id: str, ctx: Viewer) -> 
         "definitions_show.html",
         {
             **found,
-            "version": version,
+            "this": version,
             "definition": found["stored"].definition,
             "graph": graph,
             "tree": [n.version for n in _flatten(found["root"])],

@@ -23,6 +23,26 @@ from valuerank.versioning import TreeNode
 _PROLOG = re.compile(r"^.*?(?=<svg)", re.DOTALL)
 _SIZE = re.compile(r'(<svg[^>]*?)\s(width|height)="[^"]*"')
 _ID_REFS = re.compile(r'(id="|url\(#|href="#)')
+_STYLE_ELEMENT = re.compile(r"<style[^>]*>.*?</style>|<metadata>.*?</metadata>", re.DOTALL)
+_STYLE_ATTR = re.compile(r'\sstyle="([^"]*)"')
+_FONT = re.compile(r"^([\d.]+px)\s+(.+)$")
+
+
+def _attributes(match: re.Match[str]) -> str:
+    """`style="fill: #fff; font: 10px 'DejaVu Sans'"` as presentation attributes: the
+    pages' Content-Security-Policy allows no inline styles."""
+    attrs = []
+    for declaration in match.group(1).split(";"):
+        name, _, value = declaration.partition(":")
+        name, value = name.strip(), value.strip()
+        if not name or not value:
+            continue
+        font = _FONT.match(value) if name == "font" else None
+        if font:
+            attrs += [("font-size", font.group(1)), ("font-family", font.group(2))]
+        elif name != "font":
+            attrs.append((name, value))
+    return "".join(f' {name}="{value}"' for name, value in attrs)
 
 
 def figure_svg(fig: Figure, prefix: str, label: str) -> str:
@@ -34,6 +54,7 @@ def figure_svg(fig: Figure, prefix: str, label: str) -> str:
     while _SIZE.search(svg[: svg.index(">") + 1]):  # let CSS size it (viewBox kept)
         svg = _SIZE.sub(r"\1", svg, count=1)
     svg = _ID_REFS.sub(lambda m: f"{m.group(1)}{prefix}-", svg)
+    svg = _STYLE_ATTR.sub(_attributes, _STYLE_ELEMENT.sub("", svg))
     return svg.replace(
         "<svg ", f'<svg class="chart figure" role="img" aria-label="{escape(label)}" ', 1
     )
@@ -119,7 +140,7 @@ def version_tree_svg(
                 f'<circle cx="{_n(x + 8)}" cy="{_n(ry - 4)}" r="3.5" class="run-dot status-'
                 f'{escape(run.status)}" fill="#5a9a5a"/>'
                 f'<text x="{_n(x + 16)}" y="{_n(ry)}" font-size="11">run '
-                f"{escape(_short(run.id, 8))} ({escape(run.status)})</text></a>"
+                f"…{escape(run.id[-8:])} ({escape(run.status)})</text></a>"
             )
     parts.append("</svg>")
     return "".join(parts)

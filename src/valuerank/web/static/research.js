@@ -168,7 +168,13 @@
     var button = form.querySelector("button[type=submit]");
     clearError(form);
     if (button) { button.disabled = true; }
-    api(call.method, url, formBody(form, call.url)).then(function (data) {
+    // A definition file is checked first, so its error is shown at its line and nothing is sent.
+    var checked = form.hasAttribute("data-check") ? checkMarkdown(form) : Promise.resolve(true);
+    checked.then(function (valid) {
+      if (!valid) { return null; }
+      return api(call.method, url, formBody(form, call.url));
+    }).then(function (data) {
+      if (data === null) { return; }
       afterSuccess(form, data);
     }, function (failure) {
       showError(form, failure);
@@ -201,7 +207,38 @@
     }).then(function () { button.disabled = false; });
   }
 
-  // --- the definition editor: line numbers, the error's line marked, tabs, dimensions.
+  // --- the definition editor: the live check, line numbers, the error's line, tabs, dimensions.
+  function checkMarkdown(form) {
+    var editor = form.querySelector("textarea[name=markdown]");
+    var status = document.getElementById("check-status");
+    return api("POST", "/api/definitions/validate", { markdown: editor.value }).then(function (result) {
+      if (result.valid) {
+        clearError(form);
+        if (status) { status.textContent = "Valid: " + result.name + " (" + result.dimensions.join(", ") + ")"; }
+        return true;
+      }
+      var e = result.error;
+      var where = e.line ? "line " + e.line + (e.column ? ", column " + e.column : "") + ": " : "";
+      showError(form, { code: "INVALID_FILE", error: where + e.message, hint: e.hint });
+      if (status) { status.textContent = "Not valid yet" + (e.line ? " (line " + e.line + ")" : ""); }
+      return false;
+    });
+  }
+
+  function setupLiveCheck() {
+    var form = document.querySelector("form[data-check]");
+    if (!form) { return; }
+    var editor = form.querySelector("textarea[name=markdown]");
+    var timer = null;
+    editor.addEventListener("input", function () {
+      if (timer) { clearTimeout(timer); }
+      timer = setTimeout(function () {
+        timer = null;
+        if (editor.value.trim()) { checkMarkdown(form).catch(function (f) { showError(form, f); }); }
+      }, 800);
+    });
+  }
+
   function renderGutter(editor) {
     var gutter = document.getElementById("gutter");
     if (!gutter) { return; }
@@ -329,6 +366,7 @@
   document.addEventListener("submit", submitForm);
   document.addEventListener("click", clickButton);
   setupEditor();
+  setupLiveCheck();
   setupTabs();
   setupDimensions();
   setupFileInputs();
