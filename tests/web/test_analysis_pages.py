@@ -109,7 +109,9 @@ async def test_compare_pages(
     html = page.text
     forest = svgs(html)[0]
     assert forest.get("aria-label", "").startswith("Decision delta per model")
-    table = html[html.index('<table id="deltas"') : html.index("</table>", html.index("deltas")) + 8]
+    table = html[
+        html.index('<table id="deltas"') : html.index("</table>", html.index("deltas")) + 8
+    ]
     rows = ET.fromstring(table).findall("./tbody/tr")
     assert {"".join(r[0].itertext()) for r in rows} == set(MODELS)
     assert 'id="diverged"' in html
@@ -137,7 +139,9 @@ async def test_compare_pages(
 
 
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # a browser: one DB
-async def test_analysis_and_comparison_in_a_browser(ui: Browsing, db: Database, org_id: str) -> None:
+async def test_analysis_and_comparison_in_a_browser(
+    ui: Browsing, db: Database, org_id: str
+) -> None:
     a = await seeded(db, org_id, "baseline run")
     b = await seeded(db, org_id, "shifted run", shift=2)
 

@@ -24,13 +24,22 @@ def side_by_side(before: str, after: str) -> list[Row]:
     matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
-            rows += [Row("same", i + 1, a[i], j + 1, b[j]) for i, j in zip(range(i1, i2), range(j1, j2), strict=True)]
+            rows += [
+                Row("same", i + 1, a[i], j + 1, b[j])
+                for i, j in zip(range(i1, i2), range(j1, j2), strict=True)
+            ]
             continue
         left, right = list(range(i1, i2)), list(range(j1, j2))
         for k in range(max(len(left), len(right))):
             li = left[k] if k < len(left) else None
             rj = right[k] if k < len(right) else None
-            kind = "changed" if li is not None and rj is not None else "removed" if rj is None else "added"
+            kind = (
+                "changed"
+                if li is not None and rj is not None
+                else "removed"
+                if rj is None
+                else "added"
+            )
             rows.append(
                 Row(
                     kind,

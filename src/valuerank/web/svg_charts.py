@@ -155,7 +155,9 @@ def analysis_svgs(basic: Mapping[str, Any], deep: Mapping[str, Any] | None) -> d
         "dimension_effects": "Dimension effects (eta squared)",
         "pca_scatter": "Models on the first two principal components",
     }
-    return {name: figure_svg(fig, name.replace("_", "-"), labels[name]) for name, fig in figures.items()}
+    return {
+        name: figure_svg(fig, name.replace("_", "-"), labels[name]) for name, fig in figures.items()
+    }
 
 
 def forest_svg(result: Mapping[str, Any]) -> str:
