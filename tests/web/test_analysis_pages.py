@@ -168,3 +168,16 @@ async def test_analysis_and_comparison_in_a_browser(
     await ui.screenshot("comparison-queued")
     await ui.open(f"/compare/lineage/{a.definition_id}")  # leave the reloading page
     await ui.screenshot("lineage")
+
+
+async def test_runs_without_transcripts_have_empty_states(
+    browser: httpx.AsyncClient, org_id: str, make_run: Any
+) -> None:
+    a = await make_run(org_id, name="empty a")
+    b = await make_run(org_id, name="empty b")
+    analysis = await browser.get(f"/runs/{a.id}/analysis")
+    assert analysis.status_code == 200 and 'id="no-analysis"' in analysis.text
+    compared = await browser.get("/compare", params={"baseline": a.id, "comparison": b.id})
+    assert compared.status_code == 200 and "NO_SHARED_SCENARIOS" in compared.text
+    itself = await browser.get("/compare", params={"baseline": a.id, "comparison": a.id})
+    assert itself.status_code == 422 and "give two different runs" in itself.text

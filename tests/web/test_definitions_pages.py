@@ -128,6 +128,9 @@ async def test_import_fork_edit_diff_and_tree_in_a_browser(ui: Browsing) -> None
     await page.wait_for_url(lambda url: bool(VERSION_URL.search(url)) and url != fork_url)
     assert await page.locator("#version-tree a.node").count() == 3
     await ui.screenshot("definition-tree")
+    await page.set_viewport_size({"width": 390, "height": 844})  # a phone
+    await ui.screenshot("definition-tree-phone")
+    await page.set_viewport_size({"width": 1280, "height": 860})
 
     await page.get_by_role("link", name="Diff with parent").click()
     await page.wait_for_url("**/diff")
