@@ -105,28 +105,9 @@ async def list_rubrics_page(
     )
 
 
-@dataclass(frozen=True)
-class RubricLineage:
-    version: versioning.Version
-    ancestors: list[versioning.Version]
-    descendants: list[tuple[versioning.Version, int]]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            **self.version.summary(),
-            "ancestors": [a.summary() for a in self.ancestors],
-            "descendants": [{**d.summary(), "depth": depth} for d, depth in self.descendants],
-        }
-
-
-async def rubric_lineage(conn: AsyncConnection, org_id: str, ref: str) -> RubricLineage:
+async def rubric_lineage(conn: AsyncConnection, org_id: str, ref: str) -> versioning.Lineage:
     """Ancestors (root first) and descendants of a rubric version (imports of a name chain)."""
-    version = await get_rubric(conn, org_id, ref)
-    return RubricLineage(
-        version=version,
-        ancestors=await versioning.ancestors(conn, rubrics, org_id, version.id),
-        descendants=await versioning.descendants(conn, rubrics, org_id, version.id),
-    )
+    return await versioning.lineage(conn, rubrics, await get_rubric(conn, org_id, ref))
 
 
 async def rubric_tree(conn: AsyncConnection, org_id: str, ref: str) -> versioning.TreeNode:

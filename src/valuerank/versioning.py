@@ -403,6 +403,31 @@ async def descendants(
     return found
 
 
+@dataclass(frozen=True)
+class Lineage:
+    """A version with its ancestors (root first) and every descendant (with its depth)."""
+
+    version: Version
+    ancestors: list[Version]
+    descendants: list[tuple[Version, int]]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **self.version.summary(),
+            "ancestors": [a.summary() for a in self.ancestors],
+            "descendants": [{**d.summary(), "depth": depth} for d, depth in self.descendants],
+        }
+
+
+async def lineage(conn: AsyncConnection, table: Table, version: Version) -> Lineage:
+    """The lineage of `version` (already looked up, in its organisation)."""
+    return Lineage(
+        version=version,
+        ancestors=await ancestors(conn, table, version.org_id, version.id),
+        descendants=await descendants(conn, table, version.org_id, version.id),
+    )
+
+
 async def tree(conn: AsyncConnection, table: Table, org_id: str, version_id: str) -> TreeNode:
     """The whole tree that `version_id` belongs to, from its root."""
     version = await get_version(conn, table, org_id, version_id)

@@ -36,7 +36,7 @@ async def _recv(ws: Any, timeout: float) -> dict[str, Any]:
 
 
 async def _pause(db: Database, org_id: str, run_id: str, paused: bool) -> float:
-    async with db.transaction() as conn:
+    async with db.transaction(immediate=True) as conn:
         await (service.pause_run if paused else service.resume_run)(conn, org_id, run_id)
     return time.monotonic()
 
@@ -47,7 +47,7 @@ async def test_notify_wakes_streams_long_before_the_poll(
     waker = live.context.waker
     waker.poll_seconds = POLL
     run = await make_run(org_id)
-    async with db.transaction() as conn:
+    async with db.transaction(immediate=True) as conn:
         await service.start_run(conn, org_id, run.id)
     ws_base = live.url.replace("http://", "ws://")
     progress = connect(f"{ws_base}/api/runs/{run.id}/progress", additional_headers=_headers())

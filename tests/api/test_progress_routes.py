@@ -41,7 +41,7 @@ async def _full_run(db: Database, org_id: str, models: tuple[str, ...]) -> Run:
     """A pending run of all 27 scenarios of the demo definition."""
     definition_id = await import_demo(db, org_id)
     config = RunConfig(models=models, sample_percentage=100, sample_seed=0)
-    async with db.transaction() as conn:
+    async with db.transaction(immediate=True) as conn:
         return (await service.create_run(conn, org_id, definition_id, config)).run
 
 
@@ -81,14 +81,14 @@ async def _sse(
 @asynccontextmanager
 async def _paused_at_start(db: Database, org_id: str, run_id: str) -> AsyncIterator[None]:
     """Start the run paused (no probe can be claimed yet); the block resumes it when ready."""
-    async with db.transaction() as conn:
+    async with db.transaction(immediate=True) as conn:
         await service.start_run(conn, org_id, run_id)
         await service.pause_run(conn, org_id, run_id)
     yield
 
 
 async def _set_paused(db: Database, org_id: str, run_id: str, paused: bool) -> None:
-    async with db.transaction() as conn:
+    async with db.transaction(immediate=True) as conn:
         step = service.pause_run if paused else service.resume_run
         await step(conn, org_id, run_id)
 
@@ -222,7 +222,7 @@ async def test_progress_socket_refusals(
             pass
     assert refused.value.response.status_code == 403
     viewer = await live.account("default", Role.VIEWER)
-    async with db.transaction() as conn:
+    async with db.transaction(immediate=True) as conn:
         await service.cancel_run(conn, org_id, mine.id)  # ended without a probe run
     async with _socket(live, mine.id, token=viewer.token) as ws:
         assert (await _recv(ws))["type"] == "subscribed"

@@ -115,3 +115,19 @@ async def test_pause_and_resume_need_an_admin(live: Any, assert_error: Any) -> N
         assert resumed == {"provider": "anthropic", "paused": False, "changed": True}
         shown = (await admin.get("/api/providers/anthropic")).json()["data"]
         assert shown["paused"] is False
+
+
+async def test_another_organisations_admin_cannot_change_the_shared_providers(
+    live: Any, assert_error: Any
+) -> None:
+    """Limits and pauses act on every organisation's jobs: only the install's (default
+    organisation's) admins may change them; a tenant's admin may read them."""
+    async with live.client_for("tenant", "admin") as tenant:
+        for response in (
+            await tenant.post("/api/providers/anthropic/pause"),
+            await tenant.put("/api/providers/anthropic/limits", json={"rpm": 5}),
+            await tenant.delete("/api/providers/anthropic/limits"),
+        ):
+            body = assert_error(response, 403, "FORBIDDEN")
+            assert "default organisation" in body["error"]
+        assert (await tenant.get("/api/providers/anthropic")).json()["data"]["paused"] is False

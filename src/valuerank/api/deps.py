@@ -125,5 +125,21 @@ def require(role: Role) -> Callable[[HTTPConnection], Coroutine[Any, Any, Reques
 Viewer = Annotated[RequestContext, Depends(require(Role.VIEWER))]
 Member = Annotated[RequestContext, Depends(require(Role.MEMBER))]
 Admin = Annotated[RequestContext, Depends(require(Role.ADMIN))]
+
+
+async def _install_admin(ctx: Admin) -> RequestContext:
+    """An admin of the install's default organisation: the one who may act on what every
+    organisation shares (the queue's maintenance, providers' limits and pauses)."""
+    if ctx.org_id != ctx.app.org_id:
+        raise ForbiddenError(
+            "install-wide operations are for admins of the install's default organisation",
+            hint="ask an admin of the default organisation; what belongs to your "
+            "organisation alone (its outbox, keys, runs) is open to its admins",
+        )
+    return ctx
+
+
+_install_admin.role_label = "admin (default org)"  # type: ignore[attr-defined]  # reference
+SystemAdmin = Annotated[RequestContext, Depends(_install_admin)]
 # Routes that only need the shared parts (health, the open pages).
 Context = Annotated[AppContext, Depends(get_app_context)]

@@ -106,3 +106,7 @@ Cursor = Annotated[
     str | None,
     Query(max_length=MAX_CURSOR_LENGTH, description="`next_cursor` of the previous page."),
 ]
+
+# A run's event log is paged by sequence number (events are only ever appended).
+EventsAfter = Annotated[int, Query(ge=0, description="Return events with seq > after.")]
+EventsLimit = Annotated[int, Query(ge=1, le=1000, description="Events per page.")]

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from valuerank.api.deps import Member, Viewer
 from valuerank.api.envelope import ok
-from valuerank.api.pagination import Cursor, Limit, decode_cursor, page
+from valuerank.api.pagination import Cursor, Limit, after_created, page
 from valuerank.findings.analyses import deep_state, run_analysis
 from valuerank.findings.comparisons import (
     create_comparison,
@@ -64,14 +64,6 @@ class ExperimentBody(BaseModel):
 class VariantBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
     changes: dict[str, Any] = Field(description="What differs from the baseline's settings.")
-
-
-def _after(cursor: str | None) -> tuple[str, str] | None:
-    """The (created_at, id) a newest-first page continues after."""
-    if cursor is None:
-        return None
-    created, last = decode_cursor(cursor, arity=2)
-    return str(created), str(last)
 
 
 def _job(job_id: str, status: str, **extra: Any) -> dict[str, Any]:
@@ -143,7 +135,7 @@ async def run_comparisons_route(
     run_id: str, ctx: Viewer, limit: Limit = 50, cursor: Cursor = None
 ) -> JSONResponse:
     """Comparisons involving the run, newest first (without their results)."""
-    after = _after(cursor)
+    after = after_created(cursor)
     async with ctx.db.transaction() as conn:
         run = await get_run(conn, ctx.org_id, run_id)
         found = await list_comparisons(conn, ctx.org_id, run.id, limit=limit, after=after)
@@ -184,7 +176,7 @@ async def list_experiments_route(
     ctx: Viewer, limit: Limit = 50, cursor: Cursor = None
 ) -> JSONResponse:
     """The organisation's experiments, newest first."""
-    after = _after(cursor)
+    after = after_created(cursor)
     async with ctx.db.transaction() as conn:
         found = await list_experiments(conn, ctx.org_id, limit=limit, after=after)
     return ok(

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from valuerank.api.deps import Member, Viewer
 from valuerank.api.envelope import ok
 from valuerank.api.fields import NO_NUL
-from valuerank.api.pagination import Cursor, Limit, decode_cursor, page
+from valuerank.api.pagination import Cursor, Limit, after_created, page
 from valuerank.api.uploads import read_upload, upload_openapi
 from valuerank.definitions import service
 from valuerank.definitions.check import check_definition
@@ -142,13 +142,6 @@ def _created(stored: StoredDefinition, created: bool) -> JSONResponse:
     return ok({**stored.detail(), "created": created}, status_code=201 if created else 200)
 
 
-def _after(cursor: str | None) -> tuple[str, str] | None:
-    if cursor is None:
-        return None
-    created, last = decode_cursor(cursor, arity=2)
-    return str(created), str(last)
-
-
 @router.get("")
 async def list_definitions_route(
     ctx: Viewer,
@@ -165,7 +158,7 @@ async def list_definitions_route(
     """Definition versions, newest first, each with its dimensions (not its content)."""
     async with ctx.db.transaction() as conn:
         found = await service.list_definitions_page(
-            conn, ctx.org_id, limit=limit + 1, after=_after(cursor), name=name, label=label
+            conn, ctx.org_id, limit=limit + 1, after=after_created(cursor), name=name, label=label
         )
     return ok(
         page(

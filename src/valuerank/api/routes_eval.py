@@ -13,13 +13,12 @@ Another organisation's run is 404, like an unknown one.
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from fastapi import APIRouter, Query
+from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
 from valuerank.api.deps import Member, Viewer
 from valuerank.api.envelope import ok
+from valuerank.api.pagination import EventsAfter, EventsLimit
 from valuerank.api.run_bodies import RunSettingsBody, launch_from_body
 from valuerank.api.views import event_page
 from valuerank.pipeline.launch import watch_report
@@ -59,8 +58,8 @@ async def start_eval_run_route(run_id: str, ctx: Member) -> JSONResponse:
 async def eval_run_events_route(
     run_id: str,
     ctx: Viewer,
-    after: Annotated[int, Query(ge=0, description="Return events with seq > after.")] = 0,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    after: EventsAfter = 0,
+    limit: EventsLimit = 100,
 ) -> JSONResponse:
     """A page of the run's events: pass `next_after` back as `after` for the next page."""
     return ok(await event_page(ctx.db, ctx.org_id, run_id, after=after, limit=limit))

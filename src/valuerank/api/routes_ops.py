@@ -22,7 +22,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from valuerank.api.deps import Admin, ForbiddenError, RequestContext
+from valuerank.api.deps import Admin, SystemAdmin
 from valuerank.api.envelope import ok
 from valuerank.api.pagination import Cursor, Limit, decode_cursor, page
 from valuerank.config import get_settings
@@ -60,18 +60,6 @@ def _queue_settings(request: Request) -> QueueSettings:
     return worker_settings().queue_settings()
 
 
-async def _system_admin(ctx: Admin) -> RequestContext:
-    if ctx.org_id != ctx.app.org_id:
-        raise ForbiddenError(
-            "install-wide operations are for admins of the install's default organisation",
-            hint="ask an admin of the default organisation; the outbox routes are open to "
-            "every organisation's admins",
-        )
-    return ctx
-
-
-_system_admin.role_label = "admin (default org)"  # type: ignore[attr-defined]  # reference
-SystemAdmin = Annotated[RequestContext, Depends(_system_admin)]
 Settings = Annotated[QueueSettings, Depends(_queue_settings)]
 
 

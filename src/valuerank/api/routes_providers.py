@@ -2,8 +2,8 @@
 
 Limits and pauses belong to the install's queue, shared by every organisation's jobs (as
 `valuerank queue limits …` and `valuerank queue pause --provider`): reading them needs the
-viewer role, changing them the admin role. A limit of 0 (or null) is no limit. Queue counts
-(`queue_length`, `in_flight`) are the caller's organisation's jobs.
+viewer role, changing them an admin of the default organisation. A limit of 0 (or null) is
+no limit. Queue counts (`queue_length`, `in_flight`) are the caller's organisation's jobs.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from fastapi import APIRouter, Path, Query
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from valuerank.api.deps import Admin, Viewer
+from valuerank.api.deps import SystemAdmin, Viewer
 from valuerank.api.envelope import ok
 from valuerank.api.fields import NO_NUL
 from valuerank.api.pagination import Cursor, Limit, decode_cursor, page
@@ -80,7 +80,9 @@ async def get_provider_route(provider: ProviderName, ctx: Viewer) -> JSONRespons
 
 
 @router.put("/{provider}/limits")
-async def set_limits_route(provider: ProviderName, body: LimitsBody, ctx: Admin) -> JSONResponse:
+async def set_limits_route(
+    provider: ProviderName, body: LimitsBody, ctx: SystemAdmin
+) -> JSONResponse:
     """Create or replace the provider's (or, with `model`, one model's) limits, shared by
     every worker: RPM, TPM, spacing, adaptive concurrency (which also caps the provider's or
     model's jobs in flight). Like `valuerank queue limits set`."""
@@ -100,7 +102,7 @@ async def set_limits_route(provider: ProviderName, body: LimitsBody, ctx: Admin)
 
 @router.delete("/{provider}/limits")
 async def remove_limits_route(
-    provider: ProviderName, ctx: Admin, model: ModelQuery = ""
+    provider: ProviderName, ctx: SystemAdmin, model: ModelQuery = ""
 ) -> JSONResponse:
     """Remove the provider's (or one model's) limits: its jobs run unlimited.
     404 LIMITS_NOT_FOUND when it has none."""
@@ -110,7 +112,7 @@ async def remove_limits_route(
     return ok({"key": key, "removed": True})
 
 
-async def _toggle(ctx: Admin, provider: str, paused: bool) -> JSONResponse:
+async def _toggle(ctx: SystemAdmin, provider: str, paused: bool) -> JSONResponse:
     async with ctx.db.transaction(immediate=True) as conn:
         await service.require_provider(conn, ctx.org_id, provider, known_providers())
         if paused:
@@ -121,13 +123,13 @@ async def _toggle(ctx: Admin, provider: str, paused: bool) -> JSONResponse:
 
 
 @router.post("/{provider}/pause")
-async def pause_provider_route(provider: ProviderName, ctx: Admin) -> JSONResponse:
+async def pause_provider_route(provider: ProviderName, ctx: SystemAdmin) -> JSONResponse:
     """Stop claiming the provider's jobs (running ones finish); other providers go on.
     `changed: false` when it was paused already."""
     return await _toggle(ctx, provider, True)
 
 
 @router.post("/{provider}/resume")
-async def resume_provider_route(provider: ProviderName, ctx: Admin) -> JSONResponse:
+async def resume_provider_route(provider: ProviderName, ctx: SystemAdmin) -> JSONResponse:
     """Claim the provider's jobs again after a pause."""
     return await _toggle(ctx, provider, False)

@@ -18,7 +18,7 @@ from valuerank import rubrics as service
 from valuerank.api.deps import Member, Viewer
 from valuerank.api.envelope import ok
 from valuerank.api.fields import NO_NUL
-from valuerank.api.pagination import Cursor, Limit, decode_cursor, page
+from valuerank.api.pagination import Cursor, Limit, after_created, page
 from valuerank.api.uploads import read_upload, upload_openapi
 from valuerank.errors import InvalidInputError
 from valuerank.versioning import Version
@@ -50,13 +50,6 @@ def _imported(result: service.RubricImport, source: str | None) -> JSONResponse:
     return ok(data, status_code=201 if result.created else 200)
 
 
-def _after(cursor: str | None) -> tuple[str, str] | None:
-    if cursor is None:
-        return None
-    created, last = decode_cursor(cursor, arity=2)
-    return str(created), str(last)
-
-
 @router.get("")
 async def list_rubrics_route(
     ctx: Viewer,
@@ -73,7 +66,7 @@ async def list_rubrics_route(
     """Rubric versions, newest first, with their value names (not their content)."""
     async with ctx.db.transaction() as conn:
         found = await service.list_rubrics_page(
-            conn, ctx.org_id, limit=limit + 1, after=_after(cursor), name=name, label=label
+            conn, ctx.org_id, limit=limit + 1, after=after_created(cursor), name=name, label=label
         )
     return ok(
         page(

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from valuerank.api.deps import Member, Viewer
 from valuerank.api.envelope import ok
-from valuerank.api.pagination import Cursor, Limit, after_created, page
+from valuerank.api.pagination import Cursor, EventsAfter, EventsLimit, Limit, after_created, page
 from valuerank.api.sse import run_event_stream
 from valuerank.api.views import event_page, load_run, load_run_page, run_item
 from valuerank.runs.listing import RunFilter
@@ -70,8 +70,8 @@ async def get_run_route(run_id: str, ctx: Viewer) -> JSONResponse:
 async def run_events_route(
     run_id: str,
     ctx: Viewer,
-    after: Annotated[int, Query(ge=0, description="Return events with seq > after.")] = 0,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    after: EventsAfter = 0,
+    limit: EventsLimit = 100,
 ) -> JSONResponse:
     """A page of the run's events: pass `next_after` back as `after` for the next page."""
     return ok(await event_page(ctx.db, ctx.org_id, run_id, after=after, limit=limit))

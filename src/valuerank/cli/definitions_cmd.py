@@ -175,7 +175,7 @@ def lineage(ref: str = IdArg, as_json: bool = JsonOption) -> None:
         if as_json:
             print_json(result.to_dict())
             return
-        chain = [*result.ancestors, result.version.version]
+        chain = [*result.ancestors, result.version]
         console.print("ancestry: " + "  →  ".join(f"{v.version_label}" for v in chain))
         console.print(f"{len(result.descendants)} descendant(s)")
         for v, depth in result.descendants:

@@ -264,27 +264,10 @@ async def update_definition(
     return _stored(updated)
 
 
-@dataclass(frozen=True)
-class Lineage:
-    version: StoredDefinition
-    ancestors: list[versioning.Version]
-    descendants: list[tuple[versioning.Version, int]]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            **self.version.version.summary(),
-            "ancestors": [a.summary() for a in self.ancestors],
-            "descendants": [{**d.summary(), "depth": depth} for d, depth in self.descendants],
-        }
-
-
-async def lineage(conn: AsyncConnection, org_id: str, ref: str) -> Lineage:
+async def lineage(conn: AsyncConnection, org_id: str, ref: str) -> versioning.Lineage:
+    """Ancestors (root first) and descendants of a definition version."""
     stored = await get_definition(conn, org_id, ref)
-    return Lineage(
-        version=stored,
-        ancestors=await versioning.ancestors(conn, definitions, org_id, stored.version.id),
-        descendants=await versioning.descendants(conn, definitions, org_id, stored.version.id),
-    )
+    return await versioning.lineage(conn, definitions, stored.version)
 
 
 async def tree(conn: AsyncConnection, org_id: str, ref: str) -> versioning.TreeNode:
