@@ -21,6 +21,7 @@ from valuerank.api.fields import NO_NUL
 from valuerank.api.pagination import Cursor, Limit, after_created, page
 from valuerank.api.uploads import read_upload, upload_openapi
 from valuerank.definitions import service
+from valuerank.definitions.check import check_definition
 from valuerank.definitions.edit import EDITABLE_FIELDS
 from valuerank.definitions.service import StoredDefinition
 
@@ -129,6 +130,13 @@ class ForkBody(BaseModel):
         return self
 
 
+class CheckBody(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    markdown: str = Field(min_length=1, max_length=MAX_TEXT, description="A definition file.")
+    source_file: str | None = Field(default=None, min_length=1, max_length=255, pattern=NO_NUL)
+
+
 def _created(stored: StoredDefinition, created: bool) -> JSONResponse:
     """201 with the new version, or 200 with the stored one that has the same content."""
     return ok({**stored.detail(), "created": created}, status_code=201 if created else 200)
@@ -202,6 +210,14 @@ async def import_definition_route(
             conn, ctx.org_id, text, source_file=upload.filename, label=label
         )
     return _created(stored, created)
+
+
+@router.post("/validate")
+async def validate_definition_route(body: CheckBody, ctx: Viewer) -> JSONResponse:
+    """Check a definition file without storing it (the editor's live check): 200 with
+    `valid` and, when it is not, the parser's `error` (message, 1-based line, hint)."""
+    del ctx  # any member may check a file; nothing is read or stored
+    return ok(check_definition(body.markdown, body.source_file).to_dict())
 
 
 @router.get("/{definition_id}")

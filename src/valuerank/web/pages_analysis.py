@@ -1,7 +1,126 @@
-"""Pages of the UI for analysis (being written; see issue 13)."""
+"""Analysis and comparison pages: a run's analysis (win rates with intervals, PCA, agreement
+heat map, dimension effects, outliers, contested scenarios), comparing two runs (deltas with
+intervals and significance as a forest plot, the most divergent scenarios), experiments and
+the lineage results of a definition.
+
+The figures are the analysis package's own (analysis/plots.py) rendered as inline SVG; the
+data comes from the services the API and CLI call. Queuing work (a deep analysis, a
+background comparison) happens in the page's JavaScript through the API."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+import asyncio
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import HTMLResponse, Response
+from markupsafe import Markup
+
+from valuerank.api.deps import Viewer
+from valuerank.api.views import load_runs
+from valuerank.findings.analyses import deep_state, run_analysis
+from valuerank.findings.comparisons import Comparison, compare_runs, get_comparison
+from valuerank.findings.lineage import lineage_results
+from valuerank.pipeline.experiments import experiment_report, list_experiments
+from valuerank.runs.service import get_run
+from valuerank.web.svg_charts import analysis_svgs, forest_svg
+from valuerank.web.templating import templates
 
 router = APIRouter(include_in_schema=False)
+
+RefQuery = Annotated[str | None, Query(max_length=100)]
+
+
+def _markup(svgs: dict[str, str]) -> dict[str, Markup]:
+    # matplotlib escapes the texts it writes (web/svg_charts.figure_svg): safe to embed.
+    return {name: Markup(svg) for name, svg in svgs.items()}
+
+
+@router.get("/runs/{run_id}/analysis", response_class=HTMLResponse)
+async def analysis_page(request: Request, run_id: str, ctx: Viewer) -> Response:
+    outcome = await run_analysis(ctx.db, ctx.org_id, run_id)
+    state = await deep_state(ctx.db, ctx.org_id, outcome.run_id)
+    deep = state.result() if state.fresh else None
+    async with ctx.db.transaction() as conn:
+        run = await get_run(conn, ctx.org_id, outcome.run_id)
+    basic = outcome.analysis
+    svgs = await asyncio.to_thread(analysis_svgs, basic, deep)
+    return templates.TemplateResponse(
+        request,
+        "analysis.html",
+        {
+            "run": run,
+            "basic": basic,
+            "deep": deep,
+            "figures": _markup(svgs),
+            "cached": outcome.cached,
+        },
+    )
+
+
+async def _run_choices(ctx: Viewer) -> list[Any]:
+    return [report.run for report in await load_runs(ctx.db, ctx.org_id, limit=200)]
+
+
+@router.get("/compare", response_class=HTMLResponse)
+async def compare_page(
+    request: Request,
+    ctx: Viewer,
+    baseline: RefQuery = None,
+    comparison: RefQuery = None,
+) -> Response:
+    """Pick two runs; with both chosen, compare them now (reusing a completed comparison of
+    the same inputs, as `valuerank compare` does)."""
+    found: Comparison | None = None
+    if baseline and comparison:
+        found = (await compare_runs(ctx.db, ctx.org_id, baseline, comparison)).comparison
+    async with ctx.db.transaction() as conn:
+        experiments = await list_experiments(conn, ctx.org_id, limit=50)
+    return await _comparison_response(
+        request,
+        ctx,
+        found,
+        {"experiments": experiments, "baseline": baseline, "comparison": comparison},
+    )
+
+
+@router.get("/compare/comparisons/{comparison_id}", response_class=HTMLResponse)
+async def comparison_page(request: Request, comparison_id: str, ctx: Viewer) -> Response:
+    """A stored comparison (queued in the background: the page reloads until it is done)."""
+    async with ctx.db.transaction() as conn:
+        found = await get_comparison(conn, ctx.org_id, comparison_id)
+    return await _comparison_response(
+        request,
+        ctx,
+        found,
+        {
+            "experiments": None,
+            "baseline": found.baseline_run_id,
+            "comparison": found.comparison_run_id,
+        },
+    )
+
+
+async def _comparison_response(
+    request: Request, ctx: Viewer, found: Comparison | None, extra: dict[str, Any]
+) -> Response:
+    forest = None
+    if found is not None and found.result is not None:
+        forest = Markup(await asyncio.to_thread(forest_svg, found.result))
+    return templates.TemplateResponse(
+        request,
+        "compare.html",
+        {"runs": await _run_choices(ctx), "found": found, "forest": forest, **extra},
+    )
+
+
+@router.get("/compare/experiments/{experiment_id}", response_class=HTMLResponse)
+async def experiment_page(request: Request, experiment_id: str, ctx: Viewer) -> Response:
+    report = await experiment_report(ctx.db, ctx.org_id, experiment_id)
+    return templates.TemplateResponse(request, "compare_experiment.html", {"report": report})
+
+
+@router.get("/compare/lineage/{definition_id}", response_class=HTMLResponse)
+async def lineage_page(request: Request, definition_id: str, ctx: Viewer) -> Response:
+    results = await lineage_results(ctx.db, ctx.org_id, definition_id)
+    return templates.TemplateResponse(request, "compare_lineage.html", {"lineage": results})

@@ -1,7 +1,52 @@
-"""Pages of the UI for settings (being written; see issue 13)."""
+"""The settings page: the models registry (weights, active), the organisation's provider
+credentials (masked; set and delete for admins), members and roles, API tokens (created and
+shown once, revoked). Reads call the services the API calls; every change goes through the
+JSON API from the page's JavaScript, which enforces the roles again."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+import os
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, Response
+
+from valuerank.accounts import Role, list_tokens
+from valuerank.accounts.users import list_members
+from valuerank.api.deps import Viewer
+from valuerank.credentials.store import list_credentials
+from valuerank.providers.presets import known_providers
+from valuerank.registry.service import ensure_seeded, list_models
+from valuerank.web.templating import templates
 
 router = APIRouter(include_in_schema=False)
+
+
+@router.get("/settings", response_class=HTMLResponse)
+async def settings_page(request: Request, ctx: Viewer) -> Response:
+    admin = ctx.principal.role.allows(Role.ADMIN)
+    # Like GET /api/tokens: admins see everyone's tokens, others their own.
+    owner = None if admin else ctx.principal.user_id
+    async with ctx.db.transaction() as conn:
+        await ensure_seeded(conn)  # as GET /api/models: an empty registry gets the catalog
+        registry = await list_models(conn)
+        credentials = await list_credentials(conn, ctx.org_id, environ=os.environ, env_hints=False)
+        members = await list_members(conn, ctx.org_id, limit=500)
+        tokens = (
+            await list_tokens(conn, ctx.org_id, user_id=owner, limit=500)
+            if admin or owner is not None
+            else []
+        )
+    return templates.TemplateResponse(
+        request,
+        "settings.html",
+        {
+            "admin": admin,
+            "principal": ctx.principal,
+            "registry": registry,
+            "credentials": credentials,
+            "providers": known_providers(),
+            "members": members,
+            "tokens": tokens,
+            "roles": [role.value for role in Role],
+        },
+    )

@@ -37,6 +37,15 @@ def fmt_seconds(value: float | None) -> str:
     return f"{hours}h {minutes:02d}m" if hours else f"{minutes}m {seconds:02d}s"
 
 
+def fmt_number(value: float | None, digits: int = 3) -> str:
+    """A statistic with `digits` decimals; "–" when undefined."""
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def fmt_pvalue(value: float | None) -> str:
+    return "–" if value is None else "< 0.001" if value < 0.001 else f"{value:.3f}"
+
+
 def _environment() -> Environment:
     env = Environment(
         loader=FileSystemLoader(TEMPLATE_DIR),
@@ -46,6 +55,7 @@ def _environment() -> Environment:
         lstrip_blocks=True,
     )
     env.filters.update(mean=fmt_mean, cost=fmt_cost, when=fmt_time, duration=fmt_seconds)
+    env.filters.update(num=fmt_number, pvalue=fmt_pvalue)
     env.globals["version"] = __version__
     return env
 
