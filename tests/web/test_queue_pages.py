@@ -26,6 +26,8 @@ from valuerank.pipeline.launch import launch_run
 from valuerank.queue import JobStatus, QueueSettings, Worker, get_job, pause_provider, queue_status
 from valuerank.queue.job import list_failed_jobs
 from valuerank.queue.outbox import deliver_due, enqueue_notifications, list_outbox, register_webhook
+from valuerank.queue.providers import set_limits
+from valuerank.queue.ratelimit import block_bucket, bucket_key
 from valuerank.runs.config import RunConfig
 
 from .conftest import DEMO, TOKEN, Browsing, Site
@@ -274,3 +276,24 @@ async def test_a_refused_action_is_shown_with_its_code(
     assert [e for e in ui.errors if "409" not in e] == []
     ui.errors.clear()
     await ui.screenshot("queue-refused")
+
+
+async def test_a_providers_limits_and_rate_limit_state(
+    browser: httpx.AsyncClient, db: Database
+) -> None:
+    async with db.transaction() as conn:
+        await set_limits(conn, "openai", rpm=600, tpm=90000, concurrency=4)
+        await set_limits(conn, "anthropic", "anthropic:claude-x", rpm=50)
+        await block_bucket(conn, bucket_key("anthropic", "anthropic:claude-x"), 120)
+    html = (await browser.get("/queue")).text
+    openai = re.search(r'<tr id="provider-openai".*?</tr>', html, re.S)
+    assert openai and "all models:" in openai.group(0)
+    assert "600 req/min · 90000 tok/min · 4 at once" in openai.group(0)
+    assert 'class="rate rate-open">open<' in openai.group(0)
+    anthropic = re.search(r'<tr id="provider-anthropic".*?</tr>', html, re.S)
+    assert anthropic and "anthropic:claude-x:" in anthropic.group(0)
+    assert 'class="rate rate-blocked">blocked<' in anthropic.group(0)
+    assert "until 20" in anthropic.group(0)  # the reset the provider asked for
+    # Both are notable now: in the main table, not among the idle ones.
+    idle = html.split('id="idle-providers"', 1)[1]
+    assert 'id="provider-openai"' not in idle and 'id="provider-anthropic"' not in idle
