@@ -51,7 +51,9 @@ def _raw_cookie(response: Any, prefix: str) -> str:
 
 
 @sqlite_only
-async def test_health_and_login_are_the_only_open_routes(live: Live, assert_error: Any) -> None:
+async def test_health_login_and_static_files_are_the_only_open_routes(
+    live: Live, assert_error: Any
+) -> None:
     async with live.client(token=None) as anonymous:
         health = await anonymous.get("/health")
         assert health.status_code == 200 and health.json()["data"]["status"] == "ok"
@@ -63,10 +65,14 @@ async def test_health_and_login_are_the_only_open_routes(live: Live, assert_erro
             assert response.headers["www-authenticate"] == "Bearer"
         # The login route is open (and says what is wrong with the body).
         assert_error(await anonymous.post("/api/auth/login", json={}), 422, "VALIDATION_ERROR")
-        # A browser asking for a page gets the error as a page, still 401.
+        # A browser asking for a page is sent to the sign-in page, which is open, and which
+        # says how to sign in with a token too; the static files it needs are open.
         page = await anonymous.get("/runs/abc", headers={"Accept": "text/html"})
-        assert page.status_code == 401 and page.headers["content-type"].startswith("text/html")
-        assert "UNAUTHORIZED" in page.text and "?token=" in page.text
+        assert page.status_code == 303 and page.headers["location"] == "/login?next=%2Fruns%2Fabc"
+        login = await anonymous.get("/login", headers={"Accept": "text/html"})
+        assert login.status_code == 200 and "?token=" in login.text
+        assert (await anonymous.get("/static/app.css")).status_code == 200
+        assert_error(await anonymous.post("/static/app.css"), 401, "UNAUTHORIZED")
 
     for wrong in ("wrong-" + TOKEN, TOKEN[:-1], TOKEN + "x", "vrt_" + "a" * 43):
         async with live.client(token=wrong) as client:

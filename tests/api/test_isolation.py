@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 
+from valuerank.queue import JobSpec, enqueue
 from valuerank.queue.outbox import enqueue_notifications, register_webhook
 
 from .conftest import Live, MakeRun
@@ -33,6 +34,7 @@ KINDS = {
     "token_id": "token",
     "transcript_id": "transcript",
     "outbox_id": "notification",
+    "job_id": "job",
 }
 
 # Operations with an id in the path that name no organisation's resource, and why.
@@ -79,6 +81,8 @@ async def _other_organisation(live: Live, make_run: MakeRun) -> dict[str, str]:
         [ids["notification"]] = await enqueue_notifications(
             conn, account.org_id, "task_failed", {"t": 1}
         )
+        job = JobSpec(kind="fail", org_id=account.org_id, partition="theirs")
+        ids["job"] = (await enqueue(conn, job)).job_id
     async with live.client(token=account.token) as other:
         tokens = (await other.get("/api/tokens")).json()["data"]["tokens"]
         ids["token"] = tokens[0]["id"]

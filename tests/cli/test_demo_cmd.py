@@ -38,6 +38,10 @@ def test_demo_runs_a_sampled_run_and_reports_per_model(cli: Invoke) -> None:
     results = {r["model"]: r for r in data["results"]}
     assert results["scripted:utilitarian"]["decided"] == 4
     assert results["scripted:refuser"]["refusals"] == 4
+    # The completed run was analysed by its own job before the demo went on.
+    assert data["analysed"] is True
+    analysis = cli("analyze", data["id"], "--json").json()
+    assert analysis["analysis"]["meta"]["cached"] is True
     # a second demo reuses the imported definition and adds a second run
     again = cli("demo", "--no-serve", "--json", "--model", "scripted:utilitarian")
     assert again.exit_code == 0, again.stderr
@@ -81,9 +85,12 @@ def test_demo_without_the_key_of_a_hosted_model_says_what_to_set(
 
 
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
-async def test_demo_prints_a_url_that_lands_logged_in(database_url: Any) -> None:
-    """Zero set-up: no user, no token; the printed URL opens the runs page signed in (the
-    demo serves on 127.0.0.1 with auto-login)."""
+async def test_demo_prints_a_url_that_lands_on_the_runs_analysis_logged_in(
+    database_url: Any,
+) -> None:
+    """Zero set-up: no user, no token; the printed URL opens the demo run's analysis signed
+    in (the demo serves on 127.0.0.1 with auto-login), computed already by the job the
+    completed run queued (the page serves it from the cache)."""
     env = {**os.environ, "VALUERANK_DATABASE_URL": database_url.url}
     env["VALUERANK_WORKER_POLL_SECONDS"] = "0.05"
     env.pop("VALUERANK_AUTO_LOGIN", None)
@@ -102,13 +109,17 @@ async def test_demo_prints_a_url_that_lands_logged_in(database_url: Any) -> None
                 line = raw.decode()
         url = line.split("open ", 1)[1].split()[0]
         assert url.startswith("http://127.0.0.1:") and "token" not in url
-        async with httpx.AsyncClient(timeout=10) as browser:
-            page = await browser.get(url)
-            assert page.status_code == 200 and "<h1>Runs</h1>" in page.text
-            me = (await browser.get(url + "api/auth/me")).json()["data"]
-            assert me["via"] == "local" and me["role"] == "admin"
-            runs = (await browser.get(url + "api/runs")).json()["data"]["runs"]
+        base, path = url.split("/runs/", 1)
+        async with httpx.AsyncClient(base_url=base, timeout=10) as browser:
+            runs = (await browser.get("/api/runs")).json()["data"]["runs"]
             assert [r["status"] for r in runs] == ["completed"]
+            assert path == f"{runs[0]['id']}/analysis"
+            page = await browser.get(url, headers={"Accept": "text/html"})
+            assert page.status_code == 200 and "<h1>Analysis: " in page.text
+            assert 'id="per-model"' in page.text and "scripted:utilitarian" in page.text
+            assert "· cached" in page.text  # the analysis job ran before the URL was printed
+            me = (await browser.get("/api/auth/me")).json()["data"]
+            assert me["via"] == "local" and me["role"] == "admin"
         proc.send_signal(signal.SIGINT)
         async with asyncio.timeout(20):
             await proc.communicate()

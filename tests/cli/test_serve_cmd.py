@@ -210,6 +210,7 @@ async def test_first_start_says_how_to_get_a_token_and_stops_cleanly_on_sigint(
                 assert raw
                 printed += raw.decode()
         assert "No user exists yet" not in printed and "Sign in:" in printed
+        assert "/login with email and password" in printed
     finally:
         proc.send_signal(signal.SIGINT)
         await proc.communicate()

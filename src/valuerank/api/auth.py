@@ -17,8 +17,10 @@ In order, the first that applies decides:
    neither read it nor send the header); other origins' WebSockets are closed.
 5. GET/HEAD (and WebSockets) under VALUERANK_PUBLIC_READ_PREFIXES: an anonymous viewer of the
    install's default organisation.
-6. Otherwise 401 UNAUTHORIZED (WebSocket close 1008). `/health`, `/api/ready` and
-   `POST /api/auth/login` are open.
+6. Otherwise 401 UNAUTHORIZED (WebSocket close 1008) — or, for a browser asking for one of
+   the UI's pages (GET, `Accept: text/html`), 303 to `/login?next=<the page>`.
+   `/health`, `/api/ready`, `POST /api/auth/login` and the static files are open; the sign-in
+   page `/login` is served to anyone (with the principal when there is one).
 
 Rejected credentials count against the client address's standard rate limit, so guessing is
 throttled. Secrets are compared by their SHA-256 through a unique index or with
@@ -49,7 +51,7 @@ from valuerank.accounts import (
 )
 from valuerank.accounts.hashing import TOKEN_PREFIX, new_secret, same_secret
 from valuerank.api.deps import Principal, Via
-from valuerank.api.errors import error_response
+from valuerank.api.errors import error_response, wants_html
 from valuerank.api.ratelimit import (
     EndpointClass,
     RateLimiter,
@@ -66,6 +68,8 @@ CSRF_COOKIE = "valuerank_csrf"
 CSRF_HEADER = "x-csrf-token"
 OPEN_PATHS = frozenset({"/health", "/api/ready"})  # liveness and readiness probes
 OPEN_ROUTES = frozenset({("POST", "/api/auth/login")})
+STATIC_PREFIX = "/static/"  # stylesheets, scripts, icons: nothing secret, needed by /login
+LOGIN_PAGE = "/login"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 FORWARDING_HEADERS = ("forwarded", "x-forwarded-for", "x-forwarded-host", "x-real-ip")
 UNAUTHORIZED_HINT = (
@@ -187,6 +191,19 @@ def _unauthorized(request: Request, message: str) -> Response:
     )
 
 
+def login_redirect(request: Request, *, expired: bool) -> Response:
+    """303 to the sign-in page, which comes back here (`next`) once signed in."""
+    params = {
+        "next": _safe_path(request.scope) + (f"?{request.url.query}" if request.url.query else "")
+    }
+    if expired:
+        params["expired"] = "1"
+    return Response(
+        status_code=303,
+        headers={"Location": f"{LOGIN_PAGE}?{urlencode(params)}", "Cache-Control": "no-store"},
+    )
+
+
 def _csrf_failed(request: Request) -> Response:
     return error_response(
         request, 403, "CSRF_FAILED", "missing or wrong X-CSRF-Token header", hint=CSRF_HINT
@@ -273,11 +290,15 @@ class AuthMiddleware:
         return await self.limiter.hit(EndpointClass.STANDARD, f"addr:{client_host(scope)}")
 
     async def _refuse(self, request: Request, message: str, *, failed_credential: bool) -> Response:
-        """The 401 (or, past the address's limit of failures, 429)."""
+        """The 401 (or, past the address's limit of failures, 429); a browser asking for a
+        page without credentials is sent to the sign-in page instead."""
         if failed_credential:
             verdict = await self._count_failure(request.scope)
             if not verdict.allowed:
                 return rate_limited_response(request, verdict)
+        elif request.method in ("GET", "HEAD") and wants_html(request):
+            expired = cookie_name(request.scope) in request.cookies
+            return login_redirect(request, expired=expired)
         return _unauthorized(request, message)
 
     async def _jump(self, request: Request, given: str) -> Response:
@@ -321,7 +342,9 @@ class AuthMiddleware:
         # What both kinds share (headers, cookies, query); a Request only for HTTP.
         request: Any = HTTPConnection(scope) if websocket else Request(scope, receive)
         method = "GET" if websocket else request.method
-        if (method, scope["path"]) in OPEN_ROUTES:
+        if (method, scope["path"]) in OPEN_ROUTES or (
+            method in ("GET", "HEAD") and scope["path"].startswith(STATIC_PREFIX)
+        ):
             await self.app(scope, receive, send)
             return
 
@@ -373,6 +396,9 @@ class AuthMiddleware:
             await self._admit(anonymous, scope, receive, send)
             return
 
+        if scope["path"] == LOGIN_PAGE and method in ("GET", "HEAD"):
+            await self.app(scope, receive, send)  # the sign-in form, to anyone
+            return
         if cookie:
             await refuse("the session has expired or was signed out")
         else:

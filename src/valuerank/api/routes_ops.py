@@ -5,6 +5,7 @@ Two scopes, decided by what the data belongs to:
   filter, dead-letter summary, retry one, drain). Webhooks and their notifications belong to
   one organisation; another organisation's notification is 404 like an unknown one.
 - install-wide, for admins of the install's default organisation only (others get 403): the
+  whole queue's pause (every organisation's jobs, as `valuerank queue pause`), the
   queue's maintenance (reap expired leases, prune finished jobs, full passes, stale-run
   reaping, the schedule, its history and metrics). The queue, its leases, its retention and
   the maintenance records are shared by every organisation, so an admin of one tenant must
@@ -33,6 +34,7 @@ from valuerank.pipeline.maintenance import (
     schedule_summary,
     schedule_trigger,
 )
+from valuerank.queue import pause_queue, resume_queue
 from valuerank.queue.maintenance_history import (
     get_maintenance_run,
     list_maintenance_runs,
@@ -170,6 +172,23 @@ class TriggerBody(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     force: bool = Field(default=False, description="Run even if a pass ran recently.")
+
+
+@router.post("/queue/pause")
+async def pause_whole_queue_route(ctx: SystemAdmin) -> JSONResponse:
+    """Stop claiming every organisation's jobs (`valuerank queue pause`); running jobs finish.
+    `changed` is false if it was paused already."""
+    async with ctx.db.transaction(immediate=True) as conn:
+        changed = await pause_queue(conn)
+    return ok({"paused": True, "changed": changed})
+
+
+@router.post("/queue/resume")
+async def resume_whole_queue_route(ctx: SystemAdmin) -> JSONResponse:
+    """Claim jobs again after `POST /api/system/queue/pause` (`valuerank queue resume`)."""
+    async with ctx.db.transaction(immediate=True) as conn:
+        changed = await resume_queue(conn)
+    return ok({"paused": False, "changed": changed})
 
 
 @router.post("/queue/jobs/reap-stale")

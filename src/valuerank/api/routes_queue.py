@@ -5,20 +5,26 @@ does: every model is checked first (UNKNOWN_MODEL names the one refused, nothing
 `DELETE /api/queue/runs/{id}` deletes only a run that is not under way (pending, completed,
 failed or cancelled): cancel it first; while its cancelled jobs are still stopping it also
 answers 409. `POST /api/queue/pause|resume` pause the caller's organisation's jobs only (the
-whole-install pause stays with `valuerank queue pause`). Another organisation's run is 404.
+whole-install pause is `POST /api/system/queue/pause`). The organisation's dead jobs (failed:
+attempts spent or a permanent error) are listed with their errors and retried one at a time
+(`valuerank queue retry-failed --job`; a run's all at once: `POST /api/runs/{id}/rerun-failed`).
+Another organisation's run or job is 404.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import Annotated
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.api.deps import Admin, Member, RequestContext, Viewer
 from valuerank.api.envelope import ok
+from valuerank.api.pagination import Cursor, Limit, decode_cursor, page
 from valuerank.api.run_bodies import NewRunBody, launch_from_body
+from valuerank.pipeline.dead_jobs import dead_jobs
 from valuerank.pipeline.launch import watch_report
 from valuerank.queue import pause_org, queue_status, resume_org
 from valuerank.runs import service
@@ -106,3 +112,32 @@ async def resume_queue_route(ctx: Admin) -> JSONResponse:
     async with ctx.db.transaction(immediate=True) as conn:
         changed = await resume_org(conn, ctx.org_id)
     return ok({"paused": False, "changed": changed})
+
+
+@router.get("/jobs/failed")
+async def failed_jobs_route(
+    ctx: Viewer,
+    run: Annotated[
+        str | None, Query(min_length=1, max_length=100, description="Only this run's jobs.")
+    ] = None,
+    limit: Limit = 50,
+    cursor: Cursor = None,
+) -> JSONResponse:
+    """The organisation's dead jobs, newest first: kind, run (its own jobs or its analyses),
+    provider and model, attempts, the last error and every error with its category."""
+    after = str(decode_cursor(cursor, arity=1)[0]) if cursor else None
+    async with ctx.db.transaction() as conn:
+        run_id = None if run is None else (await service.get_run(conn, ctx.org_id, run)).id
+        found = await dead_jobs(conn, ctx.org_id, run_id=run_id, before_id=after, limit=limit + 1)
+    items = [job.to_dict() for job in found]
+    return ok(page("jobs", items, limit=limit, key=lambda item: [item["id"]]))
+
+
+@router.post("/jobs/{job_id}/retry")
+async def retry_job_route(job_id: str, ctx: Member) -> JSONResponse:
+    """Send one failed job back to the queue with fresh attempts (its run reopens, as with
+    rerun-failed). 404 for an unknown job or another organisation's; 409 INVALID_TRANSITION
+    unless it failed."""
+    async with ctx.db.transaction(immediate=True) as conn:
+        run = await service.retry_failed_job(conn, ctx.org_id, job_id)
+    return ok({"job_id": job_id, "status": "queued", "run": run and run.summary_dict()})

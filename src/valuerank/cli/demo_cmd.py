@@ -2,12 +2,15 @@
 
 Imports the bundled example definition, runs a sampled run against the embedded local model
 (and two synthetic scripted personas, labelled as such, so the table has contrast), shows a
-live progress bar with the jobs running in this process, prints the per-model results, and
-starts the server with the URL to open.
+live progress bar with the jobs running in this process, waits for the analysis a completed
+run gets (the `analyze:basic` job its last step enqueues), prints the per-model results, and
+starts the server with the URL of the run's analysis page to open.
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
 from importlib import resources
 from typing import Any
 
@@ -15,17 +18,41 @@ import typer
 
 from valuerank.cli.common import JsonOption, console, database, print_json, run
 from valuerank.cli.live import in_process_worker, report_json, results_table, wait_for_run
+from valuerank.db import Database
 from valuerank.definitions.service import import_definition
+from valuerank.pipeline.analyze import ANALYZE_BASIC, analysis_partition
 from valuerank.pipeline.launch import launch_run
 from valuerank.runs.config import RunConfig
+from valuerank.runs.progress import job_progress
 from valuerank.runs.results import model_results
+from valuerank.runs.states import RunStatus
 
 DEMO_DEFINITION = "exp-demo-whistleblower.md"
 DEMO_MODELS = ("local:gemma3-270m", "scripted:utilitarian", "scripted:deontologist")
+ANALYSIS_WAIT_SECONDS = 120.0
 
 
 def demo_definition_text() -> str:
     return resources.files("valuerank.demo").joinpath(DEMO_DEFINITION).read_text("utf-8")
+
+
+async def wait_for_analysis(db: Database, run_id: str, *, timeout: float) -> bool:
+    """Wait (the worker running) until the completed run's basic analysis job is done;
+    True if it succeeded. Its result is stored, so the analysis page serves it at once."""
+    deadline = time.monotonic() + timeout
+    while True:
+        async with db.transaction() as conn:
+            jobs = await job_progress(conn, analysis_partition(run_id), (ANALYZE_BASIC,))
+        if jobs.total and not jobs.active:
+            return jobs.completed > 0
+        if time.monotonic() >= deadline:
+            return False
+        await asyncio.sleep(0.1)
+
+
+def landing_path(run_id: str, analysed: bool) -> str:
+    """Where the printed URL lands: the run's analysis, or the run when it has none."""
+    return f"runs/{run_id}/analysis" if analysed else f"runs/{run_id}"
 
 
 def demo(
@@ -67,6 +94,9 @@ def demo(
                 )
             async with in_process_worker(db):
                 final, _ = await wait_for_run(db, org_id, run_id, timeout=None, show=not as_json)
+                analysed = final.run.status is RunStatus.COMPLETED and await wait_for_analysis(
+                    db, run_id, timeout=ANALYSIS_WAIT_SECONDS
+                )
             async with db.transaction() as conn:
                 results = await model_results(conn, org_id, run_id)
             if not as_json:
@@ -83,7 +113,8 @@ def demo(
 
                 def ready(url: str) -> None:
                     console.print(
-                        f"\nopen [bold]{url}[/] to explore the run (Ctrl+C to stop)",
+                        f"\nopen [bold]{url}{landing_path(run_id, analysed)}[/] to explore the "
+                        "run (Ctrl+C to stop)",
                         soft_wrap=True,
                     )
                     if not local:
@@ -96,7 +127,7 @@ def demo(
                 await serve(
                     db, org_id, host=host, port=port, work=True, on_ready=ready, settings=settings
                 )
-            return report_json(final, results)
+            return {**report_json(final, results), "analysed": analysed}
 
     data = run(_go(), as_json=as_json)
     if as_json:

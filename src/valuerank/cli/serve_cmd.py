@@ -222,9 +222,9 @@ def _access_lines(settings: Settings, users: int, url: str) -> list[str]:
     else:
         lines = [
             escape(
-                f"Sign in: open {url}?token=<API token> (`valuerank tokens create --user "
-                "EMAIL`) or POST /api/auth/login; API clients send "
-                "`Authorization: Bearer <token>`."
+                f"Sign in: at {url}login with email and password (`valuerank users "
+                f"set-password EMAIL`), or open {url}?token=<API token> (`valuerank tokens "
+                "create --user EMAIL`); API clients send `Authorization: Bearer <token>`."
             )
         ]
     if settings.public_read_prefixes:

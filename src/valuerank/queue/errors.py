@@ -8,6 +8,7 @@ in `job_errors`, one row per failed attempt, whatever happens to the job afterwa
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -137,20 +138,32 @@ async def errors_of(
     conn: AsyncConnection, job_id: str, *, org_id: str | None = None
 ) -> list[JobErrorRecord]:
     """Every error of a job, in the order they happened."""
-    query = select(job_errors).where(job_errors.c.job_id == job_id)
+    return (await errors_of_jobs(conn, [job_id], org_id=org_id)).get(job_id, [])
+
+
+async def errors_of_jobs(
+    conn: AsyncConnection, job_ids: Sequence[str], *, org_id: str | None = None
+) -> dict[str, list[JobErrorRecord]]:
+    """Every error of each of the jobs (one query), in the order they happened; a job
+    without errors is left out."""
+    if not job_ids:
+        return {}
+    query = select(job_errors).where(job_errors.c.job_id.in_(list(job_ids)))
     if org_id is not None:
         query = query.where(job_errors.c.org_id == org_id)
     rows = await conn.execute(query.order_by(job_errors.c.created_at, job_errors.c.id))
-    return [
-        JobErrorRecord(
-            id=r.id,
-            job_id=r.job_id,
-            org_id=r.org_id,
-            attempt=r.attempt,
-            category=ErrorCategory(r.category),
-            error_class=r.error_class,
-            message=r.message,
-            created_at=as_utc(r.created_at),
+    found: dict[str, list[JobErrorRecord]] = {}
+    for r in rows:
+        found.setdefault(r.job_id, []).append(
+            JobErrorRecord(
+                id=r.id,
+                job_id=r.job_id,
+                org_id=r.org_id,
+                attempt=r.attempt,
+                category=ErrorCategory(r.category),
+                error_class=r.error_class,
+                message=r.message,
+                created_at=as_utc(r.created_at),
+            )
         )
-        for r in rows
-    ]
+    return found

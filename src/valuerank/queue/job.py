@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, select
+from sqlalchemy import Row, func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.db.tables import jobs
@@ -140,3 +140,33 @@ async def list_jobs(
         query = query.where(jobs.c.status == status.value)
     rows = await conn.execute(query.order_by(jobs.c.created_at, jobs.c.id).limit(limit))
     return [job_from_row(r) for r in rows]
+
+
+async def list_failed_jobs(
+    conn: AsyncConnection,
+    *,
+    org_id: str,
+    partitions: Sequence[str] | None = None,
+    before_id: str | None = None,
+    limit: int = 100,
+) -> list[Job]:
+    """The organisation's failed jobs (the dead letters: attempts spent or a permanent
+    error), newest first (ids are time-ordered), optionally of some partitions only, before
+    `before_id` (the keyset of the next page)."""
+    query = select(jobs).where(jobs.c.org_id == org_id, jobs.c.status == JobStatus.FAILED.value)
+    if partitions is not None:
+        query = query.where(jobs.c.partition.in_(list(partitions)))
+    if before_id is not None:
+        query = query.where(jobs.c.id < before_id)
+    rows = await conn.execute(query.order_by(jobs.c.id.desc()).limit(limit))
+    return [job_from_row(r) for r in rows]
+
+
+async def failed_per_partition(conn: AsyncConnection, *, org_id: str) -> dict[str, int]:
+    """How many failed jobs each partition of the organisation holds (none: left out)."""
+    rows = await conn.execute(
+        select(jobs.c.partition, func.count())
+        .where(jobs.c.org_id == org_id, jobs.c.status == JobStatus.FAILED.value)
+        .group_by(jobs.c.partition)
+    )
+    return {partition: int(n) for partition, n in rows}

@@ -1,4 +1,5 @@
-"""Run lifecycle: create, start, pause, resume, cancel, delete, rerun failed jobs, expand.
+"""Run lifecycle: create, start, pause, resume, cancel, delete, rerun failed jobs (all or one),
+expand.
 
 A run's jobs live in the queue partition named by the run id: one `probe` job per
 (scenario, model, sample), then `judge`/`summarize` jobs per transcript, and one `finalize`
@@ -28,6 +29,7 @@ from valuerank.queue import (
     JobSpec,
     cancel_partition,
     enqueue_many,
+    get_job,
     pause_partition,
     requeue_failed,
     resume_partition,
@@ -397,6 +399,21 @@ async def rerun_failed(conn: AsyncConnection, org_id: str, ref: str) -> tuple[Ru
     if requeued:
         run = await _reopen(conn, run)
     return run, len(requeued)
+
+
+async def retry_failed_job(conn: AsyncConnection, org_id: str, job_id: str) -> Run | None:
+    """Send one failed job back to the queue with fresh attempts. A job of a run (its probes,
+    judges, summaries, finalize) reopens the run as `rerun_failed` does; returns that run.
+    NOT_FOUND for another organisation's job, INVALID_TRANSITION unless it failed."""
+    job = await get_job(conn, job_id, org_id=org_id)
+    row = (
+        await conn.execute(select(runs).where(runs.c.org_id == org_id, runs.c.id == job.partition))
+    ).first()
+    run = None if row is None else run_from_row(row)
+    if run is not None and run.status is RunStatus.PENDING:
+        raise refuse(run.id, run.status, "retry a job of a run never started")
+    await requeue_failed(conn, org_id, job_id=job.id)
+    return None if run is None else await _reopen(conn, run)
 
 
 async def expand_run(

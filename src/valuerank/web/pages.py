@@ -54,6 +54,7 @@ def install(app: FastAPI) -> None:
     """Add the pages, the static files and the HTML error page to `app`."""
     from valuerank.web import (
         pages_analysis,
+        pages_auth,
         pages_definitions,
         pages_queue,
         pages_runs,
@@ -63,6 +64,7 @@ def install(app: FastAPI) -> None:
 
     app.include_router(router)
     for module in (
+        pages_auth,
         pages_runs,
         pages_queue,
         pages_definitions,
