@@ -480,6 +480,8 @@ async def test_start_watch_pause_resume_and_read_a_run_in_a_browser(
         dashboard.on("pageerror", lambda exc: ui.errors.append(str(exc)))
         await dashboard.goto(ui.site.url + "/")
         await dashboard.evaluate("window.__kept = 'kept'")
+        row = dashboard.locator(f'tr[data-run-id="{run_id}"]')
+        assert await row.locator("[data-field=count]").inner_text() != "16/16"
 
         await expect(bar).not_to_have_attribute("value", re.compile(r"^[01]$"))
         await pause.click()
@@ -505,7 +507,6 @@ async def test_start_watch_pause_resume_and_read_a_run_in_a_browser(
         await expect(page.locator("#events")).to_contain_text("run complete")
         await expect(pause).to_be_disabled()
 
-        row = dashboard.locator(f'tr[data-run-id="{run_id}"]')
         await expect(row.locator("[data-field=count]")).to_have_text("16/16")
         await expect(row.locator("[data-field=status]")).to_have_text("completed")
         assert await dashboard.evaluate("window.__kept") == "kept"

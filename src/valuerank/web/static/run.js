@@ -77,7 +77,7 @@
     var failed = p.failed + d.judging.failed;
     if (drawn.transcripts === null) { drawn.transcripts = d.transcripts; drawn.failed = failed; }
     if (d.transcripts !== drawn.transcripts || failed !== drawn.failed || d.status !== drawn.status) {
-      scheduleSections(terminal(d.status) ? 0 : 2500);
+      scheduleSections(terminal(d.status) ? 0 : 1500);
       drawn.transcripts = d.transcripts; drawn.failed = failed; drawn.status = d.status;
     }
   }
@@ -119,7 +119,7 @@
       .catch(function () { return null; })
       .then(function (d) { inFlight = false; return d; });
   }
-  function schedule() { if (!timer) { timer = setTimeout(refresh, 400); } }
+  function schedule() { if (!timer) { timer = setTimeout(refresh, 700); } }
 
   function refreshSections() {
     sectionsTimer = null;
@@ -297,4 +297,9 @@
 
   connect();
   refresh();
+  // A safety net where events do not get through (a buffering proxy): a slow poll while
+  // the run can still change.
+  setInterval(function () {
+    if (!document.hidden && !terminal(root.getAttribute("data-status"))) { schedule(); }
+  }, 5000);
 })();
