@@ -59,19 +59,21 @@ def run_filter(status: str | None, definition: str | None, model: str | None) ->
     return RunFilter(status=chosen, definition_id=definition or None, model=model or None)
 
 
-@router.get("/", response_class=HTMLResponse)
-async def index(
-    request: Request,
+async def _dashboard(
     ctx: Viewer,
-    status: Text = None,
-    definition: Text = None,
-    model: Text = None,
-    cursor: Annotated[str | None, Query(max_length=MAX_CURSOR_LENGTH)] = None,
-    limit: Limit = PAGE_SIZE,
-) -> Response:
-    filters = run_filter(status, definition, model)
+    status: str | None,
+    definition: str | None,
+    model: str | None,
+    cursor: str | None,
+    limit: int,
+) -> dict[str, Any]:
+    """The dashboard's page of runs, its filters, and the URL its script polls."""
     reports = await load_run_page(
-        ctx.db, ctx.org_id, limit=limit, filters=filters, after=after_created(cursor)
+        ctx.db,
+        ctx.org_id,
+        limit=limit,
+        filters=run_filter(status, definition, model),
+        after=after_created(cursor),
     )
     listed = page(
         "runs",
@@ -83,29 +85,38 @@ async def index(
         versions = await list_definitions(conn, ctx.org_id)
         await ensure_seeded(conn)
         registry = await list_models(conn, active_only=True)
-    shown_models = {m for r in reports for m in r.run.config.models}
-    query: dict[str, str | int] = {
-        k: v for k, v in (("status", status), ("definition", definition), ("model", model)) if v
-    }
+    chosen = (("status", status), ("definition", definition), ("model", model))
+    filters: dict[str, str | int] = {k: v for k, v in chosen if v}
     if limit != PAGE_SIZE:
-        query["limit"] = limit
+        filters["limit"] = limit  # kept by the form and the pager
     # The page's script polls the same list: these filters, this page.
-    poll = urlencode({**query, "limit": limit, **({"cursor": cursor} if cursor else {})})
-    return templates.TemplateResponse(
-        request,
-        "index.html",
-        {
-            "reports": reports[:limit],
-            "next_cursor": listed["next_cursor"],
-            "paged": cursor is not None,
-            "filters": query,
-            "poll_url": f"/api/runs?{poll}",
-            "filtered": any(k != "limit" for k in query),
-            "statuses": [s.value for s in RunStatus],
-            "versions": versions,
-            "known_models": sorted(shown_models | {m.id for m in registry}),
-        },
-    )
+    poll = urlencode({**filters, "limit": limit, **({"cursor": cursor} if cursor else {})})
+    shown_models = {m for r in reports for m in r.run.config.models}
+    return {
+        "reports": reports[:limit],
+        "next_cursor": listed["next_cursor"],
+        "paged": cursor is not None,
+        "filters": filters,
+        "poll_url": f"/api/runs?{poll}",
+        "filtered": any(k != "limit" for k in filters),
+        "statuses": [s.value for s in RunStatus],
+        "versions": versions,
+        "known_models": sorted(shown_models | {m.id for m in registry}),
+    }
+
+
+@router.get("/", response_class=HTMLResponse)
+async def index(
+    request: Request,
+    ctx: Viewer,
+    status: Text = None,
+    definition: Text = None,
+    model: Text = None,
+    cursor: Annotated[str | None, Query(max_length=MAX_CURSOR_LENGTH)] = None,
+    limit: Limit = PAGE_SIZE,
+) -> Response:
+    context = await _dashboard(ctx, status, definition, model, cursor, limit)
+    return templates.TemplateResponse(request, "index.html", context)
 
 
 def _provider_groups(registry: list[RegisteredModel], keyed: set[str]) -> list[dict[str, Any]]:
