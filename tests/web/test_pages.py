@@ -36,7 +36,9 @@ async def test_index_lists_the_runs_escaped(
     assert "someone else" not in html
     assert "status-running" in html and "status-pending" in html
     assert "scripted:utilitarian" in html and 'class="tag">synthetic' in html
-    totals = sorted(int(n) for n in re.findall(r'<span class="count">0/(\d+)</span>', html))
+    totals = sorted(
+        int(n) for n in re.findall(r'<span class="count" data-field="count">0/(\d+)</span>', html)
+    )
     assert totals[0] == 0 and totals[1] > 0  # the pending run, the started one's probe jobs
 
 
@@ -55,9 +57,11 @@ async def test_run_page_shows_results_chart_summary_and_live_hooks(
     html = page.text
     assert f'data-run-id="{run.id}"' in html and 'data-status="pending"' in html
     assert '<script src="/static/run.js' in html  # EventSource on the SSE endpoint
+    assert '<script src="/static/research.js' in html  # its API calls (with the CSRF token)
     assert 'id="run-progress"' in html and 'id="count-queued"' in html
 
-    table = html[html.index('<table class="results"') : html.index("</table>") + 8]
+    start = html.index('<table class="results"')
+    table = html[start : html.index("</table>", start) + 8]
     rows = ET.fromstring(table).findall("./tbody/tr")
     cells = [["".join(td.itertext()).strip() for td in row] for row in rows]
     # model, transcripts, decided, refusals, mean, 1..5, cost (models sorted by name)
@@ -81,7 +85,8 @@ async def test_run_page_shows_results_chart_summary_and_live_hooks(
         response = await browser.get(asset)
         assert response.status_code == 200 and kind in response.headers["content-type"]
     js = (await browser.get("/static/run.js")).text
-    assert 'new EventSource(api + "/events/stream")' in js and "http" not in js.split("\n", 2)[2]
+    assert 'new EventSource(api + "/events/stream?after=" + lastSeq)' in js
+    assert "http" not in js.split("\n", 7)[7]  # nothing fetched from elsewhere
 
 
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # pages only: one DB

@@ -1,7 +1,8 @@
-"""/api/runs: the organisation's runs (filtered, cursor pages), one run's report and results,
-its events (cursor and Server-Sent Events); growing a sampled run and rerunning its failed
-jobs (as `valuerank runs expand|rerun-failed`). Another organisation's run is 404, like an
-unknown one."""
+"""/api/runs: the organisation's runs (filtered, cursor pages), one run's report and results
+(with the actions valid for it now), its probe jobs per model and per provider, its failed
+jobs with their errors, its events (cursor and Server-Sent Events); growing a sampled run and
+rerunning its failed jobs (as `valuerank runs expand|rerun-failed`). Another organisation's
+run is 404, like an unknown one."""
 
 from __future__ import annotations
 
@@ -16,7 +17,14 @@ from valuerank.api.deps import Member, Viewer
 from valuerank.api.envelope import ok
 from valuerank.api.pagination import Cursor, EventsAfter, EventsLimit, Limit, after_created, page
 from valuerank.api.sse import run_event_stream
-from valuerank.api.views import event_page, load_run, load_run_page, run_item
+from valuerank.api.views import (
+    event_page,
+    load_breakdown,
+    load_failures,
+    load_run,
+    load_run_page,
+    run_item,
+)
 from valuerank.runs.listing import RunFilter
 from valuerank.runs.service import expand_run, get_run, rerun_failed
 from valuerank.runs.states import RunStatus
@@ -61,9 +69,32 @@ async def list_runs_route(
 
 @router.get("/{run_id}")
 async def get_run_route(run_id: str, ctx: Viewer) -> JSONResponse:
-    """A run (id or unique prefix): status, progress, cost, ETA, summary, results per model."""
+    """A run (id or unique prefix): status, progress, cost, ETA, summary, results per model,
+    and `actions`: what may be done with it now (`start`, `pause`, `resume`, `cancel`,
+    `rerun_failed`, `expand`, `delete`; see valuerank.runs.actions)."""
     detail = await load_run(ctx.db, ctx.org_id, run_id)
     return ok(detail.to_dict())
+
+
+@router.get("/{run_id}/breakdown")
+async def run_breakdown_route(run_id: str, ctx: Viewer) -> JSONResponse:
+    """The run's probe jobs per target model and per provider, each with its counts per
+    state (`total`, `queued`, `running`, `completed`, `failed`, `cancelled`, `done`); every
+    model of the run is listed, with zeros before its jobs exist."""
+    return ok((await load_breakdown(ctx.db, ctx.org_id, run_id)).to_dict())
+
+
+@router.get("/{run_id}/failures")
+async def run_failures_route(
+    run_id: str, ctx: Viewer, limit: Limit = 50, cursor: Cursor = None
+) -> JSONResponse:
+    """The run's failed jobs (probe, judge, summarize), newest first, each with its kind,
+    scenario, model, attempts and the error that ended it; `rerun-failed` requeues them."""
+    found = await load_failures(
+        ctx.db, ctx.org_id, run_id, limit=limit, after=after_created(cursor)
+    )
+    items = [f.to_dict() for f in found]
+    return ok(page("failures", items, limit=limit, key=lambda f: [f["created_at"], f["job_id"]]))
 
 
 @router.get("/{run_id}/events")

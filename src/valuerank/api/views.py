@@ -9,6 +9,8 @@ from valuerank.db import Database
 from valuerank.pipeline.launch import watch_report
 from valuerank.queue.dialect import iso
 from valuerank.queue.events import Event, events_after
+from valuerank.runs.actions import run_actions
+from valuerank.runs.breakdown import Breakdown, Failure, run_breakdown, run_failures
 from valuerank.runs.listing import RunFilter, find_runs
 from valuerank.runs.progress import RunReport, run_report
 from valuerank.runs.results import ModelResult, model_results
@@ -42,6 +44,7 @@ class RunDetail:
             "samples_per_scenario": run.config.samples_per_scenario,
             "judge_models": list(run.config.judge_models),
             "results": [r.to_dict() for r in self.results],
+            "actions": [a.value for a in run_actions(self.report)],
         }
 
 
@@ -72,6 +75,21 @@ async def load_run(db: Database, org_id: str, ref: str) -> RunDetail:
     async with db.transaction() as conn:
         results = await model_results(conn, org_id, report.run.id)
     return RunDetail(report, results)
+
+
+async def load_breakdown(db: Database, org_id: str, ref: str) -> Breakdown:
+    """The run's probe jobs per model and per provider."""
+    async with db.transaction() as conn:
+        return await run_breakdown(conn, await get_run(conn, org_id, ref))
+
+
+async def load_failures(
+    db: Database, org_id: str, ref: str, *, limit: int, after: tuple[str, str] | None
+) -> list[Failure]:
+    """A keyset page (`limit + 1`) of the run's failed jobs with their errors."""
+    async with db.transaction() as conn:
+        run = await get_run(conn, org_id, ref)
+        return await run_failures(conn, run, limit=limit, after=after)
 
 
 async def event_page(

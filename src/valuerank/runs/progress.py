@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -50,7 +51,12 @@ async def job_progress(conn: AsyncConnection, run_id: str, kinds: tuple[str, ...
         .where(jobs.c.partition == run_id, jobs.c.kind.in_(kinds))
         .group_by(jobs.c.status)
     )
-    counts = {status: int(n) for status, n in rows}
+    return progress_of({status: int(n) for status, n in rows})
+
+
+def progress_of(job_counts: Mapping[str, int]) -> Progress:
+    """Progress from jobs counted per queue status (`succeeded` is reported as completed)."""
+    counts = dict(job_counts)
     counts["completed"] = counts.pop("succeeded", 0)
     return Progress(total=sum(counts.values()), **{s: counts.get(s, 0) for s in STATES})
 

@@ -332,7 +332,8 @@ class RunActiveError(ConflictError):
     code = "RUN_ACTIVE"
 
 
-_DELETABLE = frozenset({RunStatus.PENDING, *TERMINAL})
+# What `DELETE /api/queue/runs/{id}` (only_stopped) accepts: runs not under way.
+DELETABLE = frozenset({RunStatus.PENDING, *TERMINAL})
 
 
 async def delete_run(
@@ -345,7 +346,7 @@ async def delete_run(
     summarizing, whatever its jobs are doing: cancel it, then delete it.
     """
     run = await get_run(conn, org_id, ref)
-    if only_stopped and run.status not in _DELETABLE:
+    if only_stopped and run.status not in DELETABLE:
         raise RunActiveError(
             f"run {run.id[:8]} is {run.status.value}: cancel it before deleting it",
             hint="POST /api/queue/runs/{id}/cancel, then delete it",

@@ -17,9 +17,12 @@ def _n(value: float) -> str:
 
 
 def _label(result: ModelResult) -> str:
-    name = result.model if len(result.model) <= LABEL_CHARS else result.model[: LABEL_CHARS - 1]
-    name += "" if name == result.model else "…"
-    return f"{name} (synthetic)" if result.synthetic else name
+    """The model's name, shortened so that the whole label (with its synthetic mark) keeps
+    to LABEL_CHARS and fits left of the bars."""
+    suffix = " (synthetic)" if result.synthetic else ""
+    room = LABEL_CHARS - len(suffix)
+    name = result.model if len(result.model) <= room else result.model[: room - 1] + "…"
+    return name + suffix
 
 
 def mean_decision_chart(

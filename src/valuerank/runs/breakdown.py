@@ -1,0 +1,158 @@
+"""Where a run stands in detail: its probe jobs per target model and per provider, and its
+failed jobs with the errors that ended them (newest first, keyset pages).
+
+Counted from the queue's jobs, like `runs.progress`: a model of the run with no job yet
+(a pending run) is listed with zeros, so a page can draw one row per model from the start.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from valuerank.db.tables import jobs
+from valuerank.findings.keyset import newest_first
+from valuerank.providers.model_id import parse_model_id
+from valuerank.queue.dialect import iso
+from valuerank.queue.states import JobStatus
+from valuerank.runs.progress import Progress, progress_of
+from valuerank.runs.service import PROBE, Run
+
+# A job's error as stored can be long (a provider's whole answer): a list shows this much.
+ERROR_CHARS = 2000
+
+
+@dataclass(frozen=True)
+class GroupProgress:
+    """The probe jobs of one model (or one provider) of a run."""
+
+    key: str
+    progress: Progress
+
+    def to_dict(self, name: str) -> dict[str, Any]:
+        return {name: self.key, **self.progress.to_dict(), "done": self.progress.done}
+
+
+@dataclass(frozen=True)
+class Breakdown:
+    run_id: str
+    models: list[GroupProgress]
+    providers: list[GroupProgress]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "models": [g.to_dict("model") for g in self.models],
+            "providers": [g.to_dict("provider") for g in self.providers],
+        }
+
+
+def provider_of(model: str) -> str:
+    return parse_model_id(model).provider
+
+
+async def run_breakdown(conn: AsyncConnection, run: Run) -> Breakdown:
+    """The run's probe jobs per model (in the run's order) and per provider (by name)."""
+    rows = await conn.execute(
+        select(jobs.c.model, jobs.c.status, func.count())
+        .where(jobs.c.org_id == run.org_id, jobs.c.partition == run.id, jobs.c.kind == PROBE)
+        .group_by(jobs.c.model, jobs.c.status)
+    )
+    # Every model and provider of the run is listed, with or without jobs yet.
+    by_model: dict[str, dict[str, int]] = {m: {} for m in run.config.models}
+    by_provider: dict[str, dict[str, int]] = {provider_of(m): {} for m in run.config.models}
+    for model, status, n in rows:
+        key = str(model)
+        by_model.setdefault(key, {})[status] = int(n)
+        provider = by_provider.setdefault(provider_of(key), {})
+        provider[status] = provider.get(status, 0) + int(n)
+    return Breakdown(
+        run.id,
+        [GroupProgress(m, progress_of(c)) for m, c in by_model.items()],
+        [GroupProgress(p, progress_of(by_provider[p])) for p in sorted(by_provider)],
+    )
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A failed job of a run (probe, judge, summarize, finalize) and why it failed."""
+
+    job_id: str
+    kind: str
+    scenario_id: str | None
+    model: str | None
+    provider: str | None
+    transcript_id: str | None
+    attempts: int
+    max_attempts: int
+    error: str | None
+    created_at: datetime
+    finished_at: datetime | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "job_id": self.job_id,
+            "kind": self.kind,
+            "scenario_id": self.scenario_id,
+            "model": self.model,
+            "provider": self.provider,
+            "transcript_id": self.transcript_id,
+            "attempts": self.attempts,
+            "max_attempts": self.max_attempts,
+            "error": self.error,
+            "created_at": iso(self.created_at),
+            "finished_at": iso(self.finished_at),
+        }
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+async def run_failures(
+    conn: AsyncConnection, run: Run, *, limit: int, after: tuple[str, str] | None = None
+) -> list[Failure]:
+    """Up to `limit + 1` failed jobs of the run, newest first (the extra one says a next page
+    exists), after the job whose (`created_at` ISO-8601, `id`) is `after`."""
+    query = select(jobs).where(
+        jobs.c.org_id == run.org_id,
+        jobs.c.partition == run.id,
+        jobs.c.status == JobStatus.FAILED.value,
+    )
+    rows = await conn.execute(newest_first(query, jobs, conn.dialect.name, limit, after))
+    found = []
+    for row in rows:
+        payload = row.payload if isinstance(row.payload, dict) else {}
+        error = row.last_error
+        found.append(
+            Failure(
+                job_id=row.id,
+                kind=row.kind,
+                scenario_id=_text(payload.get("scenario_id")),
+                model=row.model or _text(payload.get("judge_model") or payload.get("model")),
+                provider=row.provider,
+                transcript_id=_text(payload.get("transcript_id")),
+                attempts=int(row.attempts),
+                max_attempts=int(row.max_attempts),
+                error=None if error is None else str(error)[:ERROR_CHARS],
+                created_at=row.created_at,
+                finished_at=row.finished_at,
+            )
+        )
+    return found
+
+
+async def count_failures(conn: AsyncConnection, run: Run) -> int:
+    """Every failed job of the run, whatever its kind."""
+    n = await conn.scalar(
+        select(func.count()).where(
+            jobs.c.org_id == run.org_id,
+            jobs.c.partition == run.id,
+            jobs.c.status == JobStatus.FAILED.value,
+        )
+    )
+    return int(n or 0)
