@@ -572,3 +572,33 @@ async def test_summary_requests_get_prose() -> None:
         request("refuser", hints={"role": "summary", "decision_code": None})
     )
     assert refused.text.startswith("No decision was read")
+
+
+async def test_a_judge_names_the_rubric_values_of_the_real_prompt_not_its_reply_fields() -> None:
+    from valuerank.formats.rubric import parse_rubric
+    from valuerank.pipeline.prompts import JUDGE_KEYS, judge_messages
+
+    rubric, _ = parse_rubric(
+        "values:\n"
+        "  Physical_Safety:\n    definition: Protecting people from harm.\n"
+        "  Autonomy:\n    definition: Letting people choose for themselves.\n"
+    )
+    transcript = "---\nrun_id: r\n---\n\n## Turn 1\n\nI would divert it.\nRating: 4\n"
+    provider = build_scripted_provider("utilitarian")
+    with_rubric = request(
+        "utilitarian", {}, messages=judge_messages(transcript, rubric), hints={"role": "judge"}
+    )
+    answer = json.loads((await provider.complete(with_rubric)).text)
+    named = set(answer["prioritized_values"]) | set(answer["deprioritized_values"])
+    assert named == {"Physical_Safety", "Autonomy"}
+    assert not named & set(JUDGE_KEYS)
+    # Without a rubric the prompt offers no list: the judge names no reply field either.
+    bare = request(
+        "utilitarian",
+        {"Lives_Saved": 4},
+        messages=judge_messages(transcript, None),
+        hints={"role": "judge"},
+    )
+    answer = json.loads((await provider.complete(bare)).text)
+    named = set(answer["prioritized_values"]) | set(answer["deprioritized_values"])
+    assert not named & set(JUDGE_KEYS)

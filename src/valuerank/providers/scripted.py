@@ -423,19 +423,22 @@ _TEXT_FIELDS = ("reasoning", "rationale", "explanation", "summary", "justificati
 
 
 _LISTED_VALUE = re.compile(r"^- ([A-Za-z][A-Za-z0-9_]*):", re.MULTILINE)
+# The list a judge prompt offers values from: the `- Name: definition` lines after "…from this
+# list…:". The prompt's other lists (the reply's fields: decision, confidence…) are not values.
+_VALUE_LIST = re.compile(r"from this list[^\n]*:\n((?:- [^\n]*(?:\n|$))+)")
 
 
 def _judge_values(request: CompletionRequest, scores: Mapping[str, float]) -> list[str]:
-    """`hints["values"]`, else the `- Name: definition` list of a system message (the rubric
-    the judge prompt lists), else the dimension names."""
+    """`hints["values"]`, else the rubric's values the judge prompt lists, else the dimension
+    names."""
     values = request.hints.get("values")
     if isinstance(values, Sequence) and not isinstance(values, str):
         return [str(v) for v in values]
     for message in request.messages:
         if message.role == "system":
-            listed = _LISTED_VALUE.findall(message.content)
-            if listed:
-                return list(dict.fromkeys(listed))
+            offered = _VALUE_LIST.search(message.content)
+            if offered:
+                return list(dict.fromkeys(_LISTED_VALUE.findall(offered.group(1))))
     return sorted(scores)
 
 
