@@ -56,6 +56,7 @@ async def test_list_version_tree_editor_and_diff(
     assert len(list(svg.iter(f"{ns}path"))) == 1  # the fork's edge
     assert any(a.get("href") == f"/runs/{run.id}" for a in svg.iter(f"{ns}a"))
     assert f'data-api="POST /api/definitions/{root.version.id}/fork"' in html
+    assert f'href="/runs/new?definition={root.version.id}"' in html  # a run of this version
 
     child_page = (await browser.get(f"/definitions/{child.version.id}")).text
     assert EVIL not in child_page and "Changed &lt;script&gt;" in child_page
