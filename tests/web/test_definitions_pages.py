@@ -92,7 +92,9 @@ async def test_list_version_tree_editor_and_diff(
         assert missing.status_code == 404, path
         assert "NOT_FOUND" in missing.text
 
-    js = await browser.get("/static/research.js")
+    # Every page's API client (static/api.js, loaded by base.html) sends the CSRF token.
+    assert '<script src="/static/api.js' in html
+    js = await browser.get("/static/api.js")
     assert js.status_code == 200 and "X-CSRF-Token" in js.text
 
 

@@ -5,58 +5,12 @@
 (function () {
   "use strict";
 
-  var csrf = "";
-
-  function cookieCsrf() {
-    var match = document.cookie.match(/(?:^|;\s*)valuerank_csrf[^=]*=([^;]+)/);
-    return match ? decodeURIComponent(match[1]) : "";
-  }
-
-  // One call of the JSON API: resolves with `data`, rejects with {status, code, error, hint}.
-  function call(method, url, body) {
-    var headers = { Accept: "application/json" };
-    var init = { method: method, credentials: "same-origin", headers: headers };
-    if (method !== "GET") { headers["X-CSRF-Token"] = csrf || cookieCsrf(); }
-    if (body !== undefined) {
-      headers["Content-Type"] = "application/json";
-      init.body = JSON.stringify(body);
-    }
-    return fetch(url, init).then(function (response) {
-      return response.json().catch(function () { return null; }).then(function (envelope) {
-        if (envelope && envelope.success) { return envelope.data; }
-        var failure = envelope || {};
-        throw {
-          status: response.status,
-          code: failure.code || "HTTP_" + response.status,
-          error: failure.error || response.statusText || "request failed",
-          hint: failure.hint || null,
-          retryAfter: response.headers.get("Retry-After")
-        };
-      });
-    }, function () {
-      throw { status: 0, code: "NETWORK", error: "the server could not be reached", hint: "check that it is running" };
-    });
-  }
-
-  function show(box, failure, lead) {
-    if (!box) { return; }
-    box.textContent = "";
-    var head = document.createElement("strong");
-    head.textContent = lead || failure.code + ": ";
-    box.appendChild(head);
-    box.appendChild(document.createTextNode(failure.error));
-    if (failure.hint) {
-      var hint = document.createElement("span");
-      hint.className = "hint";
-      hint.textContent = "Hint: " + failure.hint;
-      box.appendChild(hint);
-    }
-    box.hidden = false;
-  }
+  var call = window.valuerank.api;
+  var show = window.valuerank.showFailure;
 
   // --- the header -----------------------------------------------------------------------
   function fillAccount(me) {
-    csrf = me.csrf_token || csrf;
+    window.valuerank.setCsrf(me.csrf_token);
     var who = document.getElementById("account-who");
     if (who) {
       var name = me.via === "local" ? "local admin (this machine)" : (me.user && me.user.email) || "signed in";

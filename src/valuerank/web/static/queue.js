@@ -20,21 +20,7 @@
     last[part.getAttribute("data-live")] = part.innerHTML;
   });
 
-  function showError(box, failure) {
-    if (!box) { return; }
-    box.textContent = "";
-    var head = document.createElement("strong");
-    head.textContent = failure.code + ": ";
-    box.appendChild(head);
-    box.appendChild(document.createTextNode(failure.error));
-    if (failure.hint) {
-      var hint = document.createElement("span");
-      hint.className = "hint";
-      hint.textContent = "Hint: " + failure.hint;
-      box.appendChild(hint);
-    }
-    box.hidden = false;
-  }
+  var showError = window.valuerank.showFailure;
 
   function announce(text) {
     if (!announcer || !text) { return; }

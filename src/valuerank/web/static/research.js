@@ -4,38 +4,7 @@
 (function () {
   "use strict";
 
-  function csrfToken() {
-    var meta = document.querySelector('meta[name="csrf-token"]');
-    if (meta && meta.content) { return meta.content; }
-    var match = document.cookie.match(/(?:^|;\s*)valuerank_csrf[^=]*=([^;]+)/);
-    return match ? decodeURIComponent(match[1]) : "";
-  }
-
-  // One API call: resolves with `data`, rejects with {error, hint, code, status}.
-  function api(method, url, body) {
-    var headers = { Accept: "application/json" };
-    var init = { method: method, credentials: "same-origin", headers: headers };
-    if (method !== "GET") { headers["X-CSRF-Token"] = csrfToken(); }
-    if (body !== undefined) {
-      headers["Content-Type"] = "application/json";
-      init.body = JSON.stringify(body);
-    }
-    return fetch(url, init).then(function (response) {
-      return response.json().catch(function () { return null; }).then(function (envelope) {
-        if (envelope && envelope.success) { return envelope.data; }
-        var failure = envelope || {};
-        throw {
-          status: response.status,
-          code: failure.code || "HTTP_" + response.status,
-          error: failure.error || response.statusText || "request failed",
-          hint: failure.hint || null,
-          details: failure.details || null
-        };
-      });
-    }, function () {
-      throw { status: 0, code: "NETWORK", error: "the server could not be reached", hint: "check that it is running" };
-    });
-  }
+  var api = window.valuerank.api;
 
   // The line a parser error names: "file.md:12: …" or "<input>:12:3: …" or "line 12".
   function errorLine(message) {
@@ -46,26 +15,7 @@
   function showError(scope, failure) {
     var box = scope.querySelector("[data-error]");
     if (!box) { return; }
-    box.textContent = "";
-    var head = document.createElement("strong");
-    head.textContent = failure.code + ": ";
-    box.appendChild(head);
-    box.appendChild(document.createTextNode(failure.error));
-    if (failure.details && failure.details.length) {
-      failure.details.slice(0, 5).forEach(function (d) {
-        var item = document.createElement("span");
-        item.className = "detail";
-        item.textContent = (d.loc ? d.loc.join(".") + ": " : "") + (d.msg || JSON.stringify(d));
-        box.appendChild(item);
-      });
-    }
-    if (failure.hint) {
-      var hint = document.createElement("span");
-      hint.className = "hint";
-      hint.textContent = "Hint: " + failure.hint;
-      box.appendChild(hint);
-    }
-    box.hidden = false;
+    window.valuerank.showFailure(box, failure);
     var line = errorLine(failure.error);
     var editor = scope.querySelector("textarea[name=markdown]");
     if (line !== null && editor && editor.id === "markdown") { markLine(editor, line); }
@@ -371,5 +321,5 @@
   setupDimensions();
   setupFileInputs();
   setupPolling();
-  window.valuerank = { api: api, errorLine: errorLine };
+  window.valuerank.errorLine = errorLine;
 })();

@@ -198,19 +198,7 @@
   // --- the controls
   function scope() { return root.querySelector(".run-controls"); }
   function showError(failure) {
-    var box = scope().querySelector("[data-error]");
-    box.textContent = "";
-    var head = document.createElement("strong");
-    head.textContent = failure.code + ": ";
-    box.appendChild(head);
-    box.appendChild(document.createTextNode(failure.error));
-    if (failure.hint) {
-      var hint = document.createElement("span");
-      hint.className = "hint";
-      hint.textContent = "Hint: " + failure.hint;
-      box.appendChild(hint);
-    }
-    box.hidden = false;
+    window.valuerank.showFailure(scope().querySelector("[data-error]"), failure);
   }
   function clearError() {
     var box = scope().querySelector("[data-error]");
@@ -265,12 +253,11 @@
   var exporter = byId("export-run");
   if (exporter) {
     exporter.addEventListener("click", function () {
-      var meta = document.querySelector('meta[name="csrf-token"]');
       clearError();
       exporter.disabled = true;
       fetch(exporter.getAttribute("data-export"), {
         method: "POST", credentials: "same-origin",
-        headers: { "X-CSRF-Token": meta ? meta.content : "", Accept: "application/zip" }
+        headers: { "X-CSRF-Token": window.valuerank.csrfToken(), Accept: "application/zip" }
       }).then(function (response) {
         if (!response.ok) {
           return response.json().catch(function () { return {}; }).then(function (f) {

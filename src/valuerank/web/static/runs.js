@@ -18,27 +18,7 @@
   function money(v) { return v === null || v === undefined ? "–" : "$" + Number(v).toFixed(4); }
   function api() { return window.valuerank.api.apply(null, arguments); }
 
-  function showError(box, failure) {
-    if (!box) { return; }
-    box.textContent = "";
-    var head = document.createElement("strong");
-    head.textContent = (failure.code || "ERROR") + ": ";
-    box.appendChild(head);
-    box.appendChild(document.createTextNode(failure.error || "request failed"));
-    (failure.details || []).slice(0, 5).forEach(function (d) {
-      var item = document.createElement("span");
-      item.className = "detail";
-      item.textContent = (d.loc ? d.loc + ": " : "") + (d.msg || "");
-      box.appendChild(item);
-    });
-    if (failure.hint) {
-      var hint = document.createElement("span");
-      hint.className = "hint";
-      hint.textContent = "Hint: " + failure.hint;
-      box.appendChild(hint);
-    }
-    box.hidden = false;
-  }
+  var showError = window.valuerank.showFailure;
   function clearError(box) { if (box) { box.hidden = true; box.textContent = ""; } }
 
   // --- the dashboard
