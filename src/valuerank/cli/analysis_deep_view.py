@@ -10,7 +10,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from valuerank.cli.analysis_format import interval_text, num, p_text, value_matrix
+from valuerank.cli.analysis_format import grouped_table, interval_text, num, p_text
 
 PCA_SHOWN = 3  # components shown in the table
 
@@ -115,45 +115,40 @@ def agreement_table(deep: Mapping[str, Any]) -> Table:
 
 
 def bradley_terry_table(deep: Mapping[str, Any]) -> Table:
-    rows: dict[str, dict[str, str]] = {}
+    groups: dict[str, list[list[str]]] = {}
     for model, fit in deep["bradleyTerry"].items():
-        if fit is None:
-            rows[model] = {}
-            continue
-        rows[model] = {
-            value: f"{num(e['strength'])} {interval_text(e)}" for value, e in fit["values"].items()
-        }
-    return value_matrix(
-        "Bradley–Terry value strengths (log scale, mean 0; 95 % bootstrap interval)",
-        rows,
-        caption=_caption("– : no comparison of that value", _basis(deep)),
+        values = [] if fit is None else fit["values"].items()
+        ranked = sorted(values, key=lambda item: -item[1]["strength"])
+        groups[model] = [[value, num(e["strength"]), interval_text(e)] for value, e in ranked]
+    return grouped_table(
+        "Bradley–Terry value strengths (log scale, mean 0)",
+        ("value", "strength", "95 % bootstrap CI"),
+        groups,
+        caption=_caption("strongest first", _basis(deep)),
+        empty="no comparison between two values",
     )
 
 
 def correlations_table(deep: Mapping[str, Any]) -> Table:
-    section = deep["correlations"]
-    dims = sorted({d for entries in section.values() for d in entries})
-    table = Table(
-        title="Dimension ↔ decision: Pearson r and Spearman ρ (95 % interval)",
+    groups: dict[str, list[list[str]]] = {}
+    for model, entries in deep["correlations"].items():
+        groups[model] = [
+            [
+                dim,
+                num(entry["pearson"]["r"]),
+                interval_text(entry["pearson"]["interval"]),
+                num(entry["spearman"]["rho"]),
+                interval_text(entry["spearman"]["interval"]),
+                str(entry["n"]),
+            ]
+            for dim, entry in entries.items()
+        ]
+    return grouped_table(
+        "Dimension ↔ decision correlations",
+        ("dimension", "Pearson r", "95 % CI", "Spearman ρ", "95 % CI", "n"),
+        groups,
         caption=_caption("per model over its decided transcripts", _basis(deep)),
     )
-    table.add_column("model")
-    for dim in dims:
-        table.add_column(dim, justify="right")
-    for model, entries in section.items():
-        cells = []
-        for dim in dims:
-            entry = entries.get(dim)
-            if entry is None or entry["pearson"]["r"] is None:
-                cells.append("–")
-                continue
-            pearson, spearman = entry["pearson"], entry["spearman"]
-            cells.append(
-                f"r {num(pearson['r'])} {interval_text(pearson['interval'])}\n"
-                f"ρ {num(spearman['rho'])} {interval_text(spearman['interval'])}"
-            )
-        table.add_row(model, *cells)
-    return table
 
 
 def print_deep(console: Console, deep: Mapping[str, Any], cached: bool | None) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich.table import Table
@@ -31,16 +31,25 @@ def interval_text(entry: Any) -> str:
     return f"[{lower:.2f}, {upper:.2f}]"
 
 
-def value_matrix(
-    title: str, rows: Mapping[str, Mapping[str, str]], *, caption: str | None = None
+def grouped_table(
+    title: str,
+    columns: Sequence[str],
+    groups: Mapping[str, Sequence[Sequence[str]]],
+    *,
+    caption: str | None = None,
+    empty: str = "–",
 ) -> Table:
-    """One row per model, one column per value (every value any model has), "–" where a
-    model has no figure for it."""
-    values = sorted({v for cells in rows.values() for v in cells})
+    """One block of rows per model (its name on the first row, a line between blocks): the
+    compact layout for figures per model × value or model × dimension, which stays legible
+    however many values there are (a column per value would not fit a terminal)."""
     table = Table(title=title, caption=caption)
     table.add_column("model")
-    for value in values:
-        table.add_column(value, justify="right")
-    for model, cells in rows.items():
-        table.add_row(model, *(cells.get(v, "–") for v in values))
+    for column in columns:
+        table.add_column(column, justify="left" if column in ("value", "dimension") else "right")
+    for model, rows in groups.items():
+        if not rows:
+            table.add_row(model, empty, *([""] * (len(columns) - 1)), end_section=True)
+            continue
+        for k, row in enumerate(rows):
+            table.add_row(model if k == 0 else "", *row, end_section=k == len(rows) - 1)
     return table

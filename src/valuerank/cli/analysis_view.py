@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from valuerank.cli.analysis_deep_view import print_deep
-from valuerank.cli.analysis_format import interval_text, num, p_text, value_matrix
+from valuerank.cli.analysis_format import grouped_table, interval_text, num, p_text
 
 
 def models_table(analysis: dict[str, Any]) -> Table:
@@ -31,19 +31,27 @@ def models_table(analysis: dict[str, Any]) -> Table:
 
 
 def win_rates_table(analysis: dict[str, Any]) -> Table:
-    """Every value's win rate per model with its interval (– where p + d = 0)."""
-    rows = {}
+    """Every value's win rate per model with its interval and counts, highest first."""
+    groups = {}
     for model, stats in analysis["perModel"].items():
-        rows[model] = {
-            value: f"{num(entry['winRate'])} {interval_text(entry['confidenceInterval'])}"
-            for value, entry in stats["values"].items()
+        ranked = sorted(stats["values"].items(), key=lambda item: -item[1]["winRate"])
+        groups[model] = [
+            [
+                value,
+                num(entry["winRate"]),
+                interval_text(entry["confidenceInterval"]),
+                f"{entry['count']['prioritized']} / {entry['count']['deprioritized']}",
+            ]
+            for value, entry in ranked
             if entry["count"]["prioritized"] + entry["count"]["deprioritized"] > 0
-        }
+        ]
     method = analysis.get("methodsUsed", {}).get("winRateCI", "wilson_score")
-    return value_matrix(
+    return grouped_table(
         "Value win rates: prioritised / (prioritised + deprioritised)",
-        rows,
-        caption=f"95 % interval ({method}); – : never prioritised nor deprioritised",
+        ("value", "win rate", "95 % CI", "p / d"),
+        groups,
+        caption=f"95 % interval: {method}; values never prioritised nor deprioritised are left out",
+        empty="no judged value",
     )
 
 

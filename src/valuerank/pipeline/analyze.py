@@ -13,6 +13,7 @@ are at creation (UNKNOWN_MODEL, MISSING_CREDENTIAL).
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -120,11 +121,16 @@ async def enqueue_narrative(
                 "summary_model": model,
             },
             partition=analysis_partition(run_id),
-            item_key=f"narrative:{input_hash}:{model}:{computed_at}",
+            item_key=f"narrative:{input_hash}:{_digest(model, computed_at)}",
             provider=parse_model_id(model).provider,
             model=model,
         ),
     )
+
+
+def _digest(*parts: str) -> str:
+    """A short fixed-length key part (model ids may be long; item keys are ≤ 300 chars)."""
+    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:16]
 
 
 def needs_narrative(outcome: AnalysisOutcome) -> bool:
