@@ -170,7 +170,7 @@ def _coverage_warnings(
     return found
 
 
-def sample_warnings(
+def pair_basis_warnings(
     baseline: SampleBasis | None, comparison: SampleBasis | None
 ) -> list[AnalysisWarning]:
     """SAMPLED_RUN naming each run's basis when either is a sample (POPULATION_UNKNOWN when
@@ -221,7 +221,7 @@ def compare(
     a = _side(baseline, shared_models, shared, values)
     b = _side(comparison, shared_models, shared, values)
     warnings = _coverage_warnings(baseline_only, comparison_only, shared_models, shared)
-    warnings += sample_warnings(baseline.sample, comparison.sample)
+    warnings += pair_basis_warnings(baseline.sample, comparison.sample)
     population = paired_population(baseline.sample, comparison.sample)
     per_model: dict[str, Any] = {}
     per_value: dict[str, Any] = {}
