@@ -56,7 +56,7 @@ async def _analyze(
     has one already. The model is checked before anything is computed."""
     async with database() as opened:
         if narrative_model is not None:
-            async with opened.db.transaction() as conn:
+            async with opened.db.transaction(immediate=True) as conn:  # seeds the registry
                 await check_narrative_model(
                     conn, opened.org_id, narrative_model, allow_unknown=allow_unknown_model
                 )
