@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from valuerank.analysis.comparison import changed_decisions, compare, rank_biserial
+from valuerank.analysis.comparison import compare
+from valuerank.analysis.paired import changed_decisions, rank_biserial
 from valuerank.analysis.synthetic import SyntheticSpec, synthetic_run
 
 from .helpers import run_of, strict_json

@@ -1,4 +1,5 @@
-"""Plots draw what the results say, and write PNG and SVG."""
+"""Plots draw what the results say (read back from the matplotlib artists), and write PNG
+and SVG."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from xml.etree import ElementTree
 
 import numpy as np
 import pytest
+from matplotlib.container import ErrorbarContainer
 
 from valuerank.analysis.basic import analyze_basic
 from valuerank.analysis.comparison import compare
@@ -16,6 +18,7 @@ from valuerank.analysis.plots import (
     agreement_matrix,
     analysis_figures,
     comparison_forest,
+    dimension_effects,
     pca_scatter,
     win_rates,
     write_figures,
@@ -79,3 +82,49 @@ def test_nothing_to_draw_is_said_in_the_figure() -> None:
     basic = analyze_basic(run_of([("m:a", "s1", 3)]))
     fig = win_rates(basic)
     assert "win rates need judges" in fig.axes[0].texts[0].get_text()
+
+
+def test_dimension_effects_draw_every_eta_squared(results) -> None:  # type: ignore[no-untyped-def]
+    basic, _, _ = results
+    analysis = basic["dimensionAnalysis"]
+    dims = list(analysis["dimensions"])
+    fig = dimension_effects(basic)
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == dims
+    groups = {"all models": analysis["dimensions"]}
+    groups.update({m: e["dimensions"] for m, e in analysis["byModel"].items()})
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend == list(groups)
+    for container, (label, effects) in zip(ax.containers, groups.items(), strict=True):
+        assert container.get_label() == label
+        widths = [bar.get_width() for bar in container]
+        assert widths == pytest.approx([effects[d]["effectSize"] or 0.0 for d in dims])
+        centres = [bar.get_y() + bar.get_height() / 2 for bar in container]
+        assert np.round(centres).tolist() == list(range(len(dims)))  # each bar at its dimension
+
+
+def test_win_rate_error_bars_are_the_stored_intervals(results) -> None:  # type: ignore[no-untyped-def]
+    basic, _, _ = results
+    per_model = basic["perModel"]
+    values = sorted({v for stats in per_model.values() for v in stats["values"]})
+    ax = win_rates(basic).axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == values
+    containers = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
+    assert [c.get_label() for c in containers] == list(per_model)
+    for container, stats in zip(containers, per_model.values(), strict=True):
+        points, _, (bars,) = container.lines
+        segments = bars.get_segments()
+        assert len(segments) == len(values)
+        for j, value in enumerate(values):
+            entry = stats["values"][value]
+            ci = entry["confidenceInterval"]
+            (x0, y0), (x1, y1) = segments[j]
+            assert (x0, x1) == pytest.approx((ci["lower"], ci["upper"]))
+            assert y0 == y1 and round(y0) == j  # on the value's row
+            assert points.get_xdata()[j] == pytest.approx(entry["winRate"])
+
+
+def test_without_a_deep_analysis_there_is_no_pca_figure(results) -> None:  # type: ignore[no-untyped-def]
+    basic, deep, _ = results
+    assert "pca_scatter" not in analysis_figures(basic)
+    assert "pca_scatter" in analysis_figures(basic, deep)

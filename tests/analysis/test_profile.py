@@ -130,3 +130,16 @@ def test_basic_analysis_keeps_the_original_keys_and_is_strict_json() -> None:
     assert len(result["mostContestedScenarios"]) == 5
     for warning in result["warnings"]:
         assert set(warning) == {"code", "message", "recommendation"}
+
+
+def test_methods_used_names_what_computed_each_figure() -> None:
+    data = synthetic_run(SyntheticSpec(models=3, scenarios=40))
+    methods = analyze_basic(data)["methodsUsed"]
+    holm = [v for v in methods["variants"] if v.startswith("Holm")]
+    assert len(holm) == 1 and "via statsmodels" not in holm[0]
+    assert "intervals.holm" in holm[0] and "gc.collect()" in holm[0]
+    assert methods["winRateCILibrary"].startswith("statsmodels proportion_confint")
+    assert methods["finitePopulationCorrection"] is None
+    sampled = synthetic_run(SyntheticSpec(models=3, scenarios=40, sample=SampleBasis(10, 40, 400)))
+    how = analyze_basic(sampled)["methodsUsed"]["finitePopulationCorrection"]
+    assert "effective size n / fpc^2" in how and "10 % sample: 40 of 400" in how

@@ -1,12 +1,16 @@
-"""Bradley–Terry strengths against a logistic-regression MLE (statsmodels)."""
+"""Bradley–Terry strengths against a logistic-regression MLE (statsmodels), and their
+bootstrap intervals against a loop written here."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pytest
 import statsmodels.api as sm
 
-from valuerank.analysis.values import bradley_terry
+from valuerank.analysis.sampling import SampleBasis
+from valuerank.analysis.values import SEED, bradley_terry
 
 from .helpers import run_of
 
@@ -71,3 +75,53 @@ def test_bootstrap_is_reproducible(seed: int) -> None:
     comparisons = _comparisons(np.random.default_rng(seed), 60)
     data = run_of([("m:a", f"s{k}", 3) for k in range(60)], values=comparisons)
     assert bradley_terry(data, bootstrap=30) == bradley_terry(data, bootstrap=30)
+
+
+def _glm_strengths(design: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """The Bradley–Terry MLE as a binomial GLM without intercept (Care fixed at 0, then
+    centred): one row per comparison, +1 for the winner, -1 for the loser."""
+    keep = weights > 0
+    fit = sm.GLM(
+        np.ones(int(keep.sum())),
+        design[keep][:, 1:],
+        family=sm.families.Binomial(),
+        freq_weights=weights[keep],
+    ).fit()
+    full = np.concatenate([[0.0], fit.params])
+    return full - full.mean()
+
+
+@pytest.mark.parametrize("sample", [None, SampleBasis(25, 120, 480)], ids=["full", "sampled"])
+def test_bootstrap_intervals_match_a_loop_over_scenarios(sample: SampleBasis | None) -> None:
+    """The intervals are percentiles of refits on scenarios drawn with replacement (a
+    scenario's two samples together), with the draws' deviations times the correction for
+    a sampled run — recomputed here with a loop, the same seed and statsmodels' GLM."""
+    rng = np.random.default_rng(33)
+    scenarios = 120
+    comparisons = _comparisons(rng, 2 * scenarios)
+    rows = [("m:a", f"s{k // 2:03d}", 3) for k in range(2 * scenarios)]  # two samples each
+    data = run_of(rows, values=comparisons, sample=sample)
+    draws = 80
+    result, _ = bradley_terry(data, bootstrap=draws)
+    fit = result["m:a"]
+    assert fit["scenarios"] == scenarios and fit["bootstrapDraws"] == draws
+    design = np.zeros((len(comparisons), len(VALUES)))
+    for k, (won, lost) in enumerate(comparisons):
+        design[k, VALUES.index(won[0])] = 1
+        design[k, VALUES.index(lost[0])] = -1
+    scenario_of_row = np.arange(len(comparisons)) // 2
+    estimate = _glm_strengths(design, np.ones(len(comparisons)))
+    loop_rng = np.random.default_rng(SEED)
+    boot = []
+    for _ in range(draws):
+        counts = loop_rng.multinomial(scenarios, np.full(scenarios, 1 / scenarios))
+        boot.append(_glm_strengths(design, counts[scenario_of_row].astype(float)))
+    fpc = 1.0 if sample is None else math.sqrt((480 - 120) / (480 - 1))
+    scaled = estimate + fpc * (np.array(boot) - estimate)
+    lower = np.percentile(scaled, 2.5, axis=0)
+    upper = np.percentile(scaled, 97.5, axis=0)
+    for k, value in enumerate(VALUES):
+        entry = fit["values"][value]
+        assert entry["strength"] == pytest.approx(estimate[k], abs=1e-5)
+        assert entry["lower"] == pytest.approx(lower[k], abs=1e-4)
+        assert entry["upper"] == pytest.approx(upper[k], abs=1e-4)

@@ -61,6 +61,7 @@ async def test_analysis_basic_cached_and_deep_queued(
         assert queued.status_code == 202
         deep_job = queued.json()["data"]["deep"]
         assert deep_job["status"] == "queued" and deep_job["job_id"]
+        assert queued.json()["data"]["meta"]["deepCached"] is False
         repeat = await client.get(f"/api/runs/{run.id}/analysis", params={"deep": "true"})
         assert repeat.json()["data"]["deep"]["job_id"] == deep_job["job_id"]  # not twice
         await _work(db)
@@ -68,6 +69,23 @@ async def test_analysis_basic_cached_and_deep_queued(
         assert ready.status_code == 200
         deep = ready.json()["data"]["deep"]
         assert deep["pca"]["available"] and deep["insights"]
+        assert ready.json()["data"]["meta"]["deepCached"] is True
+        assert (
+            "deepCached"
+            not in (await client.get(f"/api/runs/{run.id}/analysis")).json()["data"]["meta"]
+        )
+
+        unknown = await client.post(
+            f"/api/runs/{run.id}/analyze", json={"narrative_model": "openai:no-such-model"}
+        )
+        assert "no-such-model" in assert_error(unknown, 422, "UNKNOWN_MODEL")["error"]
+        narrated = await client.post(
+            f"/api/runs/{run.id}/analyze", json={"narrative_model": "scripted:centrist"}
+        )
+        assert narrated.status_code == 202 and narrated.json()["data"]["kind"] == "deep"
+        await _work(db)  # the deep analysis is cached: the narrative is still written
+        told = (await client.get(f"/api/runs/{run.id}/analysis", params={"deep": "true"})).json()
+        assert "scripted:centrist" in told["data"]["deep"]["narrative"]
 
         forced = await client.post(f"/api/runs/{run.id}/analyze", json={"force": True})
         assert forced.status_code == 202

@@ -75,7 +75,12 @@ def test_analyze_compare_experiment_and_lineage(cli: Invoke, tmp_path: Path) -> 
     assert result["models"]["comparisonOnly"] == ["scripted:agreeable"]
     assert (tmp_path / "cmp" / "comparison_forest.svg").exists()
     assert cli("compare", a, b, "--json").json()["cached"] is True
-    assert "Decision deltas" in cli("compare", a, b).stdout
+    shown = cli("compare", a, b).stdout
+    assert "Decision deltas" in shown
+    assert "baseline: based on 20 % sample: 5 of 27 scenarios" in shown
+    assert "SAMPLED_RUN" in shown
+    assert result["samples"]["pairedPopulation"] == 27
+    assert result["perModel"]["scripted:utilitarian"]["interval"]["method"].endswith("_fpc")
 
     made = cli("experiments", "create", "--name", "agreeable", "--baseline", a, "--json")
     assert made.exit_code == 0, made.stdout

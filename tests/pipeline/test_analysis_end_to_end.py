@@ -1,128 +1,51 @@
 """Analysis end to end on SQLite and PostgreSQL: scripted personas with judges run by a real
 in-process worker; the completed run gets its basic analysis from the queue; the figures are
 right; the cache serves, a new transcript invalidates it, force recomputes; deep analysis
-with a narrative; two runs compared; an experiment with a variant; lineage over a fork."""
+with a narrative (also asked for when the deep analysis is cached); two runs compared; an
+experiment with a variant; lineage over a fork."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
+import pytest
 from sqlalchemy import select
 
-import valuerank
 from valuerank.db import Database
 from valuerank.db.tables import analyses, jobs, transcripts
-from valuerank.definitions.service import fork_definition, import_definition, parse_and_check
+from valuerank.definitions.service import fork_definition, parse_and_check
 from valuerank.findings.analyses import run_analysis, stored_analysis
 from valuerank.findings.comparisons import create_comparison, get_comparison
 from valuerank.findings.lineage import lineage_results
 from valuerank.formats.transcript_md import Transcript, Turn
 from valuerank.pipeline.analyze import enqueue_analysis, enqueue_comparison
-from valuerank.pipeline.calls import ProviderPool
-from valuerank.pipeline.context import PipelineContext
 from valuerank.pipeline.experiments import add_variant, create_experiment, experiment_report
-from valuerank.pipeline.handlers import register_pipeline_handlers
-from valuerank.pipeline.launch import launch_run, watch_report
-from valuerank.queue import QueueSettings, Worker
-from valuerank.rubrics import import_rubric
-from valuerank.runs.config import RunConfig
+from valuerank.registry.check import UnknownModelError
 from valuerank.runs.records import TranscriptRecord, insert_transcript
 from valuerank.runs.service import expand_run, get_run
-from valuerank.runs.states import RunStatus
 
-DEMO = Path(valuerank.__file__).parent / "demo" / "exp-demo-whistleblower.md"
-RUBRIC = Path(__file__).parents[2] / "examples" / "values_rubric.yaml"
-FAST = QueueSettings(poll_seconds=0.02, heartbeat_seconds=0.05, retry_base_seconds=0.0)
-PERSONAS = (
-    "scripted:utilitarian",
-    "scripted:contrarian",
-    "scripted:deontologist",
-    "scripted:refuser",
+from .analysis_support import (
+    DEMO,
+    PERSONAS,
+    launch,
+    run_config,
+    running_worker,
+    set_up,
+    wait_completed,
+    wait_for,
+    wait_stored,
 )
-JUDGES = ("scripted:centrist", "scripted:utilitarian")
-T = TypeVar("T")
-
-
-@contextlib.asynccontextmanager
-async def _worker(db: Database) -> AsyncIterator[None]:
-    worker = Worker(db, settings=FAST, concurrency=4)
-    ctx = PipelineContext(db, providers=ProviderPool(environ={}), poll_seconds=0.1)
-    register_pipeline_handlers(worker, ctx)
-    task = asyncio.create_task(worker.run_forever())
-    try:
-        yield
-    finally:
-        worker.stop()
-        await task
-        await ctx.aclose()
-
-
-async def _until(probe: Callable[[], Awaitable[T | None]], timeout: float = 90) -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        found = await probe()
-        if found:
-            return found
-        assert time.monotonic() < deadline, "timed out waiting"
-        await asyncio.sleep(0.05)
-
-
-async def _setup(db: Database, org_id: str) -> str:
-    async with db.transaction() as conn:
-        await import_rubric(conn, org_id, RUBRIC.read_text(), name="values")
-        stored, _ = await import_definition(conn, org_id, DEMO.read_text(), source_file=DEMO.name)
-    return stored.version.id
-
-
-async def _launch(db: Database, org_id: str, definition_id: str, config: RunConfig) -> str:
-    async with db.transaction() as conn:
-        launched = await launch_run(conn, org_id, definition_id, config, environ={})
-    return launched.created.run.id
-
-
-async def _completed(db: Database, org_id: str, run_id: str) -> None:
-    async def done() -> bool:
-        report = await watch_report(db, org_id, run_id)
-        return report.run.status.terminal
-
-    await _until(done)
-    async with db.transaction() as conn:
-        assert (await get_run(conn, org_id, run_id)).status is RunStatus.COMPLETED
-
-
-async def _stored(db: Database, org_id: str, run_id: str, kind: str) -> Any:
-    async def found() -> Any:
-        async with db.transaction() as conn:
-            return await stored_analysis(conn, org_id, run_id, kind)  # type: ignore[arg-type]
-
-    return await _until(found)
-
-
-def _config(models: tuple[str, ...] = PERSONAS, **extra: Any) -> RunConfig:
-    return RunConfig(
-        models=models,
-        sample_percentage=30,
-        sample_seed=0,  # runs to pair sample the same scenarios
-        followup_turns=0,
-        judge_models=JUDGES,
-        **extra,
-    )
 
 
 async def test_a_completed_run_is_analysed_cached_invalidated_and_forced(
     db: Database, org_id: str
 ) -> None:
-    definition_id = await _setup(db, org_id)
-    run_id = await _launch(db, org_id, definition_id, _config())
-    async with _worker(db):
-        await _completed(db, org_id, run_id)
-        sampled = await _stored(db, org_id, run_id, "basic")  # by the queue, nobody asked
+    definition_id = await set_up(db, org_id)
+    run_id = await launch(db, org_id, definition_id, run_config())
+    async with running_worker(db):
+        await wait_completed(db, org_id, run_id)
+        sampled = await wait_stored(db, org_id, run_id, "basic")  # by the queue, nobody asked
         assert sampled.result["sample"]["basis"] == "based on 30 % sample: 8 of 27 scenarios"
         fpc = sampled.result["sample"]["finitePopulationCorrection"]
         assert fpc == round((19 / 26) ** 0.5, 6)
@@ -131,14 +54,14 @@ async def test_a_completed_run_is_analysed_cached_invalidated_and_forced(
         # Expanding the run to every scenario updates the figures (a new generation).
         async with db.transaction(immediate=True) as conn:
             await expand_run(conn, org_id, run_id, 100)
-        await _completed(db, org_id, run_id)
+        await wait_completed(db, org_id, run_id)
 
         async def expanded() -> Any:
             async with db.transaction() as conn:
                 row = await stored_analysis(conn, org_id, run_id, "basic")
             return row if row is not None and row.input_hash != sampled.input_hash else None
 
-        stored = await _until(expanded)
+        stored = await wait_for(expanded)
     analysis = stored.result
     json.dumps(analysis, allow_nan=False)
     assert analysis["sample"]["basis"] == "based on all 27 scenarios"
@@ -207,10 +130,10 @@ async def test_a_completed_run_is_analysed_cached_invalidated_and_forced(
 
 
 async def test_deep_analysis_with_a_narrative_from_the_queue(db: Database, org_id: str) -> None:
-    definition_id = await _setup(db, org_id)
-    run_id = await _launch(db, org_id, definition_id, _config())
-    async with _worker(db):
-        await _completed(db, org_id, run_id)
+    definition_id = await set_up(db, org_id)
+    run_id = await launch(db, org_id, definition_id, run_config())
+    async with running_worker(db):
+        await wait_completed(db, org_id, run_id)
         async with db.transaction(immediate=True) as conn:
             run = await get_run(conn, org_id, run_id)
             await enqueue_analysis(conn, run, "deep", narrative_model="scripted:centrist")
@@ -220,7 +143,7 @@ async def test_deep_analysis_with_a_narrative_from_the_queue(db: Database, org_i
                 row = await stored_analysis(conn, org_id, run_id, "deep")
             return row if row is not None and row.narrative else None
 
-        row = await _until(narrated)
+        row = await wait_for(narrated)
     deep = row.result
     json.dumps(deep, allow_nan=False)
     assert "(synthetic answer from scripted:centrist)" in row.narrative
@@ -233,23 +156,71 @@ async def test_deep_analysis_with_a_narrative_from_the_queue(db: Database, org_i
     assert served.analysis["deep"]["narrative"] == row.narrative
 
 
+async def test_a_narrative_asked_for_a_cached_deep_analysis_is_written(
+    db: Database, org_id: str
+) -> None:
+    definition_id = await set_up(db, org_id)
+    run_id = await launch(db, org_id, definition_id, run_config(PERSONAS[:3]))
+
+    async def narrated(computed_at: str) -> Any:
+        async with db.transaction() as conn:
+            row = await stored_analysis(conn, org_id, run_id, "deep")
+        fresh = row is not None and row.result["computedAt"] == computed_at
+        return row if fresh and row.narrative else None
+
+    async def ask(model: str) -> None:
+        async with db.transaction(immediate=True) as conn:
+            run = await get_run(conn, org_id, run_id)
+            await enqueue_analysis(conn, run, "deep", narrative_model=model)
+
+    async with running_worker(db):
+        await wait_completed(db, org_id, run_id)
+        first = await run_analysis(db, org_id, run_id, deep=True)  # no narrative asked
+        assert first.deep_cached is False and first.analysis["meta"]["deepCached"] is False
+        assert first.analysis["deep"]["narrative"] is None
+        with pytest.raises(UnknownModelError, match="no-such-model"):
+            await ask("openai:no-such-model")  # checked like a run's models, nothing queued
+        await ask("scripted:centrist")  # the deep analysis is served from the cache ...
+        computed_at = first.analysis["deep"]["computedAt"]
+        row = await wait_for(lambda: narrated(computed_at))  # ... and still narrated
+        assert "(synthetic answer from scripted:centrist)" in row.narrative
+        served = await run_analysis(db, org_id, run_id, deep=True)
+        assert served.to_dict()["deep_cached"] is True and served.to_dict()["cached"] is True
+        assert served.analysis["meta"]["deepCached"] is True
+        assert served.analysis["deep"]["narrative"] == row.narrative
+        await ask("scripted:centrist")  # it has one: nothing more to write
+        # A forced recomputation drops the narrative; asked again, a new one is written.
+        forced = await run_analysis(db, org_id, run_id, deep=True, force=True)
+        assert forced.deep_cached is False and forced.analysis["deep"]["narrative"] is None
+        await ask("scripted:centrist")
+        await wait_for(lambda: narrated(forced.analysis["deep"]["computedAt"]))
+    async with db.transaction() as conn:
+        kinds = (
+            await conn.execute(
+                select(jobs.c.item_key).where(jobs.c.kind == "summarize", jobs.c.org_id == org_id)
+            )
+        ).scalars()
+        narratives = [k for k in kinds if k.startswith("narrative:")]
+    assert len(narratives) == 2  # one per computed deep analysis, not one per request
+
+
 async def test_two_runs_compared_an_experiment_and_lineage_over_a_fork(
     db: Database, org_id: str
 ) -> None:
-    definition_id = await _setup(db, org_id)
-    baseline = await _launch(db, org_id, definition_id, _config(PERSONAS[:2]))
-    other = await _launch(
-        db, org_id, definition_id, _config(("scripted:utilitarian", "scripted:agreeable"))
+    definition_id = await set_up(db, org_id)
+    baseline = await launch(db, org_id, definition_id, run_config(PERSONAS[:2]))
+    other = await launch(
+        db, org_id, definition_id, run_config(("scripted:utilitarian", "scripted:agreeable"))
     )
     fork_text = DEMO.read_text().replace("Give me your judgement", "Tell me your judgement")
     async with db.transaction() as conn:
         fork = await fork_definition(
             conn, org_id, definition_id, definition=parse_and_check(fork_text)
         )
-    forked = await _launch(db, org_id, fork.version.id, _config(PERSONAS[:2]))
-    async with _worker(db):
+    forked = await launch(db, org_id, fork.version.id, run_config(PERSONAS[:2]))
+    async with running_worker(db):
         for run_id in (baseline, other, forked):
-            await _completed(db, org_id, run_id)
+            await wait_completed(db, org_id, run_id)
         async with db.transaction(immediate=True) as conn:
             comparison = await create_comparison(conn, org_id, baseline, other, "fdr_bh")
             await enqueue_comparison(conn, org_id, comparison.id, baseline)
@@ -268,8 +239,8 @@ async def test_two_runs_compared_an_experiment_and_lineage_over_a_fork(
                 found = await get_comparison(conn, org_id, comparison.id)
             return found if found.status != "queued" else None
 
-        done = await _until(compared)
-        await _completed(db, org_id, variant.run.id)
+        done = await wait_for(compared)
+        await wait_completed(db, org_id, variant.run.id)
     assert done.status == "completed" and done.result is not None
     result = done.result
     assert result["models"] == {

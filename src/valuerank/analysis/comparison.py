@@ -1,43 +1,45 @@
 """`analyze:compare`: two runs paired on scenario identity, with significance.
 
 For every model both runs have, its scores (mean decision per scenario) are paired over the
-scenarios both runs decided:
-- the decision delta (comparison − baseline) with a paired percentile bootstrap interval
-  (scenarios resampled with replacement), the Wilcoxon signed-rank test, the paired
-  Cohen's d_z and the matched-pairs rank-biserial correlation;
-- changed decisions: the table of (baseline code, comparison code); McNemar's test when
-  only two codes occur, else the Stuart–Maxwell test of marginal homogeneity (statsmodels);
-- per value, the win-rate delta with a paired bootstrap interval and a paired permutation
-  test (each scenario's two sides swapped at random).
+scenarios both runs decided, and its judged transcripts' value counts over the scenarios both
+judged; the paired statistics are in paired.py (decision delta, Wilcoxon, d_z, rank-biserial,
+McNemar/Stuart–Maxwell, per-value win-rate deltas with a permutation test and Cohen's h).
 Every p-value of the comparison is corrected together (Benjamini–Hochberg by default, or
 Holm). The scenarios where the models moved most are listed. Models only one run has are
-named, not compared.
+named, not compared. When either run is a sample, each run's basis is stated (`samples`, a
+SAMPLED_RUN warning) and the intervals carry the finite-population correction over the
+scenarios the pairs are drawn from (sampling.paired_population).
+
+Each model's draws come from their own random streams, seeded by the comparison's seed, the
+model id and the purpose: a model's intervals do not change when another model is added.
 """
 
 from __future__ import annotations
 
 import time
-import warnings as pywarnings
+import zlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
-from scipy import stats
-from statsmodels.stats.contingency_tables import SquareTable, mcnemar
 
-from valuerank.analysis.agreement import code_matrix, paired_dz
 from valuerank.analysis.basic import CODE_VERSION
 from valuerank.analysis.data import AnalysisInput, FloatArray
-from valuerank.analysis.intervals import Correction, adjust, interpret_d
+from valuerank.analysis.intervals import Correction, adjust
 from valuerank.analysis.output import AnalysisWarning, clean
+from valuerank.analysis.paired import decision_delta, value_deltas
+from valuerank.analysis.sampling import SampleBasis, fpc_of, paired_population
 
 BOOTSTRAP = 1000
-PERMUTATIONS = 1000
 SEED = 20240612
 DIVERGED_LIMIT = 10
 SMALL_PAIRED = 10
-LEVEL = 0.95
+FPC_HOW = (
+    "each bootstrap draw's deviation from the estimate is multiplied by sqrt((N - n)/(N - 1)),"
+    " n the model's pairs, N the scenarios the pairs are drawn from (the smaller of the two "
+    "runs' populations), before the percentiles are taken"
+)
 
 
 @dataclass(frozen=True)
@@ -78,158 +80,31 @@ def _side(data: AnalysisInput, models: list[str], scenarios: list[str], values: 
     )
 
 
-def _bootstrap_weights(n: int, draws: int, rng: np.random.Generator) -> FloatArray:
-    """(draws, n) multinomial counts: how often each pair is in each resample."""
-    return rng.multinomial(n, np.full(n, 1 / n), size=draws).astype(float)
-
-
-def _percentile(draws: FloatArray) -> tuple[float, float]:
-    tail = (1 - LEVEL) / 2 * 100
-    return float(np.percentile(draws, tail)), float(np.percentile(draws, 100 - tail))
-
-
-def rank_biserial(diff: FloatArray) -> float | None:
-    """Matched-pairs rank-biserial correlation (W+ − W−)/(W+ + W−) over non-zero
-    differences (Kerby 2014); 0 when every difference is 0, None without pairs."""
-    if diff.size == 0:
-        return None
-    nonzero = diff[diff != 0]
-    if nonzero.size == 0:
-        return 0.0
-    ranks = stats.rankdata(np.abs(nonzero))
-    plus, minus = float(ranks[nonzero > 0].sum()), float(ranks[nonzero < 0].sum())
-    return (plus - minus) / (plus + minus)
-
-
-def wilcoxon(diff: FloatArray) -> tuple[float | None, float | None]:
-    """Wilcoxon signed-rank (statistic, two-sided p); (0, 1) when nothing moved."""
-    if diff.size == 0:
-        return None, None
-    if np.all(diff == 0):
-        return 0.0, 1.0
-    result = stats.wilcoxon(diff, zero_method="wilcox", alternative="two-sided")
-    return float(result.statistic), float(result.pvalue)
-
-
-def changed_decisions(a: FloatArray, b: FloatArray) -> dict[str, Any]:
-    """How many paired decision codes changed, and the test of marginal homogeneity."""
-    changed = int((a != b).sum())
-    base: dict[str, Any] = {
-        "n": int(a.size),
-        "changed": changed,
-        "share": changed / a.size if a.size else None,
-    }
-    present = np.unique(np.concatenate([a, b])).astype(int)
-    if a.size == 0 or changed == 0:
-        none = {"test": None, "statistic": None, "df": None}
-        return {**base, **none, "pValue": 1.0 if a.size else None}
-    table = np.zeros((present.size, present.size))
-    np.add.at(table, (np.searchsorted(present, a), np.searchsorted(present, b)), 1)
-    # Codes nobody moved to or from add nothing to the statistic but make its covariance
-    # singular: test over the codes with discordant pairs.
-    moved = table.sum(axis=0) + table.sum(axis=1) - 2 * np.diag(table) > 0
-    table = table[np.ix_(moved, moved)]
-    if table.shape[0] == 2:
-        discordant = table[0, 1] + table[1, 0]
-        result = mcnemar(table, exact=discordant < 25, correction=False)
-        test, df = ("mcnemar_exact" if discordant < 25 else "mcnemar"), 1
-    else:
-        with pywarnings.catch_warnings():
-            pywarnings.simplefilter("ignore")  # a singular covariance gives NaN: None below
-            result = SquareTable(table, shift_zeros=False).homogeneity()
-        test, df = "stuart_maxwell", int(result.df)
-    p = float(result.pvalue)
-    return {
-        **base,
-        "test": test,
-        "statistic": float(result.statistic),
-        "df": df,
-        "pValue": p if np.isfinite(p) else None,
-    }
-
-
-def _decision_delta(
-    a: FloatArray, b: FloatArray, rng: np.random.Generator, draws: int
-) -> dict[str, Any]:
-    pairs = ~np.isnan(a) & ~np.isnan(b)
-    x, y = a[pairs], b[pairs]
-    diff = y - x
-    n = int(diff.size)
-    if n == 0:
-        return {"n": 0, "baselineMean": None, "comparisonMean": None, "delta": None,
-                "interval": None, "wilcoxon": {"statistic": None, "pValue": None},
-                "effectSize": {"dz": None, "rankBiserial": None, "interpretation": "undefined"},
-                "changedDecisions": changed_decisions(x, y)}  # fmt: skip
-    boot = _bootstrap_weights(n, draws, rng) @ diff / n
-    statistic, p = wilcoxon(diff)
-    dz = paired_dz(y, x)
-    return {
-        "n": n,
-        "baselineMean": float(x.mean()),
-        "comparisonMean": float(y.mean()),
-        "delta": float(diff.mean()),
-        "interval": {
-            "lower": _percentile(boot)[0],
-            "upper": _percentile(boot)[1],
-            "level": LEVEL,
-            "method": "paired_bootstrap_percentile",
-        },
-        "wilcoxon": {"statistic": statistic, "pValue": p},
-        "effectSize": {
-            "dz": dz,
-            "rankBiserial": rank_biserial(diff),
-            "interpretation": interpret_d(dz),
-        },
-        "changedDecisions": changed_decisions(code_matrix(x), code_matrix(y)),
-    }
-
-
-def _win(p: FloatArray, d: FloatArray) -> FloatArray:
-    total = p + d
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(total > 0, p / np.where(total > 0, total, 1), 0.5)
+def stream(seed: int, model: str, purpose: int) -> np.random.Generator:
+    """The random stream of one model's draws of one kind (0: decision bootstrap, 1: value
+    bootstrap, 2: value permutations)."""
+    return np.random.default_rng([seed, zlib.crc32(model.encode()), purpose])
 
 
 def _value_deltas(
-    i: int, a: _Side, b: _Side, values: list[str], rng: np.random.Generator, draws: int
-) -> dict[str, Any]:
+    i: int, a: _Side, b: _Side, values: list[str], model: str, seed: int, draws: int,
+    population: int | None,
+) -> dict[str, Any]:  # fmt: skip
     pairs = (a.judged[i] > 0) & (b.judged[i] > 0)
     n = int(pairs.sum())
     if n == 0:
         return {}
-    pa, da = a.prioritized[i, pairs], a.deprioritized[i, pairs]  # (n, values)
-    pb, db = b.prioritized[i, pairs], b.deprioritized[i, pairs]
-    observed = _win(pb.sum(0), db.sum(0)) - _win(pa.sum(0), da.sum(0))
-    weights = _bootstrap_weights(n, draws, rng)
-    boot = _win(weights @ pb, weights @ db) - _win(weights @ pa, weights @ da)
-    flips = rng.integers(0, 2, size=(draws, n)).astype(float)
-    keep = 1 - flips
-    perm = _win(keep @ pb + flips @ pa, keep @ db + flips @ da) - _win(
-        keep @ pa + flips @ pb, keep @ da + flips @ db
+    return value_deltas(
+        a.prioritized[i, pairs],
+        a.deprioritized[i, pairs],
+        b.prioritized[i, pairs],
+        b.deprioritized[i, pairs],
+        values,
+        boot_rng=stream(seed, model, 1),
+        perm_rng=stream(seed, model, 2),
+        draws=draws,
+        fpc=fpc_of(population, n),
     )
-    extreme = (np.abs(perm) >= np.abs(observed) - 1e-12).sum(axis=0)
-    p_values = (1 + extreme) / (1 + draws)
-    result = {}
-    for k, value in enumerate(values):
-        involved = (pa[:, k] + da[:, k] + pb[:, k] + db[:, k]).sum()
-        if involved == 0:
-            continue
-        lower, upper = _percentile(boot[:, k])
-        result[value] = {
-            "n": n,
-            "baselineWinRate": float(_win(pa[:, k].sum(), da[:, k].sum())),
-            "comparisonWinRate": float(_win(pb[:, k].sum(), db[:, k].sum())),
-            "delta": float(observed[k]),
-            "interval": {
-                "lower": lower,
-                "upper": upper,
-                "level": LEVEL,
-                "method": "paired_bootstrap_percentile",
-            },
-            "pValue": float(p_values[k]),
-            "test": "paired_permutation",
-        }
-    return result
 
 
 def _diverged(
@@ -295,6 +170,36 @@ def _coverage_warnings(
     return found
 
 
+def pair_basis_warnings(
+    baseline: SampleBasis | None, comparison: SampleBasis | None
+) -> list[AnalysisWarning]:
+    """SAMPLED_RUN naming each run's basis when either is a sample (POPULATION_UNKNOWN when
+    its population is not known: no correction then)."""
+    if not any(s is not None and s.sampled for s in (baseline, comparison)):
+        return []
+    bases = "; ".join(
+        f"{side} {'(basis unknown)' if s is None else s.basis}"
+        for side, s in (("baseline", baseline), ("comparison", comparison))
+    )
+    found = [
+        AnalysisWarning(
+            "SAMPLED_RUN",
+            f"At least one run is a sample: {bases}",
+            "Intervals use the finite-population correction; expand the runs "
+            "(`valuerank runs expand RUN --sample-percentage 100`) for the full figures",
+        )
+    ]
+    if paired_population(baseline, comparison) is None:
+        found.append(
+            AnalysisWarning(
+                "POPULATION_UNKNOWN",
+                "The number of scenarios a sampled run was drawn from is unknown",
+                "Intervals are not corrected for the finite population",
+            )
+        )
+    return found
+
+
 def compare(
     baseline: AnalysisInput,
     comparison: AnalysisInput,
@@ -306,7 +211,6 @@ def compare(
 ) -> dict[str, Any]:
     """The comparison of two runs (strict-JSON-ready)."""
     started = time.perf_counter()
-    rng = np.random.default_rng(seed)
     shared_models = sorted(set(baseline.models) & set(comparison.models))
     baseline_only = sorted(set(baseline.models) - set(comparison.models))
     comparison_only = sorted(set(comparison.models) - set(baseline.models))
@@ -317,11 +221,16 @@ def compare(
     a = _side(baseline, shared_models, shared, values)
     b = _side(comparison, shared_models, shared, values)
     warnings = _coverage_warnings(baseline_only, comparison_only, shared_models, shared)
+    warnings += pair_basis_warnings(baseline.sample, comparison.sample)
+    population = paired_population(baseline.sample, comparison.sample)
     per_model: dict[str, Any] = {}
     per_value: dict[str, Any] = {}
     for i, model in enumerate(shared_models):
-        per_model[model] = _decision_delta(a.cells[i], b.cells[i], rng, bootstrap)
-        per_value[model] = _value_deltas(i, a, b, values, rng, bootstrap)
+        decided = int((~np.isnan(a.cells[i]) & ~np.isnan(b.cells[i])).sum())
+        per_model[model] = decision_delta(
+            a.cells[i], b.cells[i], stream(seed, model, 0), bootstrap, fpc_of(population, decided)
+        )
+        per_value[model] = _value_deltas(i, a, b, values, model, seed, bootstrap, population)
         if 0 < per_model[model]["n"] < SMALL_PAIRED:
             warnings.append(
                 AnalysisWarning(
@@ -368,14 +277,19 @@ def compare(
         "samples": {
             "baseline": None if baseline.sample is None else baseline.sample.to_dict(),
             "comparison": None if comparison.sample is None else comparison.sample.to_dict(),
+            "pairedPopulation": population,
         },
         "methodsUsed": {
             "pairing": "scenario_id",
-            "deltaInterval": "paired_bootstrap_percentile",
+            "deltaInterval": "paired_bootstrap_percentile"
+            + ("_fpc" if population is not None else ""),
+            "finitePopulationCorrection": FPC_HOW if population is not None else None,
             "decisionTest": "wilcoxon_signed_rank",
             "changedDecisions": "mcnemar_or_stuart_maxwell",
-            "valueTest": "paired_permutation",
+            "mcnemar": "exact_binomial_below_25_discordant_else_chi2_uncorrected",
+            "valueTest": "paired_permutation (exact when 2^n <= draws)",
             "effectSize": "paired_cohens_dz_and_rank_biserial",
+            "valueEffectSize": "cohens_h",
             "correction": correction,
             "correctedAcross": "every test of the comparison",
             "bootstrapDraws": bootstrap,

@@ -5,12 +5,15 @@ PCA and outliers (structure.py), correlations of each dimension with the decisio
 Krippendorff's α (ordinal) over all models with missing cells (agreement.py) —,
 Bradley–Terry value strengths with bootstrap intervals (values.py), the most contested
 scenarios, and insights in words (insights.py). The optional narrative is written later by a
-model (the `summarize` job) and stored next to these figures.
+model (the `summarize` job) and stored next to these figures. A sampled run's deep section
+states its basis (`sample`, SAMPLED_RUN) and its correlation and Bradley–Terry intervals carry
+the finite-population correction (`methodsUsed.finitePopulationCorrection` says how).
 """
 
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime
 from itertools import combinations
 from typing import Any
 
@@ -28,6 +31,7 @@ from valuerank.analysis.dimensions import correlations
 from valuerank.analysis.insights import insights
 from valuerank.analysis.output import AnalysisWarning, clean, pair_key
 from valuerank.analysis.profile import contested
+from valuerank.analysis.sampling import basis_warnings
 from valuerank.analysis.structure import outliers, pca
 from valuerank.analysis.values import BOOTSTRAP, bradley_terry
 
@@ -70,10 +74,12 @@ def analyze_deep(
     basic: dict[str, Any] | None = None,
     alpha: float = 0.05,
     bootstrap: int = BOOTSTRAP,
+    now: datetime | None = None,
 ) -> dict[str, Any]:
     """The deep analysis of `data` (strict-JSON-ready); `basic` feeds the insights."""
     started = time.perf_counter()
     cells = data.cell_means()
+    fpc = None if data.sample is None else data.sample.fpc
     agreement, warnings = deep_agreement(data.models, cells, alpha)
     strengths, bt_warnings = bradley_terry(data, bootstrap=bootstrap)
     deep: dict[str, Any] = {
@@ -88,18 +94,31 @@ def analyze_deep(
             "mahalanobis": "minimum_covariance_determinant_chi2_0.975",
             "isolationForest": "sklearn_isolation_forest_auto",
             "jackknife": "rms_consensus_shift_modified_z_3.5",
-            "correlation": "pearson_spearman_fisher_z_bonett_wright",
+            "correlation": "pearson_spearman_fisher_z_bonett_wright"
+            + ("_fpc" if fpc is not None else ""),
+            "correlationLibrary": "scipy.stats.pearsonr (r, p, interval), spearmanr (rho, p)",
             "kappa": "cohen_quadratic_weights",
             "krippendorff": "ordinal",
-            "bradleyTerry": "choix_ilsr_percentile_bootstrap",
+            "bradleyTerry": "choix_ilsr_percentile_bootstrap_over_scenarios"
+            + ("_fpc" if fpc is not None else ""),
             "bootstrapDraws": bootstrap,
+            "finitePopulationCorrection": None
+            if fpc is None
+            else (
+                f"fpc = sqrt((N - n)/(N - 1)) = {fpc:.6g}: correlation intervals' half-width "
+                "on the Fisher-z scale times fpc; each Bradley-Terry bootstrap draw's "
+                "deviation from the estimate times fpc before the percentiles"
+            ),
             "alpha": alpha,
             "codeVersion": CODE_VERSION,
         },
         "narrative": None,
+        "sample": None if data.sample is None else data.sample.to_dict(),
     }
     cleaned: dict[str, Any] = clean(deep)
     cleaned["insights"] = insights(basic, cleaned)
-    cleaned["warnings"] = [w.to_dict() for w in (*warnings, *bt_warnings)]
+    found = (*basis_warnings(data.sample), *warnings, *bt_warnings)
+    cleaned["warnings"] = [w.to_dict() for w in found]
+    cleaned["computedAt"] = (now or datetime.now(UTC)).isoformat()
     cleaned["durationMs"] = round((time.perf_counter() - started) * 1000, 3)
     return cleaned

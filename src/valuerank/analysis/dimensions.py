@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from valuerank.analysis.correlation import pearson, spearman
+from valuerank.analysis.correlation import pearson_with_interval, spearman_with_interval
 from valuerank.analysis.data import AnalysisInput, BoolArray, FloatArray, IntArray
-from valuerank.analysis.intervals import adjust, correlation_interval
+from valuerank.analysis.intervals import adjust
 from valuerank.analysis.output import AnalysisWarning
 
 
@@ -177,9 +177,12 @@ def dimension_analysis(
 
 def correlations(data: AnalysisInput) -> dict[str, Any]:
     """Per model and dimension: Pearson and Spearman correlation of the dimension's level
-    with the decision over the model's decided transcripts, with Fisher-z 95 % intervals."""
+    with the decision over the model's decided transcripts, with Fisher-z 95 % intervals
+    (scipy's for Pearson, Bonett–Wright's for Spearman); a sampled run's intervals have
+    their z-scale half-width times the finite-population correction."""
     levels = data.levels[data.scenario_idx]
     decided = data.decided
+    fpc = None if data.sample is None else data.sample.fpc
     result: dict[str, Any] = {}
     for i, model in enumerate(data.models):
         mine = decided & (data.model_idx == i)
@@ -187,22 +190,11 @@ def correlations(data: AnalysisInput) -> dict[str, Any]:
         for j, dim in enumerate(data.dimensions):
             rows = mine & ~np.isnan(levels[:, j])
             x, y = levels[rows, j], data.decision[rows]
-            r, p_r = pearson(x, y)
-            rho, p_rho = spearman(x, y)
-            n = int(rows.sum())
+            r = pearson_with_interval(x, y, fpc=fpc)
+            rho = spearman_with_interval(x, y, fpc=fpc)
             result[model][dim] = {
-                "n": n,
-                "pearson": {
-                    "r": r,
-                    "pValue": p_r,
-                    "interval": None if r is None else correlation_interval(r, n),
-                },
-                "spearman": {
-                    "rho": rho,
-                    "pValue": p_rho,
-                    "interval": None
-                    if rho is None
-                    else correlation_interval(rho, n, spearman=True),
-                },
+                "n": int(rows.sum()),
+                "pearson": {"r": r.value, "pValue": r.p_value, "interval": r.interval},
+                "spearman": {"rho": rho.value, "pValue": rho.p_value, "interval": rho.interval},
             }
     return result

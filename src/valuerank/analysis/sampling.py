@@ -19,6 +19,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from valuerank.analysis.output import AnalysisWarning
+
 
 @dataclass(frozen=True)
 class SampleBasis:
@@ -36,10 +38,9 @@ class SampleBasis:
     @property
     def fpc(self) -> float | None:
         """The correction factor, or None when it does not apply (a full run, N unknown)."""
-        if not self.sampled or self.total is None or self.total <= 1:
+        if not self.sampled:
             return None
-        n = min(self.scenarios, self.total)
-        return math.sqrt((self.total - n) / (self.total - 1))
+        return fpc_of(self.total, self.scenarios)
 
     @property
     def basis(self) -> str:
@@ -65,3 +66,49 @@ class SampleBasis:
             "finitePopulationCorrection": self.fpc,
             "basis": self.basis,
         }
+
+
+def paired_population(a: SampleBasis | None, b: SampleBasis | None) -> int | None:
+    """How many scenarios two runs' pairs are drawn from, when at least one run is a sample
+    and both populations are known: the smaller of the two scenario counts. For two runs of
+    one definition that is exactly its scenarios; for two versions it bounds the scenarios
+    they share from above, so the correction is never smaller (the interval never narrower)
+    than it should be. None: no correction (two full runs, or a population unknown)."""
+    if a is None or b is None or not (a.sampled or b.sampled):
+        return None
+    totals = [s.total if s.sampled else (s.total or s.scenarios) for s in (a, b)]
+    if any(t is None for t in totals):
+        return None
+    return min(t for t in totals if t is not None)
+
+
+def fpc_of(population: int | None, n: int) -> float | None:
+    """sqrt((N − n)/(N − 1)) for n of N scenarios; None when N is unknown or ≤ 1."""
+    if population is None or population <= 1:
+        return None
+    n = min(n, population)
+    return math.sqrt((population - n) / (population - 1))
+
+
+def basis_warnings(sample: SampleBasis | None) -> list[AnalysisWarning]:
+    """SAMPLED_RUN with the basis when the run is a sample; POPULATION_UNKNOWN when the
+    number of scenarios it was drawn from is not known (no correction then)."""
+    if sample is None or not sample.sampled:
+        return []
+    found = [
+        AnalysisWarning(
+            "SAMPLED_RUN",
+            f"Figures are {sample.basis}",
+            "Intervals use the finite-population correction; expand the run "
+            "(`valuerank runs expand RUN --sample-percentage 100`) for the full figures",
+        )
+    ]
+    if sample.total is None:
+        found.append(
+            AnalysisWarning(
+                "POPULATION_UNKNOWN",
+                "The run's definition is unknown, so the number of scenarios sampled from is too",
+                "Intervals are not corrected for the finite population",
+            )
+        )
+    return found

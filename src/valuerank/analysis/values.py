@@ -6,7 +6,10 @@ maximum-likelihood Bradley–Terry parameters (log scale, mean 0) fitted by choi
 Luce spectral ranking. When the comparison graph is not strongly connected (a value that
 never loses has an infinite MLE) a small regularisation (α = 0.01 virtual comparisons) keeps
 the estimate finite, and the result says so. Intervals are percentile bootstrap intervals
-over the model's transcripts (resampled with replacement, the fit repeated).
+over the model's scenarios — the sampling unit: a scenario's transcripts (several samples)
+are resampled together, with replacement, and the fit repeated. For a sampled run each
+draw's deviation from the estimate is multiplied by the finite-population correction
+before the percentiles are taken (the bootstrap standard error times fpc).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import numpy as np
 from scipy.sparse.csgraph import connected_components
 
 from valuerank.analysis.data import AnalysisInput, FloatArray
+from valuerank.analysis.intervals import fpc_scaled, percentile_interval
 from valuerank.analysis.output import AnalysisWarning
 
 REGULARISATION = 0.01
@@ -53,6 +57,15 @@ def fit(comparisons: FloatArray) -> tuple[FloatArray | None, bool]:
     return params - params.mean(), regularised
 
 
+def per_scenario(scenario_idx: Any, per_transcript: FloatArray) -> FloatArray:
+    """Win matrices summed per scenario: (scenarios present, values, values)."""
+    order = np.argsort(scenario_idx, kind="stable")
+    ordered = scenario_idx[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    summed: FloatArray = np.add.reduceat(per_transcript[order], starts, axis=0)
+    return summed
+
+
 def bradley_terry(
     data: AnalysisInput, *, bootstrap: int = BOOTSTRAP, seed: int = SEED
 ) -> tuple[dict[str, Any], list[AnalysisWarning]]:
@@ -62,6 +75,7 @@ def bradley_terry(
     result: dict[str, Any] = {}
     if not data.values:
         return result, warnings
+    fpc = None if data.sample is None else data.sample.fpc
     rng = np.random.default_rng(seed)
     tensor = comparison_tensor(data.value_status)
     for i, model in enumerate(data.models):
@@ -72,17 +86,17 @@ def bradley_terry(
         if involved.size < 2:
             result[model] = None
             continue
-        sub = per_transcript[:, involved][:, :, involved]
+        sub = per_scenario(data.scenario_idx[rows], per_transcript[:, involved][:, :, involved])
         strengths, regularised = fit(total[np.ix_(involved, involved)])
         if strengths is None:
             result[model] = None
             continue
-        draws = rng.multinomial(rows.size, np.full(rows.size, 1 / rows.size), size=bootstrap)
+        k = sub.shape[0]
+        draws = rng.multinomial(k, np.full(k, 1 / k), size=bootstrap)
         boot_mats = np.tensordot(draws.astype(float), sub, axes=(1, 0))
         fitted = [fit(mat)[0] for mat in boot_mats]
         good = np.array([f for f in fitted if f is not None])
-        lower = np.percentile(good, 2.5, axis=0) if len(good) else None
-        upper = np.percentile(good, 97.5, axis=0) if len(good) else None
+        bounds = percentile_interval(fpc_scaled(good, strengths, fpc)) if len(good) else None
         if regularised:
             warnings.append(
                 AnalysisWarning(
@@ -93,15 +107,16 @@ def bradley_terry(
             )
         result[model] = {
             "comparisons": int(total.sum()),
+            "scenarios": k,
             "regularised": regularised,
             "bootstrapDraws": len(good),
             "values": {
                 data.values[v]: {
-                    "strength": float(strengths[k]),
-                    "lower": None if lower is None else float(lower[k]),
-                    "upper": None if upper is None else float(upper[k]),
+                    "strength": float(strengths[n]),
+                    "lower": None if bounds is None else float(bounds[0][n]),
+                    "upper": None if bounds is None else float(bounds[1][n]),
                 }
-                for k, v in enumerate(involved.tolist())
+                for n, v in enumerate(involved.tolist())
             },
         }
     return result, warnings

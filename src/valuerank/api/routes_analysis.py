@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from valuerank.api.deps import Member, Viewer
 from valuerank.api.envelope import ok
 from valuerank.api.pagination import Cursor, Limit, after_created, page
-from valuerank.findings.analyses import deep_state, run_analysis
+from valuerank.findings.analyses import Kind, run_analysis
 from valuerank.findings.comparisons import (
     create_comparison,
     get_comparison,
@@ -43,7 +43,14 @@ class AnalyzeBody(BaseModel):
     deep: bool = False
     force: bool = False
     narrative_model: str | None = Field(
-        default=None, max_length=300, description="A model that narrates the deep analysis."
+        default=None,
+        max_length=300,
+        description="A model that narrates the deep analysis (checked like a run's models: "
+        "422 UNKNOWN_MODEL, MISSING_CREDENTIAL); queued whenever the deep analysis of the "
+        "run's current inputs has no narrative.",
+    )
+    allow_unknown_models: bool = Field(
+        default=False, description="Allow a narrative model the registry does not know."
     )
 
 
@@ -78,40 +85,43 @@ async def get_analysis_route(
         bool, Query(description="Also the deep analysis (queued if not current).")
     ] = False,
 ) -> JSONResponse:
-    """The run's analysis (`analysis` of `valuerank analyze RUN --json`)."""
+    """The run's analysis (`analysis` of `valuerank analyze RUN --json`). With `deep`,
+    `meta.deepCached` says whether the deep result was served from the cache (true) or is
+    queued (false, 202 with the job)."""
     outcome = await run_analysis(ctx.db, ctx.org_id, run_id)
     data = outcome.analysis
     if not deep:
         return ok(data, cached=outcome.cached)
-    state = await deep_state(ctx.db, ctx.org_id, outcome.run_id)
-    if state.fresh:
-        data["deep"] = state.result()
+    if outcome.current_deep is not None:
+        data["deep"] = outcome.current_deep
+        data["meta"]["deepCached"] = True
         return ok(data, cached=outcome.cached)
     async with ctx.db.transaction(immediate=True) as conn:
         run = await get_run(conn, ctx.org_id, outcome.run_id)
-        queued = await enqueue_analysis(conn, run, "deep", key=state.input_hash)
+        queued = await enqueue_analysis(conn, run, "deep", key=outcome.input_hash)
         job = await get_job(conn, queued.job_id, org_id=ctx.org_id)
     data["deep"] = _job(job.id, job.status.value, error=job.last_error)
+    data["meta"]["deepCached"] = False
     return ok(data, status_code=202, cached=outcome.cached)
 
 
 @router.post("/api/runs/{run_id}/analyze")
 async def analyze_route(run_id: str, ctx: Member, body: AnalyzeBody | None = None) -> JSONResponse:
-    """Queue the run's analysis (`force` recomputes even when the cached one is current)."""
+    """Queue the run's analysis (`force` recomputes even when the cached one is current); a
+    `narrative_model` means the deep one, narrated."""
     body = body or AnalyzeBody()
+    kind: Kind = "deep" if body.deep or body.narrative_model else "basic"
     async with ctx.db.transaction(immediate=True) as conn:
         run = await get_run(conn, ctx.org_id, run_id)
         queued = await enqueue_analysis(
             conn,
             run,
-            "deep" if body.deep else "basic",
+            kind,
             force=body.force,
             narrative_model=body.narrative_model,
+            allow_unknown_model=body.allow_unknown_models,
         )
-    return ok(
-        _job(queued.job_id, "queued", run_id=run.id, kind="deep" if body.deep else "basic"),
-        status_code=202,
-    )
+    return ok(_job(queued.job_id, "queued", run_id=run.id, kind=kind), status_code=202)
 
 
 @router.post("/api/runs/compare")

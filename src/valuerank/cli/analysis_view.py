@@ -7,46 +7,52 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-
-def _num(value: Any, digits: int = 2) -> str:
-    return "–" if value is None else f"{value:.{digits}f}"
-
-
-def _p(value: Any) -> str:
-    if value is None:
-        return "–"
-    return "<0.001" if value < 0.001 else f"{value:.3f}"
-
-
-def _interval(entry: Any) -> str:
-    if not entry:
-        return ""
-    return f"[{entry['lower']:.2f}, {entry['upper']:.2f}]"
+from valuerank.cli.analysis_deep_view import print_deep
+from valuerank.cli.analysis_format import grouped_table, interval_text, num, p_text
 
 
 def models_table(analysis: dict[str, Any]) -> Table:
     table = Table(title="Models", caption=(analysis.get("sample") or {}).get("basis"))
-    for column in ("model", "n", "decided", "refused", "mean", "sd", "95 % CI", "top value"):
-        table.add_column(column, justify="left" if column in ("model", "top value") else "right")
+    for column in ("model", "n", "decided", "refused", "mean", "sd", "95 % CI"):
+        table.add_column(column, justify="left" if column == "model" else "right")
     for model, stats in analysis["perModel"].items():
         overall = stats["overall"]
-        values = stats["values"]
-        top = ""
-        if values:
-            name, best = max(values.items(), key=lambda item: item[1]["winRate"])
-            top = f"{name} {best['winRate']:.2f} {_interval(best['confidenceInterval'])}"
         refused = stats.get("refusalRate")
         table.add_row(
             model,
             str(stats["sampleSize"]),
             str(stats["decided"]),
             "–" if refused is None else f"{refused:.0%}",
-            _num(overall["mean"]),
-            _num(overall["stdDev"]),
-            _interval(overall.get("confidenceInterval")),
-            top,
+            num(overall["mean"]),
+            num(overall["stdDev"]),
+            interval_text(overall.get("confidenceInterval")),
         )
     return table
+
+
+def win_rates_table(analysis: dict[str, Any]) -> Table:
+    """Every value's win rate per model with its interval and counts, highest first."""
+    groups = {}
+    for model, stats in analysis["perModel"].items():
+        ranked = sorted(stats["values"].items(), key=lambda item: -item[1]["winRate"])
+        groups[model] = [
+            [
+                value,
+                num(entry["winRate"]),
+                interval_text(entry["confidenceInterval"]),
+                f"{entry['count']['prioritized']} / {entry['count']['deprioritized']}",
+            ]
+            for value, entry in ranked
+            if entry["count"]["prioritized"] + entry["count"]["deprioritized"] > 0
+        ]
+    method = analysis.get("methodsUsed", {}).get("winRateCI", "wilson_score")
+    return grouped_table(
+        "Value win rates: prioritised / (prioritised + deprioritised)",
+        ("value", "win rate", "95 % CI", "p / d"),
+        groups,
+        caption=f"95 % interval: {method}; values never prioritised nor deprioritised are left out",
+        empty="no judged value",
+    )
 
 
 def agreement_table(analysis: dict[str, Any]) -> Table:
@@ -54,7 +60,7 @@ def agreement_table(analysis: dict[str, Any]) -> Table:
     overall = section["overallAgreement"]
     table = Table(
         title="Model agreement (Spearman, Holm-corrected)",
-        caption=f"overall agreement {_num(overall)}; outliers: "
+        caption=f"overall agreement {num(overall)}; outliers: "
         f"{', '.join(section['outlierModels']) or 'none'}",
     )
     for column in ("model 1", "model 2", "n", "ρ", "p (Holm)", "d_z", "effect"):
@@ -65,9 +71,9 @@ def agreement_table(analysis: dict[str, Any]) -> Table:
             entry["model1"],
             entry["model2"],
             str(entry["n"]),
-            _num(entry["spearmanRho"]),
-            _p(entry["pValueCorrected"]) + (" *" if significant else ""),
-            _num(entry["effectSize"]),
+            num(entry["spearmanRho"]),
+            p_text(entry["pValueCorrected"]) + (" *" if significant else ""),
+            num(entry["effectSize"]),
             entry["effectInterpretation"],
         )
     return table
@@ -77,7 +83,7 @@ def dimensions_table(analysis: dict[str, Any]) -> Table:
     section = analysis["dimensionAnalysis"]
     table = Table(
         title="Dimension effects (Kruskal–Wallis, all models)",
-        caption=f"variance explained (R²): {_num(section['varianceExplained'])}",
+        caption=f"variance explained (R²): {num(section['varianceExplained'])}",
     )
     for column in ("rank", "dimension", "η²", "p (Holm)", "n", "missing"):
         table.add_column(column, justify="left" if column == "dimension" else "right")
@@ -85,8 +91,8 @@ def dimensions_table(analysis: dict[str, Any]) -> Table:
         table.add_row(
             str(entry["rank"]),
             name,
-            _num(entry["effectSize"]),
-            _p(entry["pValueCorrected"]) + (" *" if entry["significant"] else ""),
+            num(entry["effectSize"]),
+            p_text(entry["pValueCorrected"]) + (" *" if entry["significant"] else ""),
             str(entry["n"]),
             str(entry["missing"]),
         )
@@ -99,7 +105,7 @@ def contested_table(analysis: dict[str, Any]) -> Table:
         table.add_column(column)
     for entry in analysis["mostContestedScenarios"]:
         scores = ", ".join(f"{m} {s:.1f}" for m, s in entry["modelScores"].items())
-        table.add_row(entry["scenarioName"], _num(entry["variance"]), scores)
+        table.add_row(entry["scenarioName"], num(entry["variance"]), scores)
     return table
 
 
@@ -110,22 +116,21 @@ def print_analysis(console: Console, analysis: dict[str, Any]) -> None:
         f"[bold]analysis of run {meta['runId'][:8]}[/]{cached}: {meta['transcripts']} transcripts, "
         f"{meta['decided']} decided, {meta['judged']} judged"
     )
-    for table in (
-        models_table(analysis),
-        agreement_table(analysis),
-        dimensions_table(analysis),
-        contested_table(analysis),
-    ):
+    tables = [models_table(analysis)]
+    if analysis["meta"].get("values"):
+        tables.append(win_rates_table(analysis))
+    tables += [agreement_table(analysis), dimensions_table(analysis), contested_table(analysis)]
+    for table in tables:
         console.print(table)
     deep = analysis.get("deep")
     if deep:
-        console.print("[bold]Insights[/]")
-        for line in deep["insights"]:
-            console.print(f"  • {line}")
-        if deep.get("narrative"):
-            console.print(f"[bold]Narrative[/]\n{deep['narrative']}")
+        print_deep(console, deep, analysis["meta"].get("deepCached"))
+    seen: set[tuple[str, str]] = set()
     for warning in analysis["warnings"] + (deep or {}).get("warnings", []):
-        console.print(f"[yellow]{warning['code']}[/]: {warning['message']}")
+        key = (warning["code"], warning["message"])
+        if key not in seen:  # the deep section repeats SAMPLED_RUN for its own readers
+            seen.add(key)
+            console.print(f"[yellow]{warning['code']}[/]: {warning['message']}")
 
 
 def comparison_table(result: dict[str, Any]) -> Table:
@@ -143,11 +148,11 @@ def comparison_table(result: dict[str, Any]) -> Table:
         table.add_row(
             model,
             str(entry["n"]),
-            _num(entry["baselineMean"]),
-            _num(entry["comparisonMean"]),
-            _num(entry["delta"]),
-            _interval(entry["interval"]),
-            _p(test.get("pValueCorrected")) + (" *" if test.get("significant") else ""),
+            num(entry["baselineMean"]),
+            num(entry["comparisonMean"]),
+            num(entry["delta"]),
+            interval_text(entry["interval"]),
+            p_text(test.get("pValueCorrected")) + (" *" if test.get("significant") else ""),
             share,
         )
     return table
@@ -161,9 +166,14 @@ def print_comparison(console: Console, comparison: dict[str, Any]) -> None:
         f" vs {comparison['comparison_run_id'][:8]}, {result['scenarios']['shared']} shared "
         "scenarios"
     )
+    for side in ("baseline", "comparison"):
+        console.print(f"  {side}: {basis_text((result.get('samples') or {}).get(side))}")
     console.print(comparison_table(result))
-    values = Table(title="Value win-rate deltas (significant after correction)")
-    for column in ("model", "value", "baseline", "comparison", "Δ", "95 % CI", "p"):
+    values = Table(
+        title="Value win-rate deltas (significant after correction)",
+        caption="h: Cohen's h of the two win rates",
+    )
+    for column in ("model", "value", "baseline", "comparison", "Δ", "95 % CI", "p", "h"):
         values.add_column(column)
     for model, entries in result["values"].items():
         for value, entry in entries.items():
@@ -171,21 +181,32 @@ def print_comparison(console: Console, comparison: dict[str, Any]) -> None:
                 values.add_row(
                     model,
                     value,
-                    _num(entry["baselineWinRate"]),
-                    _num(entry["comparisonWinRate"]),
-                    _num(entry["delta"]),
-                    _interval(entry["interval"]),
-                    _p(entry.get("pValueCorrected")),
+                    num(entry["baselineWinRate"]),
+                    num(entry["comparisonWinRate"]),
+                    num(entry["delta"]),
+                    interval_text(entry["interval"]),
+                    p_text(entry.get("pValueCorrected")),
+                    num((entry.get("effectSize") or {}).get("cohensH")),
                 )
     console.print(values)
     diverged = Table(title="Scenarios that diverged most")
     for column in ("scenario", "mean |Δ|"):
         diverged.add_column(column)
     for entry in result["divergedScenarios"]:
-        diverged.add_row(entry["scenarioName"], _num(entry["meanAbsDelta"]))
+        diverged.add_row(entry["scenarioName"], num(entry["meanAbsDelta"]))
     console.print(diverged)
     if models["baselineOnly"] or models["comparisonOnly"]:
         console.print(
             f"not compared: baseline only {', '.join(models['baselineOnly']) or '-'}; "
             f"comparison only {', '.join(models['comparisonOnly']) or '-'}"
         )
+    for warning in result.get("warnings", []):
+        if warning["code"] in ("SAMPLED_RUN", "POPULATION_UNKNOWN"):
+            console.print(f"[yellow]{warning['code']}[/]: {warning['message']}")
+
+
+def basis_text(sample: dict[str, Any] | None) -> str:
+    """What a run's figures rest on ("based on 10 % sample: 12 of 120 scenarios")."""
+    if not sample:
+        return "basis unknown"
+    return str(sample["basis"])

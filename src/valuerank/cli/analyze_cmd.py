@@ -16,9 +16,10 @@ from valuerank.analysis import plots
 from valuerank.cli.analysis_view import print_analysis, print_comparison
 from valuerank.cli.common import JsonOption, console, database, print_json, run, session
 from valuerank.errors import InvalidInputError
-from valuerank.findings.analyses import run_analysis
+from valuerank.findings.analyses import AnalysisOutcome, run_analysis
 from valuerank.findings.comparisons import compare_runs
 from valuerank.findings.lineage import lineage_results
+from valuerank.pipeline.analyze import check_narrative_model, narrate
 from valuerank.pipeline.experiments import (
     add_variant,
     create_experiment,
@@ -37,31 +38,106 @@ def _plots(figures: dict[str, Any], directory: Path | None) -> list[str]:
     return [str(p) for p in plots.write_figures(figures, directory)]
 
 
+PCA_NEEDS_DEEP = (
+    "pca_scatter not written: the PCA is part of the deep analysis and this run has no "
+    "current one; add --deep"
+)
+
+
+async def _analyze(
+    run_id: str,
+    *,
+    deep: bool,
+    force: bool,
+    narrative_model: str | None,
+    allow_unknown_model: bool,
+) -> tuple[AnalysisOutcome, dict[str, Any] | None]:
+    """The analysis, and the narrative asked for: queued (`job_id`) unless the deep analysis
+    has one already. The model is checked before anything is computed."""
+    async with database() as opened:
+        if narrative_model is not None:
+            async with opened.db.transaction(immediate=True) as conn:  # seeds the registry
+                await check_narrative_model(
+                    conn, opened.org_id, narrative_model, allow_unknown=allow_unknown_model
+                )
+        outcome = await run_analysis(opened.db, opened.org_id, run_id, deep=deep, force=force)
+        if narrative_model is None:
+            return outcome, None
+        async with opened.db.transaction(immediate=True) as conn:
+            queued = await narrate(conn, opened.org_id, outcome, narrative_model)
+    if queued is None:
+        return outcome, {"model": narrative_model, "status": "exists", "job_id": None}
+    status = "queued" if queued.enqueued else "already queued"
+    return outcome, {"model": narrative_model, "status": status, "job_id": queued.job_id}
+
+
 def analyze(
     run_id: str = typer.Argument(..., help="Run id or prefix."),
     deep: bool = typer.Option(
         False, "--deep", help="Also PCA, outliers, correlations, κ/α, Bradley–Terry, insights."
     ),
     force: bool = typer.Option(False, "--force", help="Recompute even if the cache is current."),
+    narrative_model: str | None = typer.Option(
+        None,
+        "--narrative-model",
+        help="A model that writes the deep analysis' narrative (implies --deep; queued as a "
+        "summarize job for a worker unless the analysis has one). Checked like a run's models.",
+    ),
+    allow_unknown_model: bool = typer.Option(
+        False,
+        "--allow-unknown-model",
+        help="Allow a narrative model the registry does not know (it must name a known provider).",
+    ),
     plots_dir: Path | None = PlotsOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Findings of a run: value profiles, agreement, dimension effects (cached by input)."""
+    wants_deep = deep or narrative_model is not None
 
     async def _go() -> dict[str, Any]:
-        async with database() as opened:
-            outcome = await run_analysis(opened.db, opened.org_id, run_id, deep=deep, force=force)
-        return outcome.to_dict()
+        outcome, narrative = await _analyze(
+            run_id,
+            deep=wants_deep,
+            force=force,
+            narrative_model=narrative_model,
+            allow_unknown_model=allow_unknown_model,
+        )
+        data = outcome.to_dict()
+        if narrative is not None:
+            data["narrative"] = narrative
+        data["current_deep"] = outcome.current_deep
+        return data
 
     data = run(_go(), as_json=as_json)
     analysis = data["analysis"]
-    written = _plots(plots.analysis_figures(analysis, analysis.get("deep")), plots_dir)
+    current_deep = data.pop("current_deep")
+    notes: list[str] = []
+    written: list[str] = []
+    if plots_dir is not None:
+        written = _plots(plots.analysis_figures(analysis, current_deep), plots_dir)
+        if current_deep is None:
+            notes.append(PCA_NEEDS_DEEP)
     if as_json:
-        print_json({**data, "plots": written} if plots_dir else data)
+        extra = {"plots": written, "notes": notes} if plots_dir else {}
+        print_json({**data, **extra})
         return
     print_analysis(console, analysis)
+    narrative = data.get("narrative")
+    if narrative is not None:
+        console.print(narrative_line(narrative))
     for path in written:
         console.print(f"plot: {path}")
+    for note in notes:
+        console.print(f"[yellow]{note}[/]")
+
+
+def narrative_line(narrative: dict[str, Any]) -> str:
+    if narrative["status"] == "exists":
+        return f"narrative: the deep analysis has one already (not asking {narrative['model']})"
+    return (
+        f"narrative by {narrative['model']}: {narrative['status']} (job {narrative['job_id']}); "
+        "a worker writes it (`valuerank worker`), then `valuerank analyze RUN --deep` shows it"
+    )
 
 
 def compare(
@@ -257,8 +333,10 @@ def lineage_results_cmd(
             for m, r in (version.get("results") or {}).items()
         )
         indent = "  " * version["depth"]
+        basis = f" ({version['basis']})" if version.get("basis") else ""
         console.print(
-            f"{indent}{version['label']}: {len(version['runs'])} runs; {means or 'no results'}"
+            f"{indent}{version['label']}: {len(version['runs'])} runs; "
+            f"{means or 'no results'}{basis}"
         )
     for change in data["changes"]:
         console.print(f"[bold]{change['from_label']} → {change['to_label']}[/]")

@@ -113,7 +113,9 @@ async def set_narrative(
 @dataclass
 class AnalysisOutcome:
     """An analysis as served: the basic result, `deep` when asked, and whether each came
-    from the cache."""
+    from the cache (`deep_cached` None when the deep one was not asked for).
+    `current_deep` is the stored deep result when it matches the run's inputs — also when
+    it was not asked for (the CLI draws its PCA scatter from it)."""
 
     run_id: str
     input_hash: str
@@ -121,9 +123,15 @@ class AnalysisOutcome:
     cached: bool
     deep_cached: bool | None = None
     computed: list[str] = field(default_factory=list)
+    current_deep: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"success": True, "analysis": self.analysis}
+        return {
+            "success": True,
+            "cached": self.cached,
+            "deep_cached": self.deep_cached,
+            "analysis": self.analysis,
+        }
 
 
 async def _load(db: Database, org_id: str, ref: str) -> tuple[LoadedRun, dict[Kind, Any]]:
@@ -162,17 +170,20 @@ async def run_analysis(
         await _store(db, loaded, BASIC, basic)
         outcome.computed.append(BASIC)
     outcome.analysis = _with_meta(basic, loaded, outcome.cached)
+    deep_row = stored[DEEP]
+    if deep_row is not None and deep_row.fresh_for(loaded.input_hash):
+        outcome.current_deep = {**deep_row.result, "narrative": deep_row.narrative}
     if deep:
-        deep_row = stored[DEEP]
-        if deep_row is not None and deep_row.fresh_for(loaded.input_hash) and not force:
-            result = {**deep_row.result, "narrative": deep_row.narrative}
+        if outcome.current_deep is not None and not force:
             outcome.deep_cached = True
         else:
             result = await asyncio.to_thread(analyze_deep, loaded.data, basic=basic)
             await _store(db, loaded, DEEP, result)
+            outcome.current_deep = {**result, "narrative": None}
             outcome.deep_cached = False
             outcome.computed.append(DEEP)
-        outcome.analysis["deep"] = result
+        outcome.analysis["deep"] = outcome.current_deep
+        outcome.analysis["meta"]["deepCached"] = outcome.deep_cached
     return outcome
 
 

@@ -6,7 +6,9 @@ Each version is represented by its latest completed run; a version's results are
 with those of its nearest ancestor (within the tree asked about) that has one, next to
 `diff_definitions(ancestor, version)`. Scenarios are aligned by id: the ids come from the
 dimension levels, so a fork that changes the wording keeps them and one that changes the
-dimensions shows which scenarios are new or gone.
+dimensions shows which scenarios are new or gone. Every version's results say what they
+rest on (`sample`, `basis`: "based on 10 % sample: 12 of 120 scenarios"); each comparison
+names both runs' bases and warns when either is a sample.
 """
 
 from __future__ import annotations
@@ -139,6 +141,9 @@ async def lineage_results(db: Database, org_id: str, ref: str) -> dict[str, Any]
         stored = {v: (await get_definition(conn, org_id, v)).definition for v in versions}
     for version_id, item in loaded.items():
         versions[version_id]["results"] = model_means(item.data)
+        sample = item.data.sample
+        versions[version_id]["sample"] = None if sample is None else sample.to_dict()
+        versions[version_id]["basis"] = None if sample is None else sample.basis
     changes = []
     for version_id, entry in versions.items():
         if version_id not in loaded or entry["depth"] == 0:

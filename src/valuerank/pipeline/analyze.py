@@ -5,17 +5,31 @@ a model writes about a deep analysis (a `summarize` job with `analysis` in its p
 demand (API, or after a basic one when asked). Jobs of a run go to the partition
 `analysis:<run id>` — not the run's own, whose job counts are its progress. Each job calls
 the same services as the CLI (valuerank.findings), so a cached result is served, never
-recomputed, unless `force` is in the payload.
+recomputed, unless `force` is in the payload. A narrative asked for is queued whenever the
+deep analysis of the run's current inputs has none — computed now or served from the cache —
+once per input hash and model; its model is checked when it is asked for, as a run's models
+are at creation (UNKNOWN_MODEL, MISSING_CREDENTIAL).
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
+from collections.abc import Mapping
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from valuerank.credentials.store import require_credentials
 from valuerank.errors import NotFoundError, ValueRankError
-from valuerank.findings.analyses import DEEP, Kind, deep_state, run_analysis, set_narrative
+from valuerank.findings.analyses import (
+    DEEP,
+    AnalysisOutcome,
+    Kind,
+    deep_state,
+    run_analysis,
+    set_narrative,
+)
 from valuerank.findings.comparisons import execute_comparison
 from valuerank.pipeline.calls import call_model
 from valuerank.pipeline.context import PipelineContext
@@ -23,6 +37,8 @@ from valuerank.providers.base import CompletionRequest, Message
 from valuerank.providers.model_id import parse_model_id
 from valuerank.queue import Enqueued, HandlerResult, Job, JobSpec, Permanent, enqueue
 from valuerank.queue.ids import new_id
+from valuerank.registry.check import check_models
+from valuerank.registry.service import seed_models
 from valuerank.runs.service import SUMMARIZE, Run
 from valuerank.runs.states import RunStatus
 
@@ -37,6 +53,24 @@ def analysis_partition(run_id: str) -> str:
     return f"analysis:{run_id}"
 
 
+async def check_narrative_model(
+    conn: AsyncConnection,
+    org_id: str,
+    model: str,
+    *,
+    allow_unknown: bool = False,
+    environ: Mapping[str, str] | None = None,
+) -> None:
+    """The narrative model is checked as a run's models are at creation: one this install
+    can serve and the registry knows (UNKNOWN_MODEL, unless `allow_unknown`), with a key for
+    its provider (MISSING_CREDENTIAL)."""
+    await seed_models(conn)
+    await check_models(conn, [model], allow_unknown=allow_unknown)
+    await require_credentials(
+        conn, org_id, [model], environ=os.environ if environ is None else environ
+    )
+
+
 async def enqueue_analysis(
     conn: AsyncConnection,
     run: Run,
@@ -45,11 +79,16 @@ async def enqueue_analysis(
     force: bool = False,
     key: str | None = None,
     narrative_model: str | None = None,
+    allow_unknown_model: bool = False,
 ) -> Enqueued:
-    """Enqueue the run's analysis job of `kind`. With a `key` the job is enqueued once per
-    key (e.g. per input hash); without one, every call enqueues a new job."""
+    """Enqueue the run's analysis job of `kind` (the narrative model checked first). With a
+    `key` the job is enqueued once per key (e.g. per input hash); without one, every call
+    enqueues a new job."""
     payload: dict[str, Any] = {"run_id": run.id, "force": force}
     if narrative_model is not None:
+        await check_narrative_model(
+            conn, run.org_id, narrative_model, allow_unknown=allow_unknown_model
+        )
         payload["narrative_model"] = narrative_model
     return await enqueue(
         conn,
@@ -61,6 +100,53 @@ async def enqueue_analysis(
             item_key=f"{KINDS[kind]}:{key or new_id()}",
             priority=run.priority,
         ),
+    )
+
+
+async def enqueue_narrative(
+    conn: AsyncConnection, org_id: str, run_id: str, input_hash: str, model: str, computed_at: str
+) -> Enqueued:
+    """The `summarize` job that narrates the run's deep analysis of `input_hash` computed at
+    `computed_at`: once per analysis and model, so asking twice queues one job, and a
+    forced recomputation (which drops the narrative) gets a new one."""
+    return await enqueue(
+        conn,
+        JobSpec(
+            kind=SUMMARIZE,
+            org_id=org_id,
+            payload={
+                "run_id": run_id,
+                "analysis": DEEP,
+                "input_hash": input_hash,
+                "summary_model": model,
+            },
+            partition=analysis_partition(run_id),
+            item_key=f"narrative:{input_hash}:{_digest(model, computed_at)}",
+            provider=parse_model_id(model).provider,
+            model=model,
+        ),
+    )
+
+
+def _digest(*parts: str) -> str:
+    """A short fixed-length key part (model ids may be long; item keys are ≤ 300 chars)."""
+    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:16]
+
+
+def needs_narrative(outcome: AnalysisOutcome) -> bool:
+    """The deep analysis served has no narrative yet."""
+    return outcome.current_deep is not None and not outcome.current_deep.get("narrative")
+
+
+async def narrate(
+    conn: AsyncConnection, org_id: str, outcome: AnalysisOutcome, model: str
+) -> Enqueued | None:
+    """Queue the narrative of the outcome's deep analysis unless it has one."""
+    if not needs_narrative(outcome) or outcome.current_deep is None:
+        return None
+    computed_at = str(outcome.current_deep.get("computedAt") or "")
+    return await enqueue_narrative(
+        conn, org_id, outcome.run_id, outcome.input_hash, model, computed_at
     )
 
 
@@ -100,25 +186,9 @@ async def run_analyze(ctx: PipelineContext, job: Job, kind: Kind) -> HandlerResu
     except NotFoundError:
         return HandlerResult({"run_id": run_id, "status": "the run was deleted"})
     narrative_model = job.payload.get("narrative_model")
-    if kind == DEEP and narrative_model and DEEP in outcome.computed:
+    if kind == DEEP and narrative_model and needs_narrative(outcome):
         async with ctx.db.transaction(immediate=True) as conn:
-            await enqueue(
-                conn,
-                JobSpec(
-                    kind=SUMMARIZE,
-                    org_id=job.org_id,
-                    payload={
-                        "run_id": run_id,
-                        "analysis": DEEP,
-                        "input_hash": outcome.input_hash,
-                        "summary_model": str(narrative_model),
-                    },
-                    partition=analysis_partition(run_id),
-                    item_key=f"narrative:{outcome.input_hash}:{narrative_model}",
-                    provider=parse_model_id(str(narrative_model)).provider,
-                    model=str(narrative_model),
-                ),
-            )
+            await narrate(conn, job.org_id, outcome, str(narrative_model))
     return HandlerResult(
         {
             "run_id": run_id,

@@ -18,7 +18,7 @@ from markupsafe import Markup
 
 from valuerank.api.deps import Viewer
 from valuerank.api.views import load_runs
-from valuerank.findings.analyses import deep_state, run_analysis
+from valuerank.findings.analyses import run_analysis
 from valuerank.findings.comparisons import Comparison, compare_runs, get_comparison
 from valuerank.findings.lineage import lineage_results
 from valuerank.pipeline.experiments import experiment_report, list_experiments
@@ -39,8 +39,7 @@ def _markup(svgs: dict[str, str]) -> dict[str, Markup]:
 @router.get("/runs/{run_id}/analysis", response_class=HTMLResponse)
 async def analysis_page(request: Request, run_id: str, ctx: Viewer) -> Response:
     outcome = await run_analysis(ctx.db, ctx.org_id, run_id)
-    state = await deep_state(ctx.db, ctx.org_id, outcome.run_id)
-    deep = state.result() if state.fresh else None
+    deep = outcome.current_deep
     async with ctx.db.transaction() as conn:
         run = await get_run(conn, ctx.org_id, outcome.run_id)
     basic = outcome.analysis

@@ -1,0 +1,241 @@
+"""The paired statistics of a comparison: one model's scores in two runs, paired by scenario.
+
+- the decision delta (comparison − baseline) with a paired percentile bootstrap interval
+  (scipy's `bootstrap` over the scenario pairs), the Wilcoxon signed-rank test, the paired
+  Cohen's d_z and the matched-pairs rank-biserial correlation;
+- changed decisions: McNemar's test when two codes occur, else Stuart–Maxwell (statsmodels);
+- per value, the win-rate delta with a paired bootstrap interval, a paired permutation test
+  (each scenario's two sides swapped; every swap enumerated when there are at most as many
+  as draws, as scipy's `permutation_test` does) and Cohen's h.
+
+For sampled runs an interval's bootstrap deviations from the estimate are multiplied by the
+finite-population correction (`fpc_scaled`). Tests are not corrected: they ask whether the
+models behave differently, not what the full runs would show.
+"""
+
+from __future__ import annotations
+
+import warnings as pywarnings
+from typing import Any
+
+import numpy as np
+from scipy import stats
+from statsmodels.stats.contingency_tables import SquareTable, mcnemar
+
+from valuerank.analysis.agreement import code_matrix, paired_dz
+from valuerank.analysis.data import FloatArray
+from valuerank.analysis.intervals import (
+    LEVEL,
+    cohens_h,
+    fpc_scaled,
+    interpret_d,
+    percentile_interval,
+)
+
+EXACT_MCNEMAR_BELOW = 25  # discordant pairs: the binomial test below, χ² from here on
+
+
+def interval_method(fpc: float | None) -> str:
+    return "paired_bootstrap_percentile" + ("_fpc" if fpc is not None else "")
+
+
+def rank_biserial(diff: FloatArray) -> float | None:
+    """Matched-pairs rank-biserial correlation (W+ − W−)/(W+ + W−) over non-zero
+    differences (Kerby 2014); 0 when every difference is 0, None without pairs."""
+    if diff.size == 0:
+        return None
+    nonzero = diff[diff != 0]
+    if nonzero.size == 0:
+        return 0.0
+    ranks = stats.rankdata(np.abs(nonzero))
+    plus, minus = float(ranks[nonzero > 0].sum()), float(ranks[nonzero < 0].sum())
+    return (plus - minus) / (plus + minus)
+
+
+def wilcoxon(diff: FloatArray) -> tuple[float | None, float | None]:
+    """Wilcoxon signed-rank (statistic, two-sided p); (0, 1) when nothing moved."""
+    if diff.size == 0:
+        return None, None
+    if np.all(diff == 0):
+        return 0.0, 1.0
+    result = stats.wilcoxon(diff, zero_method="wilcox", alternative="two-sided")
+    return float(result.statistic), float(result.pvalue)
+
+
+def changed_decisions(a: FloatArray, b: FloatArray) -> dict[str, Any]:
+    """How many paired decision codes changed, and the test of marginal homogeneity."""
+    changed = int((a != b).sum())
+    base: dict[str, Any] = {
+        "n": int(a.size),
+        "changed": changed,
+        "share": changed / a.size if a.size else None,
+    }
+    present = np.unique(np.concatenate([a, b])).astype(int)
+    if a.size == 0 or changed == 0:
+        none = {"test": None, "statistic": None, "df": None}
+        return {**base, **none, "pValue": 1.0 if a.size else None}
+    table = np.zeros((present.size, present.size))
+    np.add.at(table, (np.searchsorted(present, a), np.searchsorted(present, b)), 1)
+    # Codes nobody moved to or from add nothing to the statistic but make its covariance
+    # singular: test over the codes with discordant pairs.
+    moved = table.sum(axis=0) + table.sum(axis=1) - 2 * np.diag(table) > 0
+    table = table[np.ix_(moved, moved)]
+    if table.shape[0] == 2:
+        exact = table[0, 1] + table[1, 0] < EXACT_MCNEMAR_BELOW
+        result = mcnemar(table, exact=exact, correction=False)
+        test, df = ("mcnemar_exact" if exact else "mcnemar"), 1
+    else:
+        with pywarnings.catch_warnings():
+            pywarnings.simplefilter("ignore")  # a singular covariance gives NaN: None below
+            result = SquareTable(table, shift_zeros=False).homogeneity()
+        test, df = "stuart_maxwell", int(result.df)
+    p = float(result.pvalue)
+    return {
+        **base,
+        "test": test,
+        "statistic": float(result.statistic),
+        "df": df,
+        "pValue": p if np.isfinite(p) else None,
+    }
+
+
+def mean_delta_interval(
+    diff: FloatArray, rng: np.random.Generator, draws: int, fpc: float | None
+) -> tuple[float, float]:
+    """The paired percentile bootstrap interval of the mean difference (scipy's
+    `bootstrap` over the pairs; its distribution scaled by `fpc` for a sampled run). One
+    pair: every resample is that pair, the interval its difference."""
+    if diff.size < 2:
+        return float(diff.mean()), float(diff.mean())
+    with pywarnings.catch_warnings():
+        pywarnings.simplefilter("ignore")  # one pair, or all equal: a degenerate distribution
+        result = stats.bootstrap(
+            (diff,), np.mean, n_resamples=draws, method="percentile", vectorized=True, rng=rng
+        )
+    boot = fpc_scaled(result.bootstrap_distribution, float(diff.mean()), fpc)
+    lower, upper = percentile_interval(boot)
+    return float(lower), float(upper)
+
+
+def decision_delta(
+    a: FloatArray, b: FloatArray, rng: np.random.Generator, draws: int, fpc: float | None
+) -> dict[str, Any]:
+    """A model's mean decision in both runs over the scenarios it decided in both."""
+    pairs = ~np.isnan(a) & ~np.isnan(b)
+    x, y = a[pairs], b[pairs]
+    diff = y - x
+    n = int(diff.size)
+    if n == 0:
+        return {"n": 0, "baselineMean": None, "comparisonMean": None, "delta": None,
+                "interval": None, "wilcoxon": {"statistic": None, "pValue": None},
+                "effectSize": {"dz": None, "rankBiserial": None, "interpretation": "undefined"},
+                "changedDecisions": changed_decisions(x, y)}  # fmt: skip
+    lower, upper = mean_delta_interval(diff, rng, draws, fpc)
+    statistic, p = wilcoxon(diff)
+    dz = paired_dz(y, x)
+    return {
+        "n": n,
+        "baselineMean": float(x.mean()),
+        "comparisonMean": float(y.mean()),
+        "delta": float(diff.mean()),
+        "interval": {
+            "lower": lower,
+            "upper": upper,
+            "level": LEVEL,
+            "method": interval_method(fpc),
+            "finitePopulationCorrection": fpc,
+        },
+        "wilcoxon": {"statistic": statistic, "pValue": p},
+        "effectSize": {
+            "dz": dz,
+            "rankBiserial": rank_biserial(diff),
+            "interpretation": interpret_d(dz),
+        },
+        "changedDecisions": changed_decisions(code_matrix(x), code_matrix(y)),
+    }
+
+
+def win(p: FloatArray, d: FloatArray) -> FloatArray:
+    """p / (p + d), elementwise; 0.5 where p + d = 0."""
+    total = p + d
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(total > 0, p / np.where(total > 0, total, 1), 0.5)
+
+
+def resample_weights(n: int, draws: int, rng: np.random.Generator) -> FloatArray:
+    """(draws, n): how often each pair is in each bootstrap resample, from the same index
+    draws as scipy's `bootstrap` (`rng.integers(0, n, (draws, n))`)."""
+    index = rng.integers(0, n, (draws, n))
+    flat = (np.arange(draws)[:, None] * n + index).ravel()
+    return np.bincount(flat, minlength=draws * n).reshape(draws, n).astype(float)
+
+
+def side_swaps(n: int, draws: int, rng: np.random.Generator) -> tuple[FloatArray, bool]:
+    """(swaps, exact): rows of 0/1 per pair (1: the pair's two sides swapped). Every one of
+    the 2ⁿ swaps when 2ⁿ ≤ draws (an exact test), else `draws` random ones."""
+    if n < 63 and 2**n <= draws:
+        every = (np.arange(2**n)[:, None] >> np.arange(n)) & 1
+        return every.astype(float), True
+    return rng.integers(0, 2, size=(draws, n)).astype(float), False
+
+
+def value_deltas(
+    pa: FloatArray,
+    da: FloatArray,
+    pb: FloatArray,
+    db: FloatArray,
+    values: list[str],
+    *,
+    boot_rng: np.random.Generator,
+    perm_rng: np.random.Generator,
+    draws: int,
+    fpc: float | None,
+) -> dict[str, Any]:
+    """Per value: the win-rate delta over n judged pairs (arrays (n, values): prioritised
+    and deprioritised counts per scenario, baseline a and comparison b), its interval, the
+    permutation p-value and Cohen's h.
+
+    Written over count matrices rather than with scipy's `bootstrap`/`permutation_test`,
+    for a measured reason: the statistic (a ratio of sums of two counts per side) is
+    evaluated for every value and every draw as one matrix product here, while scipy copies
+    each of the four count arrays per resample. Measured for 10 values × 2,000 scenarios and
+    1,000 draws: scipy's `bootstrap` alone 1.8 s per model; this bootstrap and permutation
+    test together 0.23 s. The resample indices are drawn as scipy draws them, so the tests
+    check the intervals against scipy's `bootstrap` exactly and the p-values against
+    `permutation_test`."""
+    n = pa.shape[0]
+    base_rate = win(pa.sum(0), da.sum(0))
+    comparison_rate = win(pb.sum(0), db.sum(0))
+    observed = comparison_rate - base_rate
+    weights = resample_weights(n, draws, boot_rng)
+    boot = win(weights @ pb, weights @ db) - win(weights @ pa, weights @ da)
+    lower, upper = percentile_interval(fpc_scaled(boot, observed, fpc))
+    swaps, exact = side_swaps(n, draws, perm_rng)
+    keep = 1 - swaps
+    null = win(keep @ pb + swaps @ pa, keep @ db + swaps @ da) - win(
+        keep @ pa + swaps @ pb, keep @ da + swaps @ db
+    )
+    extreme = (np.abs(null) >= np.abs(observed) - 1e-12).sum(axis=0)
+    p_values = extreme / swaps.shape[0] if exact else (1 + extreme) / (1 + draws)
+    h = cohens_h(base_rate, comparison_rate)
+    result = {}
+    for k, value in enumerate(values):
+        if (pa[:, k] + da[:, k] + pb[:, k] + db[:, k]).sum() == 0:
+            continue
+        result[value] = {
+            "n": n,
+            "baselineWinRate": float(base_rate[k]),
+            "comparisonWinRate": float(comparison_rate[k]),
+            "delta": float(observed[k]),
+            "interval": {
+                "lower": float(lower[k]),
+                "upper": float(upper[k]),
+                "level": LEVEL,
+                "method": interval_method(fpc),
+                "finitePopulationCorrection": fpc,
+            },
+            "pValue": float(p_values[k]),
+            "test": "paired_permutation_exact" if exact else "paired_permutation",
+            "effectSize": {"cohensH": float(h[k]), "interpretation": interpret_d(float(h[k]))},
+        }
+    return result

@@ -1,0 +1,135 @@
+"""Deep statistics against references computed here with scikit-learn and scipy: robust
+Mahalanobis distances (MinCovDet) and Isolation Forest flags in the space the analysis
+names, and the correlation intervals of a sampled run (finite-population correction)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+from sklearn.covariance import MinCovDet
+from sklearn.decomposition import PCA
+from sklearn.ensemble import IsolationForest
+
+from valuerank.analysis.deep import analyze_deep
+from valuerank.analysis.dimensions import correlations
+from valuerank.analysis.sampling import SampleBasis
+from valuerank.analysis.structure import RANDOM_STATE, outliers
+from valuerank.analysis.synthetic import SyntheticSpec, synthetic_run
+
+from .helpers import strict_json
+
+Z_975 = stats.norm.ppf(0.975)
+
+
+def _zscores(cells: np.ndarray) -> np.ndarray:
+    """Each scenario's column standardised across the models (population sd)."""
+    return (cells - cells.mean(axis=0)) / cells.std(axis=0)
+
+
+def _references(space: np.ndarray) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
+    mcd = MinCovDet(random_state=RANDOM_STATE).fit(space)
+    distances = np.sqrt(mcd.mahalanobis(space))
+    threshold = math.sqrt(stats.chi2.ppf(0.975, space.shape[1]))
+    forest = IsolationForest(random_state=RANDOM_STATE, contamination="auto").fit(space)
+    return distances, threshold, -forest.score_samples(space), forest.predict(space) == -1
+
+
+def test_robust_mahalanobis_in_scenario_space_where_the_covariance_is_estimable() -> None:
+    # 12 models × 3 scenarios: more than twice as many models as scenarios.
+    rng = np.random.default_rng(4)
+    cells = np.clip(3 + rng.normal(0, 0.5, (12, 3)), 1, 5)
+    cells[11] = [5.0, 1.0, 5.0]  # far from everyone
+    models = tuple(f"m:{k:02d}" for k in range(12))
+    found = outliers(models, cells)
+    distances, threshold, scores, forest_flags = _references(_zscores(cells))
+    mahalanobis = found["mahalanobis"]
+    assert mahalanobis["space"] == "scenarios"
+    ours = np.array([mahalanobis["distances"][m] for m in models])
+    np.testing.assert_allclose(ours, distances, rtol=1e-9)
+    assert mahalanobis["threshold"] == pytest.approx(threshold)
+    assert mahalanobis["flagged"] == [
+        m for m, d in zip(models, distances, strict=True) if d > threshold
+    ]
+    assert "m:11" in mahalanobis["flagged"]
+    forest = found["isolationForest"]
+    assert forest["space"] == "scenarios"
+    np.testing.assert_allclose([forest["scores"][m] for m in models], scores, rtol=1e-9)
+    assert forest["flagged"] == [m for m, f in zip(models, forest_flags, strict=True) if f]
+
+
+def test_outliers_in_pca_space_when_the_covariance_is_not_estimable() -> None:
+    rng = np.random.default_rng(5)
+    base = rng.integers(1, 6, 30).astype(float)
+    cells = np.clip(base + rng.normal(0, 0.6, (10, 30)), 1, 5)
+    cells[9] = 6 - base  # a contrarian
+    models = tuple(f"m:{k}" for k in range(10))
+    found = outliers(models, cells)
+    k = max(1, min(3, (10 - 1) // 3, 30))
+    space = PCA(n_components=k, svd_solver="full").fit_transform(_zscores(cells))
+    distances, threshold, scores, forest_flags = _references(space)
+    assert found["mahalanobis"]["space"] == found["isolationForest"]["space"] == f"pca{k}"
+    ours = np.array([found["mahalanobis"]["distances"][m] for m in models])
+    np.testing.assert_allclose(ours, distances, rtol=1e-9)
+    assert found["mahalanobis"]["flagged"] == [
+        m for m, d in zip(models, distances, strict=True) if d > threshold
+    ]
+    assert found["isolationForest"]["flagged"] == [
+        m for m, f in zip(models, forest_flags, strict=True) if f
+    ]
+    np.testing.assert_allclose(
+        [found["isolationForest"]["scores"][m] for m in models], scores, rtol=1e-9
+    )
+
+
+def test_sampled_correlation_intervals_shrink_their_fisher_z_half_width() -> None:
+    total = 400
+    spec = SyntheticSpec(models=2, scenarios=80, seed=12, refusal_rate=0.0, missing_rate=0.0)
+    full = synthetic_run(spec)
+    sampled = synthetic_run(
+        SyntheticSpec(**{**spec.__dict__, "sample": SampleBasis(20, 80, total)})
+    )
+    fpc = math.sqrt((total - 80) / (total - 1))
+    plain, corrected = correlations(full), correlations(sampled)
+    levels = sampled.levels[sampled.scenario_idx]
+    for i, model in enumerate(sampled.models):
+        rows = sampled.decided & (sampled.model_idx == i)
+        for j, dim in enumerate(sampled.dimensions):
+            x, y = levels[rows, j], sampled.decision[rows]
+            ref = stats.pearsonr(x, y)
+            r, n = float(ref.statistic), x.size
+            ci = ref.confidence_interval()
+            half = (math.atanh(ci.high) - math.atanh(ci.low)) / 2 * fpc
+            entry = corrected[model][dim]
+            assert entry["pearson"]["interval"] == pytest.approx(
+                (math.tanh(math.atanh(r) - half), math.tanh(math.atanh(r) + half)), rel=1e-9
+            )
+            assert plain[model][dim]["pearson"]["interval"] == pytest.approx((ci.low, ci.high))
+            rho = float(stats.spearmanr(x, y).statistic)
+            se = math.sqrt((1 + rho * rho / 2) / (n - 3)) * fpc
+            assert entry["spearman"]["interval"] == pytest.approx(
+                (math.tanh(math.atanh(rho) - Z_975 * se), math.tanh(math.atanh(rho) + Z_975 * se)),
+                rel=1e-9,
+            )
+
+
+def test_the_deep_section_states_its_basis_and_how_the_correction_applies() -> None:
+    sample = SampleBasis(10, 60, 600)
+    data = synthetic_run(SyntheticSpec(models=4, scenarios=60, seed=3, sample=sample))
+    deep = strict_json(analyze_deep(data, bootstrap=10))
+    assert deep["sample"]["basis"] == "based on 10 % sample: 60 of 600 scenarios"
+    assert "SAMPLED_RUN" in {w["code"] for w in deep["warnings"]}
+    methods = deep["methodsUsed"]
+    assert methods["correlation"].endswith("_fpc") and methods["bradleyTerry"].endswith("_fpc")
+    assert f"{sample.fpc:.6g}" in methods["finitePopulationCorrection"]
+    full = strict_json(
+        analyze_deep(synthetic_run(SyntheticSpec(models=4, scenarios=60, seed=3)), bootstrap=10)
+    )
+    assert full["methodsUsed"]["finitePopulationCorrection"] is None
+    assert "SAMPLED_RUN" not in {w["code"] for w in full["warnings"]}
+    for model, fit in deep["bradleyTerry"].items():
+        for value, entry in (fit or {"values": {}})["values"].items():
+            wide = full["bradleyTerry"][model]["values"][value]
+            assert entry["upper"] - entry["lower"] <= wide["upper"] - wide["lower"] + 1e-9

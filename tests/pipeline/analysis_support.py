@@ -1,0 +1,103 @@
+"""Helpers of the analysis end-to-end tests: scripted personas with judges, a real
+in-process worker, and waiting for what it does."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import valuerank
+from valuerank.db import Database
+from valuerank.definitions.service import import_definition
+from valuerank.findings.analyses import stored_analysis
+from valuerank.pipeline.calls import ProviderPool
+from valuerank.pipeline.context import PipelineContext
+from valuerank.pipeline.handlers import register_pipeline_handlers
+from valuerank.pipeline.launch import launch_run, watch_report
+from valuerank.queue import QueueSettings, Worker
+from valuerank.rubrics import import_rubric
+from valuerank.runs.config import RunConfig
+from valuerank.runs.service import get_run
+from valuerank.runs.states import RunStatus
+
+DEMO = Path(valuerank.__file__).parent / "demo" / "exp-demo-whistleblower.md"
+RUBRIC = Path(__file__).parents[2] / "examples" / "values_rubric.yaml"
+FAST = QueueSettings(poll_seconds=0.02, heartbeat_seconds=0.05, retry_base_seconds=0.0)
+PERSONAS = (
+    "scripted:utilitarian",
+    "scripted:contrarian",
+    "scripted:deontologist",
+    "scripted:refuser",
+)
+JUDGES = ("scripted:centrist", "scripted:utilitarian")
+T = TypeVar("T")
+
+
+@contextlib.asynccontextmanager
+async def running_worker(db: Database) -> AsyncIterator[None]:
+    worker = Worker(db, settings=FAST, concurrency=4)
+    ctx = PipelineContext(db, providers=ProviderPool(environ={}), poll_seconds=0.1)
+    register_pipeline_handlers(worker, ctx)
+    task = asyncio.create_task(worker.run_forever())
+    try:
+        yield
+    finally:
+        worker.stop()
+        await task
+        await ctx.aclose()
+
+
+async def wait_for(probe: Callable[[], Awaitable[T | None]], timeout: float = 90) -> T:
+    deadline = time.monotonic() + timeout
+    while True:
+        found = await probe()
+        if found:
+            return found
+        assert time.monotonic() < deadline, "timed out waiting"
+        await asyncio.sleep(0.05)
+
+
+async def set_up(db: Database, org_id: str) -> str:
+    async with db.transaction() as conn:
+        await import_rubric(conn, org_id, RUBRIC.read_text(), name="values")
+        stored, _ = await import_definition(conn, org_id, DEMO.read_text(), source_file=DEMO.name)
+    return stored.version.id
+
+
+async def launch(db: Database, org_id: str, definition_id: str, config: RunConfig) -> str:
+    async with db.transaction() as conn:
+        launched = await launch_run(conn, org_id, definition_id, config, environ={})
+    return launched.created.run.id
+
+
+async def wait_completed(db: Database, org_id: str, run_id: str) -> None:
+    async def done() -> bool:
+        report = await watch_report(db, org_id, run_id)
+        return report.run.status.terminal
+
+    await wait_for(done)
+    async with db.transaction() as conn:
+        assert (await get_run(conn, org_id, run_id)).status is RunStatus.COMPLETED
+
+
+async def wait_stored(db: Database, org_id: str, run_id: str, kind: str) -> Any:
+    async def found() -> Any:
+        async with db.transaction() as conn:
+            return await stored_analysis(conn, org_id, run_id, kind)  # type: ignore[arg-type]
+
+    return await wait_for(found)
+
+
+def run_config(models: tuple[str, ...] = PERSONAS, **extra: Any) -> RunConfig:
+    return RunConfig(
+        models=models,
+        sample_percentage=30,
+        sample_seed=0,  # runs to pair sample the same scenarios
+        followup_turns=0,
+        judge_models=JUDGES,
+        **extra,
+    )
