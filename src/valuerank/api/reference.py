@@ -62,7 +62,7 @@ def _summary(route: APIRoute | APIWebSocketRoute) -> str:
     return " ".join(doc.split("\n\n")[0].split()) if doc else ""
 
 
-def _routes(app: FastAPI) -> Iterator[APIRoute | APIWebSocketRoute]:
+def api_routes(app: FastAPI) -> Iterator[APIRoute | APIWebSocketRoute]:
     for entry in app.routes:
         router = getattr(entry, "original_router", None)
         if router is None:
@@ -75,7 +75,7 @@ def _routes(app: FastAPI) -> Iterator[APIRoute | APIWebSocketRoute]:
 
 def route_docs(app: FastAPI) -> list[RouteDoc]:
     docs = []
-    for route in _routes(app):
+    for route in api_routes(app):
         methods = ["WS"] if isinstance(route, APIWebSocketRoute) else sorted(route.methods or ())
         for method in methods:
             docs.append(RouteDoc(method, route.path, _role(route), _summary(route)))
