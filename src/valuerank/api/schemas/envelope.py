@@ -91,7 +91,8 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     "5XX": {
         **_ERROR,
         "description": "A server error in the error envelope (no stack trace): 500, 503 "
-        "DATABASE_UNAVAILABLE or DATABASE_ERROR, 504 CACHE_ERROR.",
+        "DATABASE_UNAVAILABLE, DATABASE_ERROR or SECRET_KEY_MISSING (the server is not set "
+        "up for it), 504 CACHE_ERROR.",
     },
 }
 
