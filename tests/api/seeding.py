@@ -14,7 +14,12 @@ from dataclasses import dataclass, field
 
 from valuerank.credentials import set_credential
 from valuerank.crypto import generate_key, optional_cipher
-from valuerank.queue.outbox import deliver_due, enqueue_notifications, register_webhook
+from valuerank.queue.outbox import (
+    deliver_due,
+    enqueue_notifications,
+    list_outbox,
+    register_webhook,
+)
 from valuerank.queue.slots import ensure_org_caps
 
 from .conftest import Account, Live, make_demo_run
@@ -59,11 +64,15 @@ async def seed_organisation(live: Live, account: Account, marker: str) -> Seeded
         [ids["notification"]] = await enqueue_notifications(conn, org, "task_failed", {"m": 1})
         await enqueue_notifications(conn, org, "run_complete", {"m": 2}, max_attempts=1)
         await set_credential(
-            conn, org, "openai", f"sk-{marker}-0123456789", cipher=optional_cipher(generate_key())
+            conn, org, "openai", f"sk-0123456789-{marker}", cipher=optional_cipher(generate_key())
         )
         await ensure_org_caps(conn, [org], 3)
     # The notification allowed one attempt dies on it; the other stays pending (retried later).
     await deliver_due(db, limit=10, timeout=2, org_id=org)
+    async with db.transaction() as conn:
+        [dead] = await list_outbox(conn, org, status="dead")
+    ids["dead_notification"] = dead.id
+    ids["org"] = org
     async with live.client(token=account.token) as client:
 
         async def made(method: str, url: str, body: object = None) -> dict[str, object]:
@@ -94,6 +103,10 @@ async def seed_organisation(live: Live, account: Account, marker: str) -> Seeded
         )
         ids["variant_run"] = str(variant["id"])
         await made("POST", f"/api/queue/runs/{ids['variant_run']}/pause")
+        queued = await made(
+            "POST", "/api/queue/runs", {"definition_id": ids["definition"], "models": [MODELS[0]]}
+        )
+        ids["queued_run"] = str(queued["id"])
         evaluation = await made(
             "POST",
             "/api/eval/runs",
@@ -119,3 +132,18 @@ async def seed_organisation(live: Live, account: Account, marker: str) -> Seeded
         )
         ids["validation"] = str(recorded["validation"]["id"])  # type: ignore[index]
     return seeded
+
+
+async def shared_ids(live: Live) -> dict[str, str]:
+    """Names of what every organisation shares: a validator model of the registry, a provider
+    of the queue, one to store a key for, and a maintenance pass (made by the install's admin)."""
+    async with live.client() as admin:
+        models = (await admin.get("/api/assumptions/models")).json()["data"]["models"]
+        maintenance = await admin.post("/api/system/queue/maintenance/run")
+        assert maintenance.status_code == 200, maintenance.text
+    return {
+        "validator": next(m["id"] for m in models if m["provider"] == "scripted"),
+        "provider": "scripted",
+        "credential_provider": "openai",
+        "maintenance_run": maintenance.json()["data"]["id"],
+    }

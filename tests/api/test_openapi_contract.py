@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -29,12 +28,22 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from valuerank.api.reference import api_routes, reference_app
+from valuerank.config import get_settings
+from valuerank.crypto import generate_key
 
-from .conftest import DEMO, Live
-from .seeding import MODELS, RUBRIC, Seeded, seed_organisation
+from .conftest import Live
+from .operations import (
+    QUERIES,
+    SCHEMA,
+    Ids,
+    body,
+    operations,
+    ordered,
+    path_ids,
+    resolve,
+)
+from .seeding import Seeded, seed_organisation, shared_ids
 
-SCHEMA: dict[str, Any] = reference_app().openapi()
-METHODS = ("get", "post", "put", "patch", "delete")
 CHECKS = [
     not_a_server_error,
     response_schema_conformance,
@@ -55,18 +64,7 @@ NOT_JSON = ("/events/stream",)  # a text/event-stream, tested with real clients 
 
 
 def _operations() -> list[tuple[str, str, dict[str, Any]]]:
-    return [
-        (method.upper(), path, operation)
-        for path, item in SCHEMA["paths"].items()
-        for method, operation in item.items()
-        if method in METHODS
-    ]
-
-
-def _resolve(node: dict[str, Any]) -> dict[str, Any]:
-    while "$ref" in node:
-        node = SCHEMA["components"]["schemas"][node["$ref"].rsplit("/", 1)[-1]]
-    return node
+    return [(label.split(" ", 1)[0], path, op) for label, path, op in operations()]
 
 
 def _typed(path: str) -> bool:
@@ -91,7 +89,7 @@ def test_every_operation_documents_its_success_and_its_errors() -> None:
             assert content, f"{label} {status}: no media type documented"
             if "application/json" not in content:
                 continue
-            envelope = _resolve(content["application/json"]["schema"])
+            envelope = resolve(content["application/json"]["schema"])
             assert envelope["properties"]["success"]["const"] is True, label
             assert {"success", "data", "timestamp", "cached"} <= set(envelope["required"])
             assert envelope["additionalProperties"] is False, label
@@ -103,7 +101,7 @@ def test_every_operation_documents_its_success_and_its_errors() -> None:
 
 
 def test_the_error_envelope_is_documented() -> None:
-    error = _resolve({"$ref": "#/components/schemas/ErrorEnvelope"})
+    error = resolve({"$ref": "#/components/schemas/ErrorEnvelope"})
     assert error["properties"]["success"]["const"] is False
     assert set(error["required"]) == {"success", "error", "code", "timestamp"}
     assert {"hint", "details"} <= set(error["properties"])
@@ -183,143 +181,30 @@ def test_every_body_model_is_strict() -> None:
 
 # --- real answers ---------------------------------------------------------------------------
 
-Ids = dict[str, str]
-# Path parameter → the id of the seeded organisation's resource it names.
-PARAMS = {
-    "run_id": "run",
-    "definition_id": "definition",
-    "other_id": "definition",
-    "rubric_id": "rubric",
-    "comparison_id": "comparison",
-    "experiment_id": "experiment",
-    "task_id": "task",
-    "ra_tag_id": "tag",
-    "user_id": "user",
-    "token_id": "token",
-    "transcript_id": "transcript",
-    "outbox_id": "notification",
-    "model_id": "validator",
-    "provider": "provider",
-}
-# Operations (by path prefix) whose run or notification is another one than PARAMS says:
-# one in the state the operation needs.
-PATH_IDS = {
-    "/api/queue/runs/{run_id}": "queued_run",
-    "/api/eval/runs/{run_id}": "eval_run",
-    "/api/runs/{run_id}/expand": "variant_run",
-    "/api/runs/{run_id}/rerun-failed": "variant_run",
-    "/api/system/queue/maintenance/runs/{run_id}": "maintenance_run",
-    "/api/system/notifications/outbox/{outbox_id}/retry": "dead_notification",
-}
-
-
-def _path_ids(path: str, operation: dict[str, Any], ids: Ids) -> dict[str, str]:
-    names = [p["name"] for p in operation.get("parameters", []) if p["in"] == "path"]
-    other = next((kind for prefix, kind in PATH_IDS.items() if path.startswith(prefix)), None)
-    return {
-        name: ids[other] if other and name in ("run_id", "outbox_id") else ids[PARAMS[name]]
-        for name in names
-    }
-
-
-# Bodies of the typed writes (the rest get the smallest body their schema allows).
-BODIES: dict[str, Callable[[Ids], Any]] = {
-    "POST /api/queue/runs": lambda ids: {"definition_id": ids["definition"], "models": [MODELS[0]]},
-    "POST /api/eval/runs": lambda ids: {"definition_id": ids["definition"], "models": [MODELS[0]]},
-    "POST /api/runs/{run_id}/expand": lambda ids: {"sample_percentage": 50.0},
-    "POST /api/runs/compare": lambda ids: {
-        "baseline_run_id": ids["run"],
-        "comparison_run_id": ids["second_run"],
-    },
-    "POST /api/experiments": lambda ids: {"name": "again", "baseline_run_id": ids["run"]},
-    "POST /api/experiments/{experiment_id}/runs": lambda ids: {"changes": {"temperature": 1.0}},
-    "POST /api/runs/{run_id}/analyze": lambda ids: {"deep": True},
-    "POST /api/assumptions/tasks": lambda ids: {"name": "another task"},
-    "POST /api/assumptions/tasks/{task_id}/tags": lambda ids: {
-        "text": "#COMPLETION_DRIVE_IMPL: another assumption"
-    },
-    "POST /api/assumptions/tasks/{task_id}/tags/{ra_tag_id}/validations": lambda ids: {
-        "validator_id": ids["validator"],
-        "outcome": "partial",
-        "confidence": 55,
-    },
-    "POST /api/assumptions/tasks/{task_id}/tags/{ra_tag_id}/validate": lambda ids: {
-        "models": [ids["validator"]]
-    },
-}
-BODIES.update(
-    {
-        "POST /api/definitions": lambda ids: {"markdown": DEMO.read_text(), "label": "copy"},
-        "POST /api/rubrics": lambda ids: {"name": "another rubric", "yaml": RUBRIC},
-        "POST /api/scenarios/expand": lambda ids: {"definition_id": ids["definition"]},
-        "POST /api/models/check": lambda ids: {"models": [ids["validator"]]},
-        "POST /api/users": lambda ids: {"email": "new@x.test", "role": "viewer"},
-    }
-)
-QUERIES: dict[str, dict[str, Any]] = {
-    "GET /api/runs/{run_id}/analysis": {"debug": "true"},
-    "GET /api/assumptions/consensus/{task_id}": {"debug": "true"},
-}
 # Answers captured for later requests: operation → (id name, field of `data`).
 CAPTURE = {
     "POST /api/queue/runs": ("queued_run", "id"),
     "POST /api/eval/runs": ("eval_run", "id"),
     "POST /api/system/queue/maintenance/run": ("maintenance_run", "id"),
 }
-LAST = ("DELETE", "POST /api/auth/logout")  # they would spoil what follows
-
-
-def _order(labels: list[str]) -> list[str]:
-    """Creations before the operations on what they created, deletions last."""
-    first = [label for label in labels if label in CAPTURE]
-    last = [label for label in labels if label.startswith(LAST)]
-    return first + [x for x in labels if x not in first and x not in last] + last
-
-
-def _smallest(spec: dict[str, Any], ids: Ids) -> Any:
-    spec = _resolve(spec)
-    for option in spec.get("anyOf", []):
-        if option.get("type") != "null":
-            return _smallest(option, ids)
-    if "enum" in spec:
-        return spec["enum"][0]
-    kind = spec.get("type")
-    if kind == "object":
-        required = spec.get("required", [])
-        return {name: _smallest(spec["properties"][name], ids) for name in required}
-    if kind == "array":
-        return [_smallest(spec.get("items", {}), ids) for _ in range(spec.get("minItems", 0))]
-    if kind in ("integer", "number"):
-        return spec.get("minimum", 1)
-    if kind == "boolean":
-        return False
-    return "x" * max(1, spec.get("minLength", 1))
-
-
-def _body(label: str, operation: dict[str, Any], ids: Ids) -> Any:
-    if label in BODIES:
-        return BODIES[label](ids)
-    content = operation.get("requestBody", {}).get("content", {})
-    if "application/json" not in content:
-        return None
-    return _smallest(content["application/json"]["schema"], ids)
 
 
 def _validate_every_operation(url: str, token: str, ids: Ids) -> dict[str, tuple[int, Any]]:
     """Call every operation once with real ids and check its answer with schemathesis."""
     headers = {"Authorization": f"Bearer {token}"}
     served = schemathesis.openapi.from_url(f"{url}/openapi.json", headers=headers)
-    documented = {f"{m} {p}": (p, op) for m, p, op in _operations()}
+    documented = {label: (path, op) for label, path, op in operations()}
+    creations = [label for label in documented if label in CAPTURE]
     answers: dict[str, tuple[int, Any]] = {}
-    for label in _order(list(documented)):
+    for label in creations + ordered([x for x in documented if x not in creations]):
         path, operation = documented[label]
         if path.endswith(NOT_JSON):
             continue
-        body = _body(label, operation, ids)
+        sent = body(label, operation, ids)
         case = served[path][label.split(" ", 1)[0]].Case(
-            path_parameters=_path_ids(path, operation, ids),
+            path_parameters=path_ids(path, operation, ids),
             query=QUERIES.get(label, {}),
-            **({"body": body, "media_type": "application/json"} if body is not None else {}),
+            **({"body": sent, "media_type": "application/json"} if sent is not None else {}),
         )
         response = case.call_and_validate(base_url=url, headers=headers, checks=CHECKS)
         is_json = response.headers.get("content-type", [""])[0].startswith("application/json")
@@ -334,19 +219,26 @@ async def _seeded(live: Live) -> Seeded:
     account = await live.account("default", "admin")
     seeded = await seed_organisation(live, account, "contract")
     async with live.client(token=account.token) as client:
-        models = (await client.get("/api/assumptions/models")).json()["data"]["models"]
-        dead = await client.get("/api/system/notifications/outbox", params={"status": "dead"})
         # Another member, for the operations on a member (changing one's own role or
         # removing oneself would end this test's access).
         member = await client.post("/api/users", json={"email": "m@x.test", "role": "member"})
     seeded.ids["user"] = member.json()["data"]["id"]
-    seeded.ids["validator"] = next(m["id"] for m in models if m["provider"] == "scripted")
-    seeded.ids["provider"] = "scripted"
-    seeded.ids["dead_notification"] = dead.json()["data"]["notifications"][0]["id"]
+    seeded.ids.update(await shared_ids(live))
     return seeded
 
 
-async def test_real_answers_match_what_every_operation_documents(live: Live) -> None:
+async def test_real_answers_match_what_every_operation_documents(
+    live: Live, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VALUERANK_SECRET_KEY", generate_key())  # provider keys can be stored
+    get_settings.cache_clear()
+    try:
+        await _check_every_operation(live)
+    finally:
+        get_settings.cache_clear()
+
+
+async def _check_every_operation(live: Live) -> None:
     seeded = await _seeded(live)
     ids = dict(seeded.ids)
     answers = await asyncio.to_thread(
@@ -370,8 +262,8 @@ async def test_real_answers_match_what_every_operation_documents(live: Live) -> 
         "computed",
     }
     # A list answering `next_cursor` pages with `cursor`, or says it is one page.
-    for label, (status, body) in answers.items():
-        data = body.get("data") if isinstance(body, dict) and status < 300 else None
+    for label, (status, answer) in answers.items():
+        data = answer.get("data") if isinstance(answer, dict) and status < 300 else None
         if not isinstance(data, dict) or "next_cursor" not in data:
             continue
         method, path = label.split(" ", 1)
