@@ -107,13 +107,13 @@ def test_the_error_envelope_is_documented() -> None:
     assert {"hint", "details"} <= set(error["properties"])
 
 
-GOOD = {
+GOOD: dict[str, Any] = {
     "success": True,
     "data": {"paused": True, "changed": False},
     "timestamp": "2025-01-31T12:00:00.000Z",
     "cached": False,
 }
-ERROR = {
+ERROR: dict[str, Any] = {
     "success": False,
     "error": "no run with id 'x'",
     "code": "RUN_NOT_FOUND",
