@@ -27,7 +27,7 @@ import io
 import json
 import re
 import zipfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,7 @@ from typing import Any
 import httpx
 import pytest
 import pytest_asyncio
+from sqlalchemy import func, select
 from tests.conftest import fresh_database
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
@@ -46,6 +47,7 @@ from valuerank.config import get_settings
 from valuerank.crypto import generate_key
 from valuerank.db import create_database
 from valuerank.db.migrate import upgrade
+from valuerank.db.tables import jobs
 from valuerank.orgs import ensure_org
 
 from .conftest import TOKEN, Live, api_settings, provision_admin, running
@@ -231,6 +233,22 @@ async def _sign_in_case(world: World, label: str, org: str) -> httpx.Response:
 SIGN_IN_CASES = ("POST /api/auth/login", "POST /api/auth/switch")
 
 
+# Answers counting jobs: how to read the count, and of which provider (None: all).
+COUNTED: dict[str, tuple[Callable[[Any], int], str | None]] = {
+    "GET /api/queue/status": (lambda data: data["counts"]["queued"], None),
+    "GET /api/providers/{provider}": (lambda data: data["queue_length"], "scripted"),
+}
+
+
+async def _queued(world: World, provider: str | None) -> int:
+    """A's queued jobs (of `provider`), counted in the database."""
+    mine = [jobs.c.org_id == world.mine.account.org_id, jobs.c.status == "queued"]
+    if provider is not None:
+        mine.append(jobs.c.provider == provider)
+    async with world.live.db.transaction() as conn:
+        return int(await conn.scalar(select(func.count()).select_from(jobs).where(*mine)) or 0)
+
+
 def _texts(response: httpx.Response) -> list[str]:
     """The answer as text: a JSON or text body, or every file of a ZIP."""
     if response.headers.get("content-type", "").startswith("application/zip"):
@@ -285,6 +303,10 @@ async def test_own_requests_show_nothing_of_another_organisation(world: World, c
     if case.method == "GET":
         assert response.status_code == 200, f"{case.label}: {response.text}"
     _assert_no_trace(case.label, _texts(response), world.theirs)
+    if case.label in COUNTED:  # numbers are A's own, though B has jobs queued too
+        counted, provider = COUNTED[case.label]
+        expected = await _queued(world, provider)
+        assert expected > 0 and counted(response.json()["data"]) == expected, case.label
     if case.path == "/api/credentials/{provider}":  # A's key changed or went, B's is as it was
         assert response.status_code == 200, response.text
         async with world.live.client(token=world.theirs.account.token) as owner:
