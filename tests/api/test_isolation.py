@@ -7,7 +7,7 @@ fails `test_every_operation_is_covered` until it is classified here):
 
 - A's own requests (A's ids, lists, exports) never show a trace of B: none of B's ids, its
   organisation's id, its member's email or the marker its names carry — in JSON, text, or
-  any file of a ZIP — and reads succeed;
+  any file of a ZIP — reads succeed, and the queue's counts are A's jobs only;
 - B's ids answer 404 (…NOT_FOUND, as an unknown id) wherever A names them: in the path, in
   the body, in the query (`?run=`, `?definition=`, `?user_id=`, `?webhook_id=`); B's admin
   gets past the same lookups with the same requests, so the 404s come from isolation;
