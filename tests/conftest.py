@@ -12,6 +12,7 @@ import os
 import threading
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -69,11 +70,12 @@ class TestDatabase:
     url: str
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[TestDatabase]:
-    """An empty database (no tables) on each backend."""
-    if request.param == "sqlite":
-        yield TestDatabase("sqlite", f"sqlite:///{tmp_path / 'valuerank.db'}")
+@contextmanager
+def fresh_database(backend: str, directory: Path) -> Iterator[TestDatabase]:
+    """An empty database (no tables): a SQLite file in `directory`, or a PostgreSQL schema
+    of its own (dropped afterwards; skipped, or failed in CI, when PostgreSQL is unreachable)."""
+    if backend == "sqlite":
+        yield TestDatabase("sqlite", f"sqlite:///{directory / 'valuerank.db'}")
         return
     _require_postgres()
     schema = f"vr_test_{uuid.uuid4().hex[:16]}"
@@ -85,6 +87,13 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Tes
     finally:
         with psycopg.connect(_libpq_url(PG_URL), autocommit=True) as conn:
             conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[TestDatabase]:
+    """An empty database (no tables) on each backend."""
+    with fresh_database(request.param, tmp_path) as database:
+        yield database
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ and `live.client_for(org, role)` a client acting as one. The app runs with rate 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -199,54 +200,56 @@ async def import_demo(db: Database, org_id: str) -> str:
 MakeRun = Callable[..., Awaitable[Run]]
 
 
+async def make_demo_run(
+    db: Database,
+    org: str,
+    *,
+    models: tuple[str, ...] = ("scripted:utilitarian",),
+    name: str = "",
+    decisions: dict[str, list[int | None]] | None = None,
+    summary: str | None = None,
+) -> Run:
+    """A pending run of the demo definition in `org`; `decisions` adds transcripts per model."""
+    definition_id = await import_demo(db, org)
+    async with db.transaction() as conn:
+        created = await create_run(
+            conn,
+            org,
+            definition_id,
+            RunConfig(models=models, sample_percentage=10, sample_seed=0),
+            name=name,
+        )
+        run = created.run
+        scenario_ids = await run_scenario_ids(conn, run.id)
+        for model, codes in (decisions or {}).items():
+            for i, code in enumerate(codes):
+                sid = scenario_ids[i % len(scenario_ids)]
+                transcript = Transcript(
+                    run_id=run.cli_run_id,
+                    scenario_id=sid,
+                    target_model=model,
+                    subject="demo",
+                    turns=(Turn(1, "scenario", "Decide.", f"Rating: {code}"),),
+                )
+                record = TranscriptRecord(
+                    transcript=transcript,
+                    model=model,
+                    sample_index=i // len(scenario_ids),
+                    cost_usd=0.001,
+                    decision_code=code,
+                    decision_reason=None if code is not None else "refusal",
+                    synthetic=model.startswith("scripted:"),
+                )
+                await insert_transcript(conn, org, run.id, record)
+        if summary is not None:
+            await conn.execute(update(runs).where(runs.c.id == run.id).values(summary=summary))
+    return run
+
+
 @pytest.fixture
 def make_run(db: Database) -> MakeRun:
-    """A pending run of the demo definition in `org`; `decisions` adds transcripts per model."""
-
-    async def make(
-        org: str,
-        *,
-        models: tuple[str, ...] = ("scripted:utilitarian",),
-        name: str = "",
-        decisions: dict[str, list[int | None]] | None = None,
-        summary: str | None = None,
-    ) -> Run:
-        definition_id = await import_demo(db, org)
-        async with db.transaction() as conn:
-            created = await create_run(
-                conn,
-                org,
-                definition_id,
-                RunConfig(models=models, sample_percentage=10, sample_seed=0),
-                name=name,
-            )
-            run = created.run
-            scenario_ids = await run_scenario_ids(conn, run.id)
-            for model, codes in (decisions or {}).items():
-                for i, code in enumerate(codes):
-                    sid = scenario_ids[i % len(scenario_ids)]
-                    transcript = Transcript(
-                        run_id=run.cli_run_id,
-                        scenario_id=sid,
-                        target_model=model,
-                        subject="demo",
-                        turns=(Turn(1, "scenario", "Decide.", f"Rating: {code}"),),
-                    )
-                    record = TranscriptRecord(
-                        transcript=transcript,
-                        model=model,
-                        sample_index=i // len(scenario_ids),
-                        cost_usd=0.001,
-                        decision_code=code,
-                        decision_reason=None if code is not None else "refusal",
-                        synthetic=model.startswith("scripted:"),
-                    )
-                    await insert_transcript(conn, org, run.id, record)
-            if summary is not None:
-                await conn.execute(update(runs).where(runs.c.id == run.id).values(summary=summary))
-        return run
-
-    return make
+    """`await make_run(org, …)`: `make_demo_run` on the test's database."""
+    return functools.partial(make_demo_run, db)
 
 
 def _assert_error(response: httpx.Response, status: int, code: str) -> dict[str, Any]:

@@ -265,3 +265,34 @@ def test_reads_need_the_viewer_role_and_writes_the_member_role() -> None:
     assert len(seen) == 10
     for (method, path), role in seen.items():
         assert role is (member if method == "POST" else viewer), (method, path)
+
+
+async def test_analysis_debug_shows_the_reads_timings(
+    live: Any, org_id: str, make_run: Any
+) -> None:
+    """`?debug=true` as on the consensus reads: where the time went, and what was computed."""
+    run = await make_run(org_id, models=MODELS, decisions=DECISIONS)
+    async with live.client() as client:
+        plain = (await client.get(f"/api/runs/{run.id}/analysis")).json()
+        assert "debug" not in plain  # computed (and stored) by this first read
+        cached = await client.get(f"/api/runs/{run.id}/analysis", params={"debug": "true"})
+        deep = await client.get(
+            f"/api/runs/{run.id}/analysis", params={"debug": "true", "deep": "true"}
+        )
+    assert cached.status_code == 200 and cached.json()["cached"] is True
+    timings = cached.json()["debug"]
+    assert timings["cache_hit"] is True and timings["computed"] == []
+    assert timings["query_time_ms"] > 0 and timings["analysis_time_ms"] == 0
+    assert deep.status_code == 202  # the deep analysis was queued; the timings still come
+    assert deep.json()["debug"]["query_time_ms"] > 0 and deep.json()["debug"]["computed"] == []
+
+
+async def test_analysis_bodies_coerce_nothing(
+    live: Any, org_id: str, make_run: Any, assert_error: Any
+) -> None:
+    """Strict like every other body: neither `"true"` nor 1 is a boolean."""
+    run = await make_run(org_id, models=MODELS, decisions=DECISIONS)
+    async with live.client() as client:
+        for body in ({"deep": "true"}, {"force": 1}):
+            response = await client.post(f"/api/runs/{run.id}/analyze", json=body)
+            assert_error(response, 422, "VALIDATION_ERROR")

@@ -182,7 +182,9 @@ async def test_list_filters_and_pages(
         assert await names(model="scripted:centrist") == ["c"]
         assert await names(model="scripted:nobody") == []
         assert await names(definition=made[0].definition_id, status="running") == ["b"]
-        assert await names(definition="no-such-definition") == []
+        # A definition the organisation does not have is 404, as in a path (not an empty page).
+        unknown = await client.get("/api/runs", params={"definition": "no-such-definition"})
+        assert unknown.status_code == 404 and unknown.json()["code"] == "DEFINITION_NOT_FOUND"
         b_time = "2024-02-01T00:00:00Z"
         assert await names(created_since=b_time, created_until=b_time) == ["b"]
         assert await names(created_since="2024-01-15T00:00:00") == ["c", "b"]  # naive: UTC

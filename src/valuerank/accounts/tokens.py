@@ -198,7 +198,10 @@ async def list_tokens(
     limit: int | None = None,
 ) -> list[TokenInfo]:
     """Tokens of the organisation (None: every organisation, for the operator), optionally of
-    one user; newest first. A page: `limit` tokens after the token whose id is `after`."""
+    one user; newest first. A page: `limit` tokens after the token whose id is `after`.
+    A `user_id` that is not a member of the organisation is NOT_FOUND (as in a path)."""
+    if org_id is not None and user_id is not None:
+        await get_member(conn, org_id, user_id)
     query = _select()
     if org_id is not None:
         query = query.where(api_tokens.c.org_id == org_id)

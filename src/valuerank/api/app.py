@@ -38,6 +38,7 @@ from valuerank.api.errors import install_error_handlers
 from valuerank.api.headers import SecurityHeadersMiddleware
 from valuerank.api.limits import MAX_BODY_BYTES, BodyLimitMiddleware
 from valuerank.api.ratelimit import LoginThrottle, RateLimiter, RateLimitMiddleware
+from valuerank.api.schemas import ERROR_RESPONSES, document_envelopes
 from valuerank.config import Settings, get_settings
 from valuerank.db import Database
 
@@ -64,6 +65,7 @@ def create_app(
         docs_url=None,  # Swagger UI and ReDoc load from a CDN; the UI works offline
         redoc_url=None,
         openapi_url="/openapi.json",
+        responses=ERROR_RESPONSES,  # every route: its failures in the error envelope
     )
     app.state.valuerank = AppContext(db=db, org_id=org_id)
     limiter = RateLimiter(settings)
@@ -94,6 +96,7 @@ def create_app(
     app.include_router(routes_progress.router)
     app.include_router(routes_ops.router)
     pages.install(app)
+    document_envelopes(app)
     app.add_middleware(RateLimitMiddleware, limiter=limiter)
     app.add_middleware(AuthMiddleware, db=db, org_id=org_id, policy=policy, limiter=limiter)
     app.add_middleware(

@@ -62,8 +62,18 @@ def code_for_status(status: int) -> str:
     return "".join(c if c.isalnum() else "_" for c in phrase.upper()).strip("_")
 
 
-def ok(data: Any, *, status_code: int = 200, cached: bool = False) -> JSONResponse:
-    return JSONResponse(success(data, cached=cached), status_code=status_code)
+def ok(
+    data: Any,
+    *,
+    status_code: int = 200,
+    cached: bool = False,
+    debug: dict[str, Any] | None = None,
+) -> JSONResponse:
+    """The success envelope; `debug` (a read's timings, `?debug=true`) is added when given."""
+    body = success(data, cached=cached)
+    if debug is not None:
+        body["debug"] = debug
+    return JSONResponse(body, status_code=status_code)
 
 
 def error_json(

@@ -2,8 +2,10 @@
 
 `GET /api/runs/{id}/analysis` serves the basic analysis (computed on a cache miss: it is
 fast) and, with `?deep=true`, the deep one when it is current — otherwise it queues
-`analyze:deep` and answers 202 with the job. Writes (`POST`) need the member role; another
-organisation's ids are 404 like unknown ones (every service call is scoped by org).
+`analyze:deep` and answers 202 with the job. Like the consensus reads, `cached: true` says
+the stored analysis was served and `?debug=true` adds the read's timings (`debug`).
+Writes (`POST`) need the member role; another organisation's ids are 404 like unknown ones
+(every service call is scoped by org).
 """
 
 from __future__ import annotations
@@ -17,7 +19,20 @@ from pydantic import BaseModel, ConfigDict, Field
 from valuerank.api.deps import Member, Viewer
 from valuerank.api.envelope import ok
 from valuerank.api.pagination import Cursor, Limit, after_created, page
-from valuerank.findings.analyses import Kind, run_analysis
+from valuerank.api.schemas import Debugged, Envelope, also
+from valuerank.api.schemas.findings import (
+    Analysis,
+    AnalysisTimings,
+    Comparison,
+    ComparisonPage,
+    Experiment,
+    ExperimentPage,
+    ExperimentReport,
+    QueuedAnalysis,
+    QueuedComparison,
+    VariantRun,
+)
+from valuerank.findings.analyses import AnalysisOutcome, Kind, run_analysis
 from valuerank.findings.comparisons import (
     create_comparison,
     get_comparison,
@@ -39,7 +54,7 @@ router = APIRouter(tags=["analysis"])
 
 
 class AnalyzeBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     deep: bool = False
     force: bool = False
     narrative_model: str | None = Field(
@@ -55,57 +70,72 @@ class AnalyzeBody(BaseModel):
 
 
 class CompareBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     baseline_run_id: str = Field(min_length=1, max_length=100)
     comparison_run_id: str = Field(min_length=1, max_length=100)
     correction: str = Field(default="fdr_bh", description="fdr_bh (default) or holm")
 
 
 class ExperimentBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     name: str = Field(min_length=1, max_length=300)
     hypothesis: str = Field(default="", max_length=10_000)
     baseline_run_id: str = Field(min_length=1, max_length=100)
 
 
 class VariantBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     changes: dict[str, Any] = Field(description="What differs from the baseline's settings.")
+
+
+def _debug(outcome: AnalysisOutcome, wanted: bool) -> dict[str, Any] | None:
+    return outcome.debug_dict() if wanted else None
 
 
 def _job(job_id: str, status: str, **extra: Any) -> dict[str, Any]:
     return {"job_id": job_id, "status": status, **extra}
 
 
-@router.get("/api/runs/{run_id}/analysis")
+@router.get(
+    "/api/runs/{run_id}/analysis",
+    response_model=Debugged[Analysis, AnalysisTimings],
+    responses=also(
+        Debugged[Analysis, AnalysisTimings],
+        202,
+        description="`deep` was not current: it is queued (`deep` is the job).",
+    ),
+)
 async def get_analysis_route(
     run_id: str,
     ctx: Viewer,
     deep: Annotated[
         bool, Query(description="Also the deep analysis (queued if not current).")
     ] = False,
+    debug: Annotated[bool, Query(description="Add the read's timings as `debug`.")] = False,
 ) -> JSONResponse:
-    """The run's analysis (`analysis` of `valuerank analyze RUN --json`). With `deep`,
-    `meta.deepCached` says whether the deep result was served from the cache (true) or is
-    queued (false, 202 with the job)."""
+    """The run's analysis (`analysis` of `valuerank analyze RUN --json`); `cached: true`
+    when it was served from the stored analysis, `?debug=true` adds the read's timings. With
+    `deep`, `meta.deepCached` says whether the deep result was served from the cache (true)
+    or is queued (false, 202 with the job)."""
     outcome = await run_analysis(ctx.db, ctx.org_id, run_id)
     data = outcome.analysis
     if not deep:
-        return ok(data, cached=outcome.cached)
+        return ok(data, cached=outcome.cached, debug=_debug(outcome, debug))
     if outcome.current_deep is not None:
         data["deep"] = outcome.current_deep
         data["meta"]["deepCached"] = True
-        return ok(data, cached=outcome.cached)
-    async with ctx.db.transaction(immediate=True) as conn:
-        run = await get_run(conn, ctx.org_id, outcome.run_id)
-        queued = await enqueue_analysis(conn, run, "deep", key=outcome.input_hash)
-        job = await get_job(conn, queued.job_id, org_id=ctx.org_id)
+        return ok(data, cached=outcome.cached, debug=_debug(outcome, debug))
+    with outcome.timings.measure("query"):
+        async with ctx.db.transaction(immediate=True) as conn:
+            run = await get_run(conn, ctx.org_id, outcome.run_id)
+            queued = await enqueue_analysis(conn, run, "deep", key=outcome.input_hash)
+            job = await get_job(conn, queued.job_id, org_id=ctx.org_id)
     data["deep"] = _job(job.id, job.status.value, error=job.last_error)
     data["meta"]["deepCached"] = False
-    return ok(data, status_code=202, cached=outcome.cached)
+    return ok(data, status_code=202, cached=outcome.cached, debug=_debug(outcome, debug))
 
 
-@router.post("/api/runs/{run_id}/analyze")
+@router.post("/api/runs/{run_id}/analyze", status_code=202, response_model=Envelope[QueuedAnalysis])
 async def analyze_route(run_id: str, ctx: Member, body: AnalyzeBody | None = None) -> JSONResponse:
     """Queue the run's analysis (`force` recomputes even when the cached one is current); a
     `narrative_model` means the deep one, narrated."""
@@ -124,7 +154,7 @@ async def analyze_route(run_id: str, ctx: Member, body: AnalyzeBody | None = Non
     return ok(_job(queued.job_id, "queued", run_id=run.id, kind=kind), status_code=202)
 
 
-@router.post("/api/runs/compare")
+@router.post("/api/runs/compare", status_code=202, response_model=Envelope[QueuedComparison])
 async def compare_route(body: CompareBody, ctx: Member) -> JSONResponse:
     """Queue `analyze:compare` of two runs; answers the comparison id to poll."""
     async with ctx.db.transaction(immediate=True) as conn:
@@ -140,7 +170,7 @@ async def compare_route(body: CompareBody, ctx: Member) -> JSONResponse:
     )
 
 
-@router.get("/api/runs/{run_id}/comparisons")
+@router.get("/api/runs/{run_id}/comparisons", response_model=Envelope[ComparisonPage])
 async def run_comparisons_route(
     run_id: str, ctx: Viewer, limit: Limit = 50, cursor: Cursor = None
 ) -> JSONResponse:
@@ -159,7 +189,7 @@ async def run_comparisons_route(
     )
 
 
-@router.get("/api/comparisons/{comparison_id}")
+@router.get("/api/comparisons/{comparison_id}", response_model=Envelope[Comparison])
 async def get_comparison_route(comparison_id: str, ctx: Viewer) -> JSONResponse:
     """A comparison of two runs: queued, or its deltas, tests and most divergent scenarios."""
     async with ctx.db.transaction() as conn:
@@ -167,7 +197,7 @@ async def get_comparison_route(comparison_id: str, ctx: Viewer) -> JSONResponse:
     return ok(comparison.to_dict())
 
 
-@router.post("/api/experiments")
+@router.post("/api/experiments", status_code=201, response_model=Envelope[Experiment])
 async def create_experiment_route(body: ExperimentBody, ctx: Member) -> JSONResponse:
     """Create an experiment: a name, a hypothesis and the baseline run its variants face."""
     async with ctx.db.transaction(immediate=True) as conn:
@@ -181,7 +211,7 @@ async def create_experiment_route(body: ExperimentBody, ctx: Member) -> JSONResp
     return ok(experiment.to_dict(), status_code=201)
 
 
-@router.get("/api/experiments")
+@router.get("/api/experiments", response_model=Envelope[ExperimentPage])
 async def list_experiments_route(
     ctx: Viewer, limit: Limit = 50, cursor: Cursor = None
 ) -> JSONResponse:
@@ -199,7 +229,9 @@ async def list_experiments_route(
     )
 
 
-@router.post("/api/experiments/{experiment_id}/runs")
+@router.post(
+    "/api/experiments/{experiment_id}/runs", status_code=201, response_model=Envelope[VariantRun]
+)
 async def add_variant_route(experiment_id: str, body: VariantBody, ctx: Member) -> JSONResponse:
     """Create and start a variant run: the baseline's settings with `changes` applied."""
     async with ctx.db.transaction(immediate=True) as conn:
@@ -215,7 +247,7 @@ async def add_variant_route(experiment_id: str, body: VariantBody, ctx: Member) 
     )
 
 
-@router.get("/api/experiments/{experiment_id}")
+@router.get("/api/experiments/{experiment_id}", response_model=Envelope[ExperimentReport])
 async def get_experiment_route(experiment_id: str, ctx: Viewer) -> JSONResponse:
     """The experiment with its report: every variant against the baseline."""
     return ok(await experiment_report(ctx.db, ctx.org_id, experiment_id))

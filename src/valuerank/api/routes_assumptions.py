@@ -25,6 +25,19 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 from valuerank.api.deps import Member, Viewer
 from valuerank.api.envelope import ok, success_json
 from valuerank.api.pagination import Cursor, InvalidCursorError, Limit, decode_cursor, page
+from valuerank.api.schemas import Debugged, Envelope, also
+from valuerank.api.schemas.assumptions import (
+    MultiModelView,
+    RaTag,
+    ReadTimings,
+    RecordedValidation,
+    TagPage,
+    Task,
+    TaskConsensus,
+    TaskPage,
+    ValidationRequest,
+    ValidatorModels,
+)
 from valuerank.config import get_settings
 from valuerank.consensus.consensus import Outcome
 from valuerank.validation.cache import ReadCache
@@ -121,7 +134,9 @@ def _answer(read: Read, debug: bool) -> Response:
 # --- the seed's reads ---------------------------------------------------------------------
 
 
-@router.get("/multi-model/{task_id}/{ra_tag_id}")
+@router.get(
+    "/multi-model/{task_id}/{ra_tag_id}", response_model=Debugged[MultiModelView, ReadTimings]
+)
 async def multi_model_route(
     ctx: Viewer,
     task_id: TaskId,
@@ -142,7 +157,7 @@ async def multi_model_route(
     return _answer(read, debug)
 
 
-@router.get("/consensus/{task_id}")
+@router.get("/consensus/{task_id}", response_model=Debugged[TaskConsensus, ReadTimings])
 async def consensus_route(
     ctx: Viewer,
     task_id: TaskId,
@@ -157,9 +172,10 @@ async def consensus_route(
     return _answer(read, debug)
 
 
-@router.get("/models")
+@router.get("/models", response_model=Envelope[ValidatorModels])
 async def models_route(ctx: Viewer) -> JSONResponse:
-    """The models of the registry, with their weights in the consensus."""
+    """The models of the registry, with their weights in the consensus. Not paginated (the
+    seed's shape, with `total_models`): the registry holds tens of models."""
     async with ctx.db.transaction() as conn:
         return ok(await available_models(conn))
 
@@ -215,7 +231,7 @@ def _position(cursor: str | None) -> int | None:
     return value
 
 
-@router.post("/tasks", status_code=201)
+@router.post("/tasks", status_code=201, response_model=Envelope[Task])
 async def create_task_route(body: TaskIn, ctx: Member) -> JSONResponse:
     """Create a task to hold RA tags."""
     async with ctx.db.transaction(immediate=True) as conn:
@@ -223,7 +239,7 @@ async def create_task_route(body: TaskIn, ctx: Member) -> JSONResponse:
     return ok(task.to_dict(), status_code=201)
 
 
-@router.get("/tasks")
+@router.get("/tasks", response_model=Envelope[TaskPage])
 async def list_tasks_route(ctx: Viewer, limit: Limit = 50, cursor: Cursor = None) -> JSONResponse:
     """The organisation's tasks, newest first."""
     before = _position(cursor)
@@ -232,7 +248,7 @@ async def list_tasks_route(ctx: Viewer, limit: Limit = 50, cursor: Cursor = None
     return ok(page("tasks", [t.to_dict() for t in tasks], limit=limit, key=lambda t: [t["id"]]))
 
 
-@router.get("/tasks/{task_id}")
+@router.get("/tasks/{task_id}", response_model=Envelope[Task])
 async def get_task_route(
     ctx: Viewer,
     task_id: TaskId,
@@ -243,7 +259,12 @@ async def get_task_route(
     return ok(task.to_dict())
 
 
-@router.post("/tasks/{task_id}/tags")
+@router.post(
+    "/tasks/{task_id}/tags",
+    status_code=201,
+    response_model=Envelope[RaTag],
+    responses=also(Envelope[RaTag], 200, description="The same tag was there already."),
+)
 async def add_tag_route(
     ctx: Member,
     task_id: TaskId,
@@ -255,7 +276,7 @@ async def add_tag_route(
     return ok(tag.to_dict(), status_code=201 if created else 200)
 
 
-@router.get("/tasks/{task_id}/tags")
+@router.get("/tasks/{task_id}/tags", response_model=Envelope[TagPage])
 async def list_tags_route(
     ctx: Viewer, task_id: TaskId, limit: Limit = 50, cursor: Cursor = None
 ) -> JSONResponse:
@@ -266,7 +287,11 @@ async def list_tags_route(
     return ok(page("tags", [t.to_dict() for t in tags], limit=limit, key=lambda t: [t["position"]]))
 
 
-@router.post("/tasks/{task_id}/tags/{ra_tag_id}/validations", status_code=201)
+@router.post(
+    "/tasks/{task_id}/tags/{ra_tag_id}/validations",
+    status_code=201,
+    response_model=Envelope[RecordedValidation],
+)
 async def record_validation_route(
     ctx: Member,
     task_id: TaskId,
@@ -284,7 +309,11 @@ async def record_validation_route(
     return ok(data, status_code=201)
 
 
-@router.post("/tasks/{task_id}/tags/{ra_tag_id}/validate", status_code=202)
+@router.post(
+    "/tasks/{task_id}/tags/{ra_tag_id}/validate",
+    status_code=202,
+    response_model=Envelope[ValidationRequest],
+)
 async def validate_route(
     ctx: Member,
     task_id: TaskId,

@@ -12,6 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from valuerank.api.deps import Admin, Viewer
 from valuerank.api.envelope import ok
+from valuerank.api.schemas import Envelope
+from valuerank.api.schemas.accounts import CredentialList
 from valuerank.credentials import delete_credential, list_credentials, set_credential
 from valuerank.credentials.store import MAX_KEY_LENGTH
 
@@ -27,10 +29,11 @@ class KeyBody(BaseModel):
         return "KeyBody(api_key=<hidden>)"
 
 
-@router.get("")
+@router.get("", response_model=Envelope[CredentialList])
 async def list_credentials_route(ctx: Viewer) -> JSONResponse:
     """Providers with a key: stored for this organisation (masked to the last 4 characters),
-    or supplied by the server's environment (masked entirely)."""
+    or supplied by the server's environment (masked entirely). Not paginated: one entry per
+    provider at most (`next_cursor` is always null)."""
     async with ctx.db.transaction() as conn:
         items = await list_credentials(conn, ctx.org_id, environ=os.environ, env_hints=False)
     data = [item.to_dict() for item in items]
@@ -39,7 +42,7 @@ async def list_credentials_route(ctx: Viewer) -> JSONResponse:
 
 @router.put("/{provider}")
 async def set_credential_route(provider: str, body: KeyBody, ctx: Admin) -> JSONResponse:
-    """Store (or replace) the organisation's key for a provider, encrypted. 422
+    """Store (or replace) the organisation's key for a provider, encrypted. 503
     SECRET_KEY_MISSING when the server has no VALUERANK_SECRET_KEY."""
     async with ctx.db.transaction(immediate=True) as conn:
         info = await set_credential(conn, ctx.org_id, provider, body.api_key)

@@ -19,6 +19,7 @@ from valuerank.api.deps import Member, Viewer
 from valuerank.api.envelope import ok
 from valuerank.api.fields import NO_NUL
 from valuerank.api.pagination import Cursor, Limit, after_created, page
+from valuerank.api.schemas import SuccessEnvelope, also
 from valuerank.api.uploads import read_upload, upload_openapi
 from valuerank.definitions import service
 from valuerank.definitions.check import check_definition
@@ -26,6 +27,7 @@ from valuerank.definitions.edit import EDITABLE_FIELDS
 from valuerank.definitions.service import StoredDefinition
 
 router = APIRouter(prefix="/api/definitions", tags=["definitions"])
+STORED = also(SuccessEnvelope, 200, description="The same content was stored: nothing written.")
 
 MAX_TEXT = 200_000  # characters of a template, preamble or markdown file
 
@@ -170,7 +172,7 @@ async def list_definitions_route(
     )
 
 
-@router.post("", status_code=201)
+@router.post("", status_code=201, responses=STORED)
 async def create_definition_route(body: CreateBody, ctx: Member) -> JSONResponse:
     """Store a definition as a new lineage (`v1` unless `label` says otherwise), from its
     fields or from `markdown` (the CLI's file). The same content under the same name is not
@@ -190,7 +192,10 @@ async def create_definition_route(body: CreateBody, ctx: Member) -> JSONResponse
 
 
 @router.post(
-    "/import", status_code=201, openapi_extra=upload_openapi("text/markdown", "text/plain")
+    "/import",
+    status_code=201,
+    responses=STORED,
+    openapi_extra=upload_openapi("text/markdown", "text/plain"),
 )
 async def import_definition_route(
     request: Request,

@@ -20,6 +20,8 @@ from valuerank.api.deps import Member, Viewer
 from valuerank.api.envelope import ok
 from valuerank.api.pagination import EventsAfter, EventsLimit
 from valuerank.api.run_bodies import RunSettingsBody, launch_from_body
+from valuerank.api.schemas import Envelope
+from valuerank.api.schemas.runs import EventPage, LaunchedRun, RunReport, RunSummary, StartedRun
 from valuerank.api.views import event_page
 from valuerank.pipeline.launch import watch_report
 from valuerank.runs.service import cancel_run
@@ -28,7 +30,7 @@ from valuerank.runs.starting import enqueue_run
 router = APIRouter(prefix="/api/eval/runs", tags=["eval"])
 
 
-@router.post("", status_code=201)
+@router.post("", status_code=201, response_model=Envelope[LaunchedRun])
 async def create_eval_run_route(body: RunSettingsBody, ctx: Member) -> JSONResponse:
     """Create a pending run (nothing enqueued): its scenarios, planned jobs, cost estimate.
     Models are checked as `POST /api/queue/runs` checks them; nothing is written on error."""
@@ -37,14 +39,14 @@ async def create_eval_run_route(body: RunSettingsBody, ctx: Member) -> JSONRespo
     return ok(data, status_code=201)
 
 
-@router.get("/{run_id}")
+@router.get("/{run_id}", response_model=Envelope[RunReport])
 async def eval_run_route(run_id: str, ctx: Viewer) -> JSONResponse:
     """The run's status and progress (probe jobs per state, judging, cost, ETA, error)."""
     report = await watch_report(ctx.db, ctx.org_id, run_id)
     return ok(report.to_dict())
 
 
-@router.post("/{run_id}/start")
+@router.post("/{run_id}/start", response_model=Envelope[StartedRun])
 async def start_eval_run_route(run_id: str, ctx: Member) -> JSONResponse:
     """Enqueue the run's jobs. `enqueued` is true when this call put jobs on the queue (a
     pending run started, or a terminal run's failed jobs rerun), false when they were there
@@ -54,7 +56,7 @@ async def start_eval_run_route(run_id: str, ctx: Member) -> JSONResponse:
     return ok(result.to_dict())
 
 
-@router.get("/{run_id}/events")
+@router.get("/{run_id}/events", response_model=Envelope[EventPage])
 async def eval_run_events_route(
     run_id: str,
     ctx: Viewer,
@@ -65,7 +67,7 @@ async def eval_run_events_route(
     return ok(await event_page(ctx.db, ctx.org_id, run_id, after=after, limit=limit))
 
 
-@router.post("/{run_id}/cancel")
+@router.post("/{run_id}/cancel", response_model=Envelope[RunSummary])
 async def cancel_eval_run_route(run_id: str, ctx: Member) -> JSONResponse:
     """Cancel the run: queued jobs now, running ones at their next heartbeat (cancelling a
     cancelled run changes nothing; 409 for a completed or failed one)."""

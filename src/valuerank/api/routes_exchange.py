@@ -17,6 +17,7 @@ from fastapi.responses import JSONResponse, Response
 
 from valuerank.api.deps import Member, Viewer
 from valuerank.api.envelope import ok
+from valuerank.api.schemas import SuccessEnvelope, also
 from valuerank.api.uploads import read_upload, upload_openapi
 from valuerank.exchange import export_definition, export_workspace, run_folder, zip_run_folder
 from valuerank.exchange.definition_export import ZIP
@@ -91,6 +92,7 @@ async def export_workspace_route(ctx: Viewer) -> Response:
 @router.post(
     "/api/import",
     status_code=201,
+    responses=also(SuccessEnvelope, 200, description="It was all there: nothing written."),
     openapi_extra=upload_openapi(ZIP, "text/markdown", "application/yaml"),
 )
 async def import_route(

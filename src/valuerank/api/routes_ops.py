@@ -310,7 +310,8 @@ async def list_passes_route(
 
 @router.get("/queue/maintenance/runs/{run_id}")
 async def get_pass_route(run_id: str, ctx: SystemAdmin) -> JSONResponse:
-    """One maintenance pass; 404 MAINTENANCE_RUN_NOT_FOUND for an unknown id."""
+    """One maintenance pass; 404 MAINTENANCE_RUN_NOT_FOUND for an unknown id. Passes belong
+    to the install, not to an organisation: hence the default organisation's admins only."""
     async with ctx.db.transaction() as conn:
         done = await get_maintenance_run(conn, run_id)
     return ok(done.to_dict())

@@ -10,6 +10,8 @@ from valuerank.accounts import create_org_with_admin
 from valuerank.api.deps import Admin, ForbiddenError, Viewer
 from valuerank.api.envelope import ok
 from valuerank.api.routes_auth import account_of
+from valuerank.api.schemas import Envelope
+from valuerank.api.schemas.accounts import OrgList
 
 router = APIRouter(prefix="/api/orgs", tags=["organisations"])
 
@@ -23,9 +25,10 @@ class NewOrgBody(BaseModel):
     )
 
 
-@router.get("")
+@router.get("", response_model=Envelope[OrgList])
 async def list_orgs_route(ctx: Viewer) -> JSONResponse:
-    """The caller's organisations with the role held in each (a token: its own only)."""
+    """The caller's organisations with the role held in each (a token: its own only). Not
+    paginated: the list is bounded by the user's memberships (`next_cursor` is always null)."""
     items = [m.to_dict() for m in (await account_of(ctx)).orgs]
     return ok({"orgs": items, "count": len(items), "next_cursor": None})
 

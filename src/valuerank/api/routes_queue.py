@@ -24,6 +24,17 @@ from valuerank.api.deps import Admin, Member, RequestContext, Viewer
 from valuerank.api.envelope import ok
 from valuerank.api.pagination import Cursor, Limit, decode_cursor, page
 from valuerank.api.run_bodies import NewRunBody, launch_from_body
+from valuerank.api.schemas import Envelope
+from valuerank.api.schemas.runs import (
+    DeadJobPage,
+    DeletedRun,
+    LaunchedRun,
+    QueuePaused,
+    QueueStatus,
+    RetriedJob,
+    RunReport,
+    RunSummary,
+)
 from valuerank.pipeline.dead_jobs import dead_jobs
 from valuerank.pipeline.launch import watch_report
 from valuerank.queue import pause_org, queue_status, resume_org
@@ -32,7 +43,7 @@ from valuerank.runs import service
 router = APIRouter(prefix="/api/queue", tags=["queue"])
 
 
-@router.post("/runs", status_code=201)
+@router.post("/runs", status_code=201, response_model=Envelope[LaunchedRun])
 async def create_run_route(body: NewRunBody, ctx: Member) -> JSONResponse:
     """Create a run of a definition version and start it (one probe job per scenario, model
     and sample): its scenarios, job count and cost estimate. A model that cannot be served
@@ -42,7 +53,7 @@ async def create_run_route(body: NewRunBody, ctx: Member) -> JSONResponse:
     return ok(data, status_code=201)
 
 
-@router.get("/runs/{run_id}")
+@router.get("/runs/{run_id}", response_model=Envelope[RunReport])
 async def run_status_route(run_id: str, ctx: Viewer) -> JSONResponse:
     """The run's status and progress: probe jobs per state, judging, cost, ETA, error."""
     report = await watch_report(ctx.db, ctx.org_id, run_id)
@@ -58,26 +69,26 @@ async def _steer(ctx: RequestContext, action: Steer, run_id: str) -> JSONRespons
     return ok(run.summary_dict())
 
 
-@router.post("/runs/{run_id}/pause")
+@router.post("/runs/{run_id}/pause", response_model=Envelope[RunSummary])
 async def pause_run_route(run_id: str, ctx: Member) -> JSONResponse:
     """Stop starting the run's jobs; running ones finish, nothing is lost (409 if the run
     has ended)."""
     return await _steer(ctx, service.pause_run, run_id)
 
 
-@router.post("/runs/{run_id}/resume")
+@router.post("/runs/{run_id}/resume", response_model=Envelope[RunSummary])
 async def resume_run_route(run_id: str, ctx: Member) -> JSONResponse:
     """Start the paused run's jobs again."""
     return await _steer(ctx, service.resume_run, run_id)
 
 
-@router.post("/runs/{run_id}/cancel")
+@router.post("/runs/{run_id}/cancel", response_model=Envelope[RunSummary])
 async def cancel_run_route(run_id: str, ctx: Member) -> JSONResponse:
     """Cancel the run: queued jobs now, running ones at their next heartbeat."""
     return await _steer(ctx, service.cancel_run, run_id)
 
 
-@router.delete("/runs/{run_id}")
+@router.delete("/runs/{run_id}", response_model=Envelope[DeletedRun])
 async def delete_run_route(run_id: str, ctx: Member) -> JSONResponse:
     """Delete the run with its jobs, events, scenarios, transcripts and judgments. A run
     under way (running, paused, summarizing) is refused with 409 RUN_ACTIVE: cancel it
@@ -87,7 +98,7 @@ async def delete_run_route(run_id: str, ctx: Member) -> JSONResponse:
     return ok({"id": deleted, "deleted": True})
 
 
-@router.get("/status")
+@router.get("/status", response_model=Envelope[QueueStatus])
 async def queue_status_route(ctx: Viewer) -> JSONResponse:
     """`valuerank queue status --json` for the caller's organisation: its jobs per state,
     per provider and per live run; the oldest wait; whether the whole queue (`paused`) or
@@ -97,7 +108,7 @@ async def queue_status_route(ctx: Viewer) -> JSONResponse:
     return ok(status.to_dict())
 
 
-@router.post("/pause")
+@router.post("/pause", response_model=Envelope[QueuePaused])
 async def pause_queue_route(ctx: Admin) -> JSONResponse:
     """Stop claiming the organisation's jobs (every run, also those started later); running
     jobs finish. Other organisations are not affected. `changed` is false if it was paused."""
@@ -106,7 +117,7 @@ async def pause_queue_route(ctx: Admin) -> JSONResponse:
     return ok({"paused": True, "changed": changed})
 
 
-@router.post("/resume")
+@router.post("/resume", response_model=Envelope[QueuePaused])
 async def resume_queue_route(ctx: Admin) -> JSONResponse:
     """Claim the organisation's jobs again after `POST /api/queue/pause`."""
     async with ctx.db.transaction(immediate=True) as conn:
@@ -114,7 +125,7 @@ async def resume_queue_route(ctx: Admin) -> JSONResponse:
     return ok({"paused": False, "changed": changed})
 
 
-@router.get("/jobs/failed")
+@router.get("/jobs/failed", response_model=Envelope[DeadJobPage])
 async def failed_jobs_route(
     ctx: Viewer,
     run: Annotated[
@@ -133,7 +144,7 @@ async def failed_jobs_route(
     return ok(page("jobs", items, limit=limit, key=lambda item: [item["id"]]))
 
 
-@router.post("/jobs/{job_id}/retry")
+@router.post("/jobs/{job_id}/retry", response_model=Envelope[RetriedJob])
 async def retry_job_route(job_id: str, ctx: Member) -> JSONResponse:
     """Send one failed job back to the queue with fresh attempts (its run reopens, as with
     rerun-failed). 404 for an unknown job or another organisation's; 409 INVALID_TRANSITION

@@ -19,11 +19,13 @@ from valuerank.api.deps import Member, Viewer
 from valuerank.api.envelope import ok
 from valuerank.api.fields import NO_NUL
 from valuerank.api.pagination import Cursor, Limit, after_created, page
+from valuerank.api.schemas import SuccessEnvelope, also
 from valuerank.api.uploads import read_upload, upload_openapi
 from valuerank.errors import InvalidInputError
 from valuerank.versioning import Version
 
 router = APIRouter(prefix="/api/rubrics", tags=["rubrics"])
+STORED = also(SuccessEnvelope, 200, description="The same content was stored: nothing written.")
 
 MAX_YAML = 1_000_000
 
@@ -78,7 +80,7 @@ async def list_rubrics_route(
     )
 
 
-@router.post("", status_code=201)
+@router.post("", status_code=201, responses=STORED)
 async def create_rubric_route(body: RubricBody, ctx: Member) -> JSONResponse:
     """Store a rubric (its YAML text) under `name`: a new lineage, or a new version below the
     latest of that name. Same content: 200 with the stored version and `created: false`.
@@ -91,7 +93,10 @@ async def create_rubric_route(body: RubricBody, ctx: Member) -> JSONResponse:
 
 
 @router.post(
-    "/import", status_code=201, openapi_extra=upload_openapi("application/yaml", "text/plain")
+    "/import",
+    status_code=201,
+    responses=STORED,
+    openapi_extra=upload_openapi("application/yaml", "text/plain"),
 )
 async def import_rubric_route(
     request: Request,

@@ -16,6 +16,16 @@ from pydantic import BaseModel, ConfigDict, Field
 from valuerank.api.deps import Member, Viewer
 from valuerank.api.envelope import ok
 from valuerank.api.pagination import Cursor, EventsAfter, EventsLimit, Limit, after_created, page
+from valuerank.api.schemas import Envelope
+from valuerank.api.schemas.runs import (
+    Breakdown,
+    EventPage,
+    ExpandedRun,
+    FailurePage,
+    RequeuedRun,
+    RunDetail,
+    RunPage,
+)
 from valuerank.api.sse import run_event_stream
 from valuerank.api.views import (
     event_page,
@@ -38,14 +48,19 @@ class ExpandBody(BaseModel):
     sample_percentage: float = Field(gt=0, le=100, description="The new, larger share.")
 
 
-@router.get("")
+@router.get("", response_model=Envelope[RunPage])
 async def list_runs_route(
     ctx: Viewer,
     limit: Limit = 100,
     cursor: Cursor = None,
     status: Annotated[RunStatus | None, Query(description="Only runs in this state.")] = None,
     definition: Annotated[
-        str | None, Query(max_length=100, description="Only runs of this definition version id.")
+        str | None,
+        Query(
+            max_length=100,
+            description="Only runs of this definition version (id or unique prefix; 404 "
+            "unless it is the organisation's).",
+        ),
     ] = None,
     model: Annotated[
         str | None, Query(max_length=300, description="Only runs with this target model.")
@@ -67,7 +82,7 @@ async def list_runs_route(
     return ok(page("runs", items, limit=limit, key=lambda r: [r["created_at"], r["id"]]))
 
 
-@router.get("/{run_id}")
+@router.get("/{run_id}", response_model=Envelope[RunDetail])
 async def get_run_route(run_id: str, ctx: Viewer) -> JSONResponse:
     """A run (id or unique prefix): status, progress, cost, ETA, summary, results per model,
     and `actions`: what may be done with it now (`start`, `pause`, `resume`, `cancel`,
@@ -76,7 +91,7 @@ async def get_run_route(run_id: str, ctx: Viewer) -> JSONResponse:
     return ok(detail.to_dict())
 
 
-@router.get("/{run_id}/breakdown")
+@router.get("/{run_id}/breakdown", response_model=Envelope[Breakdown])
 async def run_breakdown_route(run_id: str, ctx: Viewer) -> JSONResponse:
     """The run's probe jobs per target model and per provider, each with its counts per
     state (`total`, `queued`, `running`, `completed`, `failed`, `cancelled`, `done`); every
@@ -84,7 +99,7 @@ async def run_breakdown_route(run_id: str, ctx: Viewer) -> JSONResponse:
     return ok((await load_breakdown(ctx.db, ctx.org_id, run_id)).to_dict())
 
 
-@router.get("/{run_id}/failures")
+@router.get("/{run_id}/failures", response_model=Envelope[FailurePage])
 async def run_failures_route(
     run_id: str, ctx: Viewer, limit: Limit = 50, cursor: Cursor = None
 ) -> JSONResponse:
@@ -97,7 +112,7 @@ async def run_failures_route(
     return ok(page("failures", items, limit=limit, key=lambda f: [f["created_at"], f["job_id"]]))
 
 
-@router.get("/{run_id}/events")
+@router.get("/{run_id}/events", response_model=Envelope[EventPage])
 async def run_events_route(
     run_id: str,
     ctx: Viewer,
@@ -108,7 +123,11 @@ async def run_events_route(
     return ok(await event_page(ctx.db, ctx.org_id, run_id, after=after, limit=limit))
 
 
-@router.get("/{run_id}/events/stream", response_class=StreamingResponse)
+@router.get(
+    "/{run_id}/events/stream",
+    response_class=StreamingResponse,
+    responses={200: {"content": {"text/event-stream": {}}, "description": "The events."}},
+)
 async def run_events_stream_route(
     run_id: str,
     ctx: Viewer,
@@ -131,7 +150,7 @@ async def run_events_stream_route(
     )
 
 
-@router.post("/{run_id}/expand")
+@router.post("/{run_id}/expand", response_model=Envelope[ExpandedRun])
 async def expand_run_route(run_id: str, body: ExpandBody, ctx: Member) -> JSONResponse:
     """Grow a sampled run to a larger `sample_percentage`: the nested sample keeps the
     scenarios it has and only the ones it adds are enqueued (a finished run reopens).
@@ -141,7 +160,7 @@ async def expand_run_route(run_id: str, body: ExpandBody, ctx: Member) -> JSONRe
     return ok({**run.summary_dict(), "scenarios_added": added})
 
 
-@router.post("/{run_id}/rerun-failed")
+@router.post("/{run_id}/rerun-failed", response_model=Envelope[RequeuedRun])
 async def rerun_failed_route(run_id: str, ctx: Member) -> JSONResponse:
     """Send the run's failed jobs back to the queue with fresh attempts (the run reopens
     when there were some); 409 for a run never started."""

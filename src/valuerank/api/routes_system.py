@@ -33,7 +33,11 @@ async def ready(ctx: Context) -> JSONResponse:
     return ok({"status": "ready", "version": __version__, **revision})
 
 
-@router.get("/metrics", response_class=Response)
+@router.get(
+    "/metrics",
+    response_class=Response,
+    responses={200: {"content": {"text/plain": {}}, "description": "Prometheus text format."}},
+)
 async def metrics(ctx: Viewer) -> Response:
     """The queue's metrics in the Prometheus text format."""
     return Response(await render_metrics(ctx.db), media_type=CONTENT_TYPE)

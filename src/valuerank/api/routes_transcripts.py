@@ -13,6 +13,8 @@ from fastapi.responses import JSONResponse
 from valuerank.api.deps import Viewer
 from valuerank.api.envelope import ok
 from valuerank.api.pagination import Cursor, Limit, after_created, page
+from valuerank.api.schemas import Envelope
+from valuerank.api.schemas.runs import TranscriptPage
 from valuerank.runs.transcripts import (
     MAX_QUERY_LENGTH,
     TranscriptFilter,
@@ -44,7 +46,7 @@ async def _page(
     return ok(page("transcripts", items, limit=limit, key=lambda t: [t["created_at"], t["id"]]))
 
 
-@router.get("/api/transcripts")
+@router.get("/api/transcripts", response_model=Envelope[TranscriptPage])
 async def list_transcripts_route(
     ctx: Viewer,
     limit: Limit = 50,
@@ -61,7 +63,7 @@ async def list_transcripts_route(
     return await _page(ctx, filters, limit, cursor)
 
 
-@router.get("/api/runs/{run_id}/transcripts")
+@router.get("/api/runs/{run_id}/transcripts", response_model=Envelope[TranscriptPage])
 async def run_transcripts_route(
     run_id: str,
     ctx: Viewer,

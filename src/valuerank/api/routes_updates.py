@@ -4,7 +4,8 @@ valuerank.validation.events), to its own clients only.
 
 Connect with `?after=N` to receive every update with a sequence number above N (a client
 that reconnects passes the last `seq` it saw and misses nothing); without it, updates from
-now on. `?task_id=T` keeps one task's. The first message is
+now on. `?task_id=T` keeps one task's (another organisation's task, like an unknown one, is
+closed with 4404 and the reason before anything is sent). The first message is
 `{"type": "subscribed", "last_seq": …, "after": …}`; then each update as the seed shows it,
 plus its `seq`. Updates are read from the database (so every API process sees every
 worker's updates), woken by the process's event listener (api/listener.py: PostgreSQL's
@@ -21,11 +22,14 @@ import logging
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.api.deps import Viewer
-from valuerank.errors import ValueRankError
+from valuerank.api.routes_progress import NOT_FOUND
+from valuerank.errors import NotFoundError, ValueRankError
 from valuerank.validation.events import last_update_seq, updates_after, updates_partition
 from valuerank.validation.model import parse_task_id
+from valuerank.validation.store import get_task
 
 log = logging.getLogger("valuerank.api")
 
@@ -49,6 +53,17 @@ def _params(websocket: WebSocket) -> tuple[int | None, str | None]:
     return after, None if task is None else str(parse_task_id(task))
 
 
+async def _missing_task(conn: AsyncConnection, org_id: str, task_id: str | None) -> str | None:
+    """Why `task_id` cannot be followed: another organisation's task, like an unknown one."""
+    if task_id is None:
+        return None
+    try:
+        await get_task(conn, org_id, int(task_id))
+    except NotFoundError as exc:
+        return exc.message
+    return None
+
+
 @router.websocket("/ws/updates")
 async def updates_socket(websocket: WebSocket, ctx: Viewer) -> None:
     """Live multi-model validation updates of the organisation (`validation_added`,
@@ -64,7 +79,11 @@ async def updates_socket(websocket: WebSocket, ctx: Viewer) -> None:
     org_id = ctx.org_id
     await websocket.accept()
     async with app.db.transaction() as conn:
+        missing = await _missing_task(conn, org_id, task_id)
         head = await last_update_seq(conn, org_id)
+    if missing is not None:
+        await websocket.close(code=NOT_FOUND, reason=missing[:120])
+        return
     cursor = head if after is None else after
     await websocket.send_json({"type": "subscribed", "last_seq": head, "after": cursor})
     receiver = asyncio.create_task(websocket.receive())

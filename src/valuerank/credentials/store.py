@@ -33,6 +33,7 @@ from valuerank.errors import InvalidInputError, NotFoundError, ValueRankError
 from valuerank.providers.factory import api_key_from_env
 from valuerank.providers.model_id import InvalidModelId, ModelId, parse_model_id
 from valuerank.providers.presets import ProviderPreset, UnknownProvider, known_providers, preset_for
+from valuerank.queue.dialect import iso
 
 CredentialSource = Literal["stored", "environment"]
 
@@ -92,7 +93,7 @@ class CredentialInfo:
             "source": self.source,
             "hint": self.masked,
             "env_var": self.env_var,
-            "created_at": self.created_at.isoformat() if self.created_at else None,
+            "created_at": iso(self.created_at),  # with its offset on both databases
         }
 
 

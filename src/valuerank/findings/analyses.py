@@ -10,6 +10,9 @@ analysis sits under `analysis["deep"]`, with the narrative a model wrote about i
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -111,6 +114,27 @@ async def set_narrative(
 
 
 @dataclass
+class Timings:
+    """Where a read's time went (what the API's `?debug=true` shows): milliseconds in the
+    database (reading inputs and cached results, storing new ones) and computing."""
+
+    query_ms: float = 0.0
+    analysis_ms: float = 0.0
+
+    @contextmanager
+    def measure(self, kind: Literal["query", "analysis"]) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            spent = (time.perf_counter() - started) * 1000
+            if kind == "query":
+                self.query_ms += spent
+            else:
+                self.analysis_ms += spent
+
+
+@dataclass
 class AnalysisOutcome:
     """An analysis as served: the basic result, `deep` when asked, and whether each came
     from the cache (`deep_cached` None when the deep one was not asked for).
@@ -124,6 +148,7 @@ class AnalysisOutcome:
     deep_cached: bool | None = None
     computed: list[str] = field(default_factory=list)
     current_deep: dict[str, Any] | None = None
+    timings: Timings = field(default_factory=Timings)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -131,6 +156,15 @@ class AnalysisOutcome:
             "cached": self.cached,
             "deep_cached": self.deep_cached,
             "analysis": self.analysis,
+        }
+
+    def debug_dict(self) -> dict[str, Any]:
+        """The read's timings: the API's `debug` (see api/schemas/findings.AnalysisTimings)."""
+        return {
+            "query_time_ms": round(self.timings.query_ms, 3),
+            "analysis_time_ms": round(self.timings.analysis_ms, 3),
+            "cache_hit": self.cached,
+            "computed": list(self.computed),
         }
 
 
@@ -159,15 +193,19 @@ async def run_analysis(
     db: Database, org_id: str, ref: str, *, deep: bool = False, force: bool = False
 ) -> AnalysisOutcome:
     """The run's basic analysis (and the deep one when `deep`), from the cache when fresh."""
-    loaded, stored = await _load(db, org_id, ref)
-    outcome = AnalysisOutcome(loaded.run.id, loaded.input_hash, {}, cached=False)
+    timings = Timings()
+    with timings.measure("query"):
+        loaded, stored = await _load(db, org_id, ref)
+    outcome = AnalysisOutcome(loaded.run.id, loaded.input_hash, {}, cached=False, timings=timings)
     basic_row = stored[BASIC]
     if basic_row is not None and basic_row.fresh_for(loaded.input_hash) and not force:
         basic = basic_row.result
         outcome.cached = True
     else:
-        basic = await asyncio.to_thread(analyze_basic, loaded.data)
-        await _store(db, loaded, BASIC, basic)
+        with timings.measure("analysis"):
+            basic = await asyncio.to_thread(analyze_basic, loaded.data)
+        with timings.measure("query"):
+            await _store(db, loaded, BASIC, basic)
         outcome.computed.append(BASIC)
     outcome.analysis = _with_meta(basic, loaded, outcome.cached)
     deep_row = stored[DEEP]
@@ -177,8 +215,10 @@ async def run_analysis(
         if outcome.current_deep is not None and not force:
             outcome.deep_cached = True
         else:
-            result = await asyncio.to_thread(analyze_deep, loaded.data, basic=basic)
-            await _store(db, loaded, DEEP, result)
+            with timings.measure("analysis"):
+                result = await asyncio.to_thread(analyze_deep, loaded.data, basic=basic)
+            with timings.measure("query"):
+                await _store(db, loaded, DEEP, result)
             outcome.current_deep = {**result, "narrative": None}
             outcome.deep_cached = False
             outcome.computed.append(DEEP)
@@ -211,6 +251,11 @@ class DeepState:
         }
 
 
-async def deep_state(db: Database, org_id: str, ref: str) -> DeepState:
-    loaded, stored = await _load(db, org_id, ref)
+async def deep_state(
+    db: Database, org_id: str, ref: str, *, timings: Timings | None = None
+) -> DeepState:
+    """The run's stored deep analysis and whether it is current (the time its reads took
+    added to `timings`)."""
+    with (timings or Timings()).measure("query"):
+        loaded, stored = await _load(db, org_id, ref)
     return DeepState(loaded.run.id, loaded.input_hash, stored[DEEP])

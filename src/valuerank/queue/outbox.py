@@ -628,7 +628,8 @@ async def list_outbox(
 ) -> list[OutboxEntry]:
     """The organisation's notifications, newest first (ids are time-ordered), optionally
     filtered (`status`: one status or several; empty or None: all), before `before_id` (the
-    keyset of the next page)."""
+    keyset of the next page). Another organisation's `webhook_id` is NOT_FOUND, like an
+    unknown one."""
     statuses = [status] if isinstance(status, str) else list(status or ())
     for one in statuses:
         if one not in OUTBOX_STATUSES:
@@ -641,6 +642,7 @@ async def list_outbox(
     if topic is not None:
         query = query.where(outbox.c.topic == topic)
     if webhook_id is not None:
+        await get_webhook(conn, org_id, webhook_id)
         query = query.where(outbox.c.webhook_id == webhook_id)
     if before_id is not None:
         query = query.where(outbox.c.id < before_id)

@@ -14,7 +14,7 @@ from valuerank.db.tables import jobs, queue_controls
 from valuerank.queue.controls import GLOBAL_KEY, ControlScope
 from valuerank.queue.dialect import db_now, iso, seconds_since
 from valuerank.queue.ratelimit import BucketState, list_buckets
-from valuerank.queue.slots import Cap, list_caps
+from valuerank.queue.slots import Cap, SlotScope, list_caps
 from valuerank.queue.states import ACTIVE, JobStatus
 
 
@@ -109,11 +109,18 @@ class QueueStatus:
         return data
 
 
+def _shown(cap: Cap, org_id: str | None) -> bool:
+    """Caps shared by every organisation, and (asked for one) only its own organisation cap:
+    another organisation's cap would show its id and its jobs in flight."""
+    return org_id is None or cap.scope is not SlotScope.ORG or cap.org_id == org_id
+
+
 async def queue_status(conn: AsyncConnection, *, org_id: str | None = None) -> QueueStatus:
     """Counts per status, per provider (with its rate-limit state) and per live partition,
     and the oldest wait.
 
-    With `org_id`, only that organisation's jobs are counted (caps and pauses are global).
+    With `org_id`, only that organisation's jobs are counted, and of the organisation caps
+    only its own is listed (global, provider and model caps and pauses are shared).
     """
     dialect = conn.dialect.name
     scoped = [] if org_id is None else [jobs.c.org_id == org_id]
@@ -182,6 +189,6 @@ async def queue_status(conn: AsyncConnection, *, org_id: str | None = None) -> Q
         partitions=dict(sorted(live.items())),
         oldest_waiting_seconds=None if oldest is None else max(float(oldest), 0.0),
         paused=globally_paused,
-        caps=await list_caps(conn),
+        caps=[c for c in await list_caps(conn) if _shown(c, org_id)],
         org_paused=this_org_paused,
     )

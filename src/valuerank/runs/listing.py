@@ -3,7 +3,7 @@ time, newest first, one keyset page at a time (the API's list and the CLI's)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import ColumnElement
 
 from valuerank.db.tables import runs
+from valuerank.definitions.service import get_definition
 from valuerank.errors import InvalidInputError
 from valuerank.findings.keyset import newest_first
 from valuerank.queue.dialect import to_db
@@ -88,7 +89,11 @@ async def find_runs(
     after: tuple[str, str] | None = None,
 ) -> list[Run]:
     """Up to `limit + 1` runs newest first (the extra one says a next page exists), after
-    the run whose (`created_at` ISO-8601, `id`) is `after`."""
+    the run whose (`created_at` ISO-8601, `id`) is `after`. The definition filter is a
+    version id or unique prefix of the organisation's: any other is DEFINITION_NOT_FOUND."""
+    if filters is not None and filters.definition_id is not None:
+        stored = await get_definition(conn, org_id, filters.definition_id)
+        filters = replace(filters, definition_id=stored.version.id)
     dialect = conn.dialect.name
     query = newest_first(
         filtered(dialect, org_id, filters or RunFilter()), runs, dialect, limit, after

@@ -1,0 +1,157 @@
+"""What the analysis, comparison and experiment routes answer. An analysis keeps the original
+worker's camelCase names; its figures (per model, agreement, dimensions…) are documented as
+objects here and in docs (they have many shapes, each described by `methodsUsed`)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import Field
+
+from valuerank.api.schemas.envelope import Out
+from valuerank.api.schemas.runs import RunSummary
+from valuerank.runs.states import RunStatus
+
+
+class AnalysisWarning(Out):
+    code: str
+    message: str
+    recommendation: str
+
+
+class AnalysisMeta(Out):
+    transcripts: int
+    decided: int
+    judged: int
+    models: list[str]
+    scenarios: int
+    dimensions: list[str]
+    values: list[str]
+    run_id: str = Field(alias="runId")
+    input_hash: str = Field(alias="inputHash")
+    cached: bool
+
+
+class DeepAnalysis(Out):
+    """The deep analysis (`?deep=true`, when it is current)."""
+
+    pca: dict[str, Any]
+    outliers: dict[str, Any]
+    correlations: dict[str, Any]
+    agreement: dict[str, Any]
+    bradley_terry: dict[str, Any] = Field(alias="bradleyTerry")
+    most_contested_scenarios: list[dict[str, Any]] = Field(alias="mostContestedScenarios")
+    methods_used: dict[str, Any] = Field(alias="methodsUsed")
+    narrative: str | None = Field(description="What a model wrote about it, when one did.")
+    insights: list[Any]
+    warnings: list[AnalysisWarning]
+    duration_ms: float = Field(alias="durationMs")
+
+
+class QueuedJob(Out):
+    """Work put on the queue: poll the resource it computes."""
+
+    job_id: str
+    status: str = Field(description="The job's status: queued, running, succeeded, failed…")
+    error: str | None = None
+
+
+class Analysis(Out):
+    """The run's basic analysis (`valuerank analyze RUN --json`), with `deep` when asked:
+    the deep analysis when it is current, else the job computing it (answered with 202)."""
+
+    per_model: dict[str, Any] = Field(alias="perModel")
+    model_agreement: dict[str, Any] = Field(alias="modelAgreement")
+    dimension_analysis: dict[str, Any] = Field(alias="dimensionAnalysis")
+    most_contested_scenarios: list[dict[str, Any]] = Field(alias="mostContestedScenarios")
+    visualization_data: dict[str, Any] = Field(alias="visualizationData")
+    methods_used: dict[str, Any] = Field(alias="methodsUsed")
+    warnings: list[AnalysisWarning]
+    meta: AnalysisMeta
+    sample: dict[str, Any] | None
+    computed_at: datetime = Field(alias="computedAt")
+    duration_ms: float = Field(alias="durationMs")
+    deep: DeepAnalysis | QueuedJob | None = Field(default=None, description="Only with deep.")
+
+
+class AnalysisTimings(Out):
+    """`?debug=true`: where the read's time went."""
+
+    query_time_ms: float = Field(description="Reading (and storing) in the database.")
+    analysis_time_ms: float = Field(description="Computing what the cache did not hold.")
+    cache_hit: bool = Field(description="The basic analysis came from the cache.")
+    computed: list[str] = Field(description="The kinds computed by this request.")
+
+
+class QueuedAnalysis(Out):
+    job_id: str
+    status: str
+    run_id: str
+    kind: str = Field(description="basic or deep.")
+
+
+class QueuedComparison(Out):
+    comparison_id: str
+    status: str
+    job_id: str
+
+
+class ComparisonItem(Out):
+    id: str
+    baseline_run_id: str
+    comparison_run_id: str
+    status: str = Field(description="queued, completed or failed.")
+    options: dict[str, Any]
+    input_hash: str | None
+    error: str | None
+    created_at: datetime
+    finished_at: datetime | None
+
+
+class Comparison(ComparisonItem):
+    result: dict[str, Any] | None = Field(
+        description="Deltas, tests and most divergent scenarios; null until completed."
+    )
+
+
+class ComparisonPage(Out):
+    comparisons: list[ComparisonItem]
+    count: int
+    next_cursor: str | None
+
+
+class Experiment(Out):
+    id: str
+    name: str
+    hypothesis: str
+    baseline_run_id: str
+    created_at: datetime
+
+
+class ExperimentPage(Out):
+    experiments: list[Experiment]
+    count: int
+    next_cursor: str | None
+
+
+class VariantRun(RunSummary):
+    experiment_id: str
+    changes: dict[str, Any]
+
+
+class VariantReport(Out):
+    run_id: str
+    name: str
+    status: RunStatus
+    changes: dict[str, Any]
+    comparison: Comparison | None = Field(description="Null until both runs are finished.")
+    cached: bool | None = Field(default=None, description="With a comparison.")
+    waiting_for: list[str] | None = Field(
+        default=None, description="Without one: the runs not finished yet."
+    )
+
+
+class ExperimentReport(Experiment):
+    baseline: RunSummary
+    variants: list[VariantReport]

@@ -1,0 +1,310 @@
+"""What the run, queue and eval routes answer (see `envelope.py` for how they are used):
+a run's summary, report, detail and list items, its events, a launch, the queue's status."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import Field
+
+from valuerank.api.schemas.envelope import Out
+from valuerank.runs.actions import RunAction
+from valuerank.runs.states import RunStatus
+
+
+class RunSummary(Out):
+    """Who a run is (`Run.summary_dict`)."""
+
+    id: str
+    name: str
+    status: RunStatus
+    definition_id: str | None
+    models: list[str]
+    sample_percentage: float
+    sample_seed: int | None
+    cli_run_id: str
+    origin: str = Field(description="created, imported, restored…")
+    synthetic: bool = Field(description="True when its answers come from scripted models.")
+    created_at: datetime
+
+
+class Progress(Out):
+    """Jobs per state (`completed` counts succeeded jobs)."""
+
+    total: int
+    queued: int
+    running: int
+    completed: int
+    failed: int
+    cancelled: int
+
+
+class RunReport(RunSummary):
+    """A run's status and progress: probe jobs (`progress`), judge and summary jobs
+    (`judging`), transcripts, cost so far and an ETA."""
+
+    progress: Progress
+    judging: Progress
+    transcripts: int
+    cost_usd: float
+    eta_seconds: float | None
+    error: str | None
+
+
+class RunItem(RunReport):
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+class RunPage(Out):
+    runs: list[RunItem]
+    count: int
+    next_cursor: str | None
+
+
+class ModelResult(Out):
+    model: str
+    transcripts: int
+    decided: int
+    refusals: int
+    mean_decision: float | None
+    stdev_decision: float | None
+    decision_counts: dict[str, int] = Field(description="Decision code (1–5) → transcripts.")
+    cost_usd: float | None
+    synthetic: bool
+
+
+class RunDetail(RunItem):
+    summary: str | None
+    priority: int
+    samples_per_scenario: int
+    judge_models: list[str]
+    results: list[ModelResult]
+    actions: list[RunAction] = Field(description="What may be done with the run now.")
+
+
+class ModelProgress(Progress):
+    model: str
+    done: int
+
+
+class ProviderProgress(Progress):
+    provider: str
+    done: int
+
+
+class Breakdown(Out):
+    """A run's probe jobs per target model and per provider."""
+
+    run_id: str
+    models: list[ModelProgress]
+    providers: list[ProviderProgress]
+
+
+class Failure(Out):
+    """A failed job of a run, with the error that ended it."""
+
+    job_id: str
+    kind: str
+    scenario_id: str | None
+    model: str | None
+    provider: str | None
+    transcript_id: str | None
+    attempts: int
+    max_attempts: int
+    error: str | None
+    created_at: datetime
+    finished_at: datetime | None
+
+
+class FailurePage(Out):
+    failures: list[Failure]
+    count: int
+    next_cursor: str | None
+
+
+class JobError(Out):
+    attempt: int
+    category: str = Field(description="rate_limited, transient, permanent, lease_expired…")
+    error_class: str | None
+    message: str
+    at: datetime
+
+
+class DeadJob(Out):
+    """A failed job of the organisation (the dead-letter state) with every attempt's error."""
+
+    id: str
+    kind: str
+    partition: str
+    run_id: str | None
+    run_name: str | None
+    part: Literal["run", "analysis"] | None = Field(
+        description="`run`: the run's own jobs; `analysis`: its analyses'; null: no run's."
+    )
+    item_key: str
+    provider: str | None
+    model: str | None
+    attempts: int
+    max_attempts: int
+    last_error: str | None
+    errors: list[JobError]
+    created_at: datetime
+    finished_at: datetime | None
+
+
+class DeadJobPage(Out):
+    jobs: list[DeadJob]
+    count: int
+    next_cursor: str | None
+
+
+class RetriedJob(Out):
+    job_id: str
+    status: Literal["queued"]
+    run: RunSummary | None = Field(description="The run the job belongs to, reopened.")
+
+
+class RunEvent(Out):
+    seq: int
+    type: str = Field(description="task_complete, task_failed, run_complete, run_paused…")
+    data: dict[str, Any]
+    created_at: datetime
+
+
+class EventPage(Out):
+    run_id: str
+    status: RunStatus
+    terminal: bool
+    events: list[RunEvent]
+    after: int
+    next_after: int = Field(description="Pass it back as `after` for the next page.")
+    has_more: bool
+
+
+class ModelCost(Out):
+    model: str
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float | None
+
+
+class CostEstimate(Out):
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float | None = Field(description="None when a model's price is unknown.")
+    known_cost_usd: float
+    unknown_price_models: list[str]
+    models: list[ModelCost]
+
+
+class LaunchedRun(RunSummary):
+    scenarios: int
+    total_scenarios: int
+    jobs: int = Field(description="Probe jobs planned.")
+    enqueued: int = Field(description="Jobs put on the queue now (0 for a pending run).")
+    estimate: CostEstimate
+
+
+class StartedRun(RunSummary):
+    enqueued: bool = Field(description="True when this call put jobs on the queue.")
+    jobs_enqueued: int
+    reopened: bool
+
+
+class ExpandedRun(RunSummary):
+    scenarios_added: int
+
+
+class RequeuedRun(RunSummary):
+    requeued: int
+
+
+class DeletedRun(Out):
+    id: str
+    deleted: Literal[True]
+
+
+class QueuePaused(Out):
+    paused: bool
+    changed: bool = Field(description="False when it was in that state already.")
+
+
+class BucketStatus(Out):
+    model: str
+    credential: str
+    rpm_limit: float | None
+    available_requests: float | None
+    tpm_limit: float | None
+    available_tokens: float | None
+    blocked_until: datetime | None
+    concurrency_limit: int | None
+    rate_limited_total: int
+
+
+class ProviderQueue(Out):
+    queue_length: int
+    in_flight: int
+    paused: bool
+    rate_limit: str = Field(description="none, open, exhausted or blocked.")
+    blocked_until: datetime | None
+    buckets: list[BucketStatus]
+
+
+class PartitionStatus(Out):
+    counts: dict[str, int]
+    paused: bool
+    cancelled: bool
+
+
+class Cap(Out):
+    key: str
+    scope: str = Field(description="global, org (the caller's only), provider or model.")
+    org_id: str | None
+    provider: str | None
+    model: str | None
+    in_use: int
+    max: int
+
+
+class QueueStatus(Out):
+    counts: dict[str, int] = Field(description="The organisation's jobs per state.")
+    providers: dict[str, ProviderQueue]
+    partitions: dict[str, PartitionStatus] = Field(
+        description="The organisation's live runs (queued or running jobs, or paused)."
+    )
+    oldest_waiting_seconds: float | None
+    paused: bool = Field(description="The whole queue (every organisation) is paused.")
+    caps: list[Cap]
+    org_paused: bool = Field(description="This organisation's jobs are paused.")
+
+
+class TranscriptItem(Out):
+    """A transcript in a list (its text: `GET /api/transcripts/{id}`)."""
+
+    id: str
+    run_id: str
+    scenario_id: str
+    model: str
+    sample_index: int
+    decision_code: int | None = Field(description="1–5; null: refused or unparseable.")
+    decision_reason: str | None
+    rationale: str | None
+    consensus: Any = Field(description="The judges' consensus, when judged.")
+    input_tokens: int
+    output_tokens: int
+    latency_ms: float
+    cost_usd: float | None
+    finish_reason: str | None
+    synthetic: bool
+    cached: bool
+    created_at: datetime
+
+
+class TranscriptPage(Out):
+    transcripts: list[TranscriptItem]
+    count: int
+    next_cursor: str | None
