@@ -3,7 +3,9 @@ lookups (aliases, query strings), updates with validation, and prices."""
 
 from __future__ import annotations
 
+import asyncio
 import math
+import sqlite3
 
 import pytest
 
@@ -21,6 +23,7 @@ from valuerank.registry import (
     update_model,
     upsert_model,
 )
+from valuerank.registry.service import ensure_registry
 
 
 async def _seeded(db: Database) -> None:
@@ -260,3 +263,25 @@ async def test_upsert_refuses_unknown_providers_and_query_names(db: Database) ->
         with pytest.raises(InvalidInputError):
             await upsert_model(conn, "openai:x", weight=-2)
         assert await list_models(conn) == []
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+async def test_a_reader_seeds_an_empty_registry_after_a_writer_commits(db: Database) -> None:
+    """The first page or API read seeds the registry while a worker may be writing. Seeding
+    inside the reader's transaction failed at once on SQLite ("database is locked": a read
+    snapshot cannot turn into a write after another writer committed); `ensure_registry`
+    waits for the writer and seeds in a write transaction of its own."""
+    path = db.url.sqlite_path
+    assert path is not None
+    writer = sqlite3.connect(path, isolation_level=None)
+    try:
+        writer.execute("BEGIN IMMEDIATE")
+        writer.execute("INSERT INTO orgs (id, slug, name) VALUES ('w', 'writer', 'Writer')")
+        seeding = asyncio.create_task(ensure_registry(db))
+        await asyncio.sleep(0.5)  # the reader has looked (an empty registry) and waits
+        writer.execute("COMMIT")
+        await asyncio.wait_for(seeding, 30)
+    finally:
+        writer.close()
+    async with db.transaction() as conn:
+        assert len(await list_models(conn)) == len(CATALOG)

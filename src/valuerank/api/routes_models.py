@@ -20,7 +20,7 @@ from valuerank.api.fields import NO_NUL
 from valuerank.api.pagination import Cursor, Limit, decode_cursor, page
 from valuerank.registry import get_model, list_models
 from valuerank.registry.check import check_model_specs
-from valuerank.registry.service import ensure_seeded
+from valuerank.registry.service import ensure_registry
 
 router = APIRouter(prefix="/api/models", tags=["models"])
 
@@ -55,8 +55,8 @@ async def list_models_route(
     if cursor is not None:
         last_provider, last_name = decode_cursor(cursor, arity=2)
         after = (str(last_provider), str(last_name))
+    await ensure_registry(ctx.db)  # an empty registry gets the catalog
     async with ctx.db.transaction() as conn:
-        await ensure_seeded(conn)
         found = await list_models(conn, provider=provider, active_only=not include_inactive)
     # The registry is small and sorted in code (the same order on every database's
     # collation): the page is the models after the cursor's (provider, name).
@@ -98,7 +98,7 @@ async def check_models_route(body: CheckBody, ctx: Viewer) -> JSONResponse:
 async def get_model_route(model_id: str, ctx: Viewer) -> JSONResponse:
     """One registered model by id (`provider:name`; the catalog's aliases allowed).
     404 MODEL_NOT_FOUND when the registry does not have it."""
+    await ensure_registry(ctx.db)  # an empty registry gets the catalog
     async with ctx.db.transaction() as conn:
-        await ensure_seeded(conn)
         model = await get_model(conn, model_id)
     return ok(model.to_dict())

@@ -24,6 +24,7 @@ from sqlalchemy import Row, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from valuerank.db import Database
 from valuerank.db.tables import models
 from valuerank.errors import InvalidInputError, NotFoundError
 from valuerank.providers.catalog import CAPABILITIES, CATALOG, CatalogModel, catalog_model
@@ -216,6 +217,18 @@ async def ensure_seeded(conn: AsyncConnection) -> None:
     """Seed an empty registry from the catalog (a fresh install's first read)."""
     if await conn.scalar(select(models.c.id).limit(1)) is None:
         await seed_models(conn)
+
+
+async def ensure_registry(db: Database) -> None:
+    """`ensure_seeded` for readers: look in a read transaction, and seed in a write
+    transaction of its own only when the registry is empty. (A read transaction that turns
+    into a write fails at once on SQLite — "database is locked" — when a worker committed in
+    between, whatever the busy timeout.)"""
+    async with db.transaction() as conn:
+        if await conn.scalar(select(models.c.id).limit(1)) is not None:
+            return
+    async with db.transaction(immediate=True) as conn:
+        await ensure_seeded(conn)
 
 
 async def get_model(conn: AsyncConnection, model_id: str | ModelId) -> RegisteredModel:

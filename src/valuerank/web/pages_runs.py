@@ -27,7 +27,7 @@ from valuerank.errors import InvalidInputError
 from valuerank.findings.loading import sample_basis
 from valuerank.providers.presets import UnknownProvider, preset_for
 from valuerank.queue.events import last_seq
-from valuerank.registry.service import RegisteredModel, ensure_seeded, list_models
+from valuerank.registry.service import RegisteredModel, ensure_registry, list_models
 from valuerank.runs.actions import run_actions
 from valuerank.runs.breakdown import count_failures, run_breakdown, run_failures
 from valuerank.runs.listing import RunFilter
@@ -81,9 +81,9 @@ async def _dashboard(
         limit=limit,
         key=lambda r: [r["created_at"], r["id"]],
     )
+    await ensure_registry(ctx.db)  # an empty registry gets the catalog
     async with ctx.db.transaction() as conn:
         versions = await list_definitions(conn, ctx.org_id)
-        await ensure_seeded(conn)
         registry = await list_models(conn, active_only=True)
     chosen = (("status", status), ("definition", definition), ("model", model))
     filters: dict[str, str | int] = {k: v for k, v in chosen if v}
@@ -142,9 +142,9 @@ async def new_run_page(
     ctx: Viewer,
     definition: Annotated[str | None, Query(max_length=100)] = None,
 ) -> Response:
+    await ensure_registry(ctx.db)  # an empty registry gets the catalog
     async with ctx.db.transaction() as conn:
         versions = await list_definitions(conn, ctx.org_id)
-        await ensure_seeded(conn)
         registry = await list_models(conn, active_only=True)
         stored = await list_credentials(conn, ctx.org_id, environ=os.environ, env_hints=False)
     groups = _provider_groups(registry, {c.provider for c in stored})

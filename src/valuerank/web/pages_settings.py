@@ -15,7 +15,7 @@ from valuerank.accounts.users import list_members
 from valuerank.api.deps import Viewer
 from valuerank.credentials.store import list_credentials
 from valuerank.providers.presets import known_providers
-from valuerank.registry.service import ensure_seeded, list_models
+from valuerank.registry.service import ensure_registry, list_models
 from valuerank.web.templating import templates
 
 router = APIRouter(include_in_schema=False)
@@ -26,8 +26,8 @@ async def settings_page(request: Request, ctx: Viewer) -> Response:
     admin = ctx.principal.role.allows(Role.ADMIN)
     # Like GET /api/tokens: admins see everyone's tokens, others their own.
     owner = None if admin else ctx.principal.user_id
+    await ensure_registry(ctx.db)  # an empty registry gets the catalog
     async with ctx.db.transaction() as conn:
-        await ensure_seeded(conn)  # as GET /api/models: an empty registry gets the catalog
         registry = await list_models(conn)
         credentials = await list_credentials(conn, ctx.org_id, environ=os.environ, env_hints=False)
         members = await list_members(conn, ctx.org_id, limit=500)
