@@ -2,6 +2,8 @@
 
 The commands compute through the same services as the API and the jobs (valuerank.findings,
 valuerank.pipeline.experiments): cached results are served while the runs' inputs match.
+The statistics and plots are imported by the commands that use them, so that every other
+`valuerank` command starts without them (they take seconds to import).
 """
 
 from __future__ import annotations
@@ -12,13 +14,9 @@ from typing import Any
 
 import typer
 
-from valuerank.analysis import plots
 from valuerank.cli.analysis_view import print_analysis, print_comparison
 from valuerank.cli.common import JsonOption, console, database, print_json, run, session
 from valuerank.errors import InvalidInputError
-from valuerank.findings.analyses import run_analysis
-from valuerank.findings.comparisons import compare_runs
-from valuerank.findings.lineage import lineage_results
 from valuerank.pipeline.experiments import (
     add_variant,
     create_experiment,
@@ -34,6 +32,8 @@ PlotsOption = typer.Option(
 def _plots(figures: dict[str, Any], directory: Path | None) -> list[str]:
     if directory is None:
         return []
+    from valuerank.analysis import plots
+
     return [str(p) for p in plots.write_figures(figures, directory)]
 
 
@@ -47,6 +47,8 @@ def analyze(
     as_json: bool = JsonOption,
 ) -> None:
     """Findings of a run: value profiles, agreement, dimension effects (cached by input)."""
+    from valuerank.analysis import plots
+    from valuerank.findings.analyses import run_analysis
 
     async def _go() -> dict[str, Any]:
         async with database() as opened:
@@ -75,6 +77,8 @@ def compare(
     as_json: bool = JsonOption,
 ) -> None:
     """Compare two runs paired on scenario identity: deltas, intervals, tests, divergences."""
+    from valuerank.analysis import plots
+    from valuerank.findings.comparisons import compare_runs
 
     async def _go() -> dict[str, Any]:
         async with database() as opened:
@@ -241,6 +245,7 @@ def lineage_results_cmd(
     as_json: bool = JsonOption,
 ) -> None:
     """Every version's results aligned on scenarios, each delta next to the diff behind it."""
+    from valuerank.findings.lineage import lineage_results
 
     async def _go() -> dict[str, Any]:
         async with database() as opened:

@@ -6,17 +6,20 @@ demand (API, or after a basic one when asked). Jobs of a run go to the partition
 `analysis:<run id>` — not the run's own, whose job counts are its progress. Each job calls
 the same services as the CLI (valuerank.findings), so a cached result is served, never
 recomputed, unless `force` is in the payload.
+
+The statistics (valuerank.findings → valuerank.analysis: numpy, scipy, scikit-learn,
+statsmodels) are imported by the handlers that use them, not with this module: every worker
+and CLI command imports the pipeline, and most never analyse (that import alone costs seconds
+of start-up and about 150 MB).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.errors import NotFoundError, ValueRankError
-from valuerank.findings.analyses import DEEP, Kind, deep_state, run_analysis, set_narrative
-from valuerank.findings.comparisons import execute_comparison
 from valuerank.pipeline.calls import call_model
 from valuerank.pipeline.context import PipelineContext
 from valuerank.providers.base import CompletionRequest, Message
@@ -25,6 +28,9 @@ from valuerank.queue import Enqueued, HandlerResult, Job, JobSpec, Permanent, en
 from valuerank.queue.ids import new_id
 from valuerank.runs.service import SUMMARIZE, Run
 from valuerank.runs.states import RunStatus
+
+if TYPE_CHECKING:
+    from valuerank.findings.analyses import Kind
 
 ANALYZE_BASIC = "analyze:basic"
 ANALYZE_DEEP = "analyze:deep"
@@ -93,6 +99,8 @@ def _run_id(job: Job) -> str:
 
 
 async def run_analyze(ctx: PipelineContext, job: Job, kind: Kind) -> HandlerResult:
+    from valuerank.findings.analyses import DEEP, run_analysis
+
     run_id = _run_id(job)
     force = bool(job.payload.get("force", False))
     try:
@@ -130,6 +138,8 @@ async def run_analyze(ctx: PipelineContext, job: Job, kind: Kind) -> HandlerResu
 
 
 async def run_compare(ctx: PipelineContext, job: Job) -> HandlerResult:
+    from valuerank.findings.comparisons import execute_comparison
+
     try:
         comparison_id = str(job.payload["comparison_id"])
     except (KeyError, TypeError) as exc:
@@ -160,6 +170,8 @@ def narrative_messages(insights: list[str], warnings: list[dict[str, Any]]) -> t
 
 async def run_narrative(ctx: PipelineContext, job: Job) -> HandlerResult:
     """A `summarize` job about a deep analysis: the model's narrative of its insights."""
+    from valuerank.findings.analyses import deep_state, set_narrative
+
     run_id = _run_id(job)
     model = str(job.payload.get("summary_model") or "")
     if not model:
