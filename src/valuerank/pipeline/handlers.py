@@ -34,10 +34,16 @@ def _last_attempt(job: Job, exc: BaseException) -> bool:
 
 
 async def _move_on(ctx: PipelineContext, job: Job) -> None:
-    """Near the end of a run's probes, make sure its finalize job exists."""
+    """Near the end of a run's probes, make sure its finalize job exists.
+
+    The check is a read (no write lock on SQLite) and costs the same at any run size; only
+    the probes at the tail write. Enqueuing finalize early is harmless (it is idempotent, and
+    snoozes while probes are left), so the write does not check again."""
     run_id = ProbeItem.from_payload(job.payload).run_id
-    async with ctx.db.transaction(immediate=True) as conn:
-        if await at_tail(conn, run_id):
+    async with ctx.db.transaction() as conn:
+        tail = await at_tail(conn, job.org_id, run_id)
+    if tail:
+        async with ctx.db.transaction(immediate=True) as conn:
             await ensure_finalize(conn, await get_run(conn, job.org_id, run_id))
 
 

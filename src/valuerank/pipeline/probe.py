@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from valuerank.db.tables import run_scenarios, transcripts
 from valuerank.failpoints import PROBE_AFTER_TRANSCRIPT, failpoint
 from valuerank.formats.transcript_md import Transcript, Turn
-from valuerank.pipeline.calls import call_model
+from valuerank.pipeline.calls import CacheEntry, call_model, store_in_cache
 from valuerank.pipeline.context import PipelineContext
 from valuerank.pipeline.prompts import DEFAULT_FOLLOWUPS, probe_messages, turn_prompts, turn_seed
 from valuerank.providers.base import CompletionRequest
@@ -90,7 +90,7 @@ async def run_probe(ctx: PipelineContext, job: Job) -> HandlerResult:
         ).first()
     if scenario is None:
         raise Permanent(f"run {run.id[:8]} has no scenario {item.scenario_id!r}")
-    transcript, details = await _converse(ctx, job, run, item, scenario)
+    transcript, details, fresh = await _converse(ctx, job, run, item, scenario)
     first_answer = transcript.turns[0].target
     decision = decision_code(
         first_answer, scale_labels=scale_labels_from_template(str(scenario.content["body"]))
@@ -111,6 +111,8 @@ async def run_probe(ctx: PipelineContext, job: Job) -> HandlerResult:
         cached=all(d["cached"] for d in details),
     )
     async with ctx.db.transaction(immediate=True) as conn:
+        # The answers go to the response cache with the transcript: one write, not two.
+        await store_in_cache(conn, fresh)
         transcript_id = await insert_transcript(conn, job.org_id, run.id, record)
         if transcript_id is None:
             transcript_id = await _existing(conn, item)
@@ -133,7 +135,8 @@ def _total_cost(details: list[dict[str, Any]]) -> float | None:
 
 async def _converse(
     ctx: PipelineContext, job: Job, run: Run, item: ProbeItem, scenario: Any
-) -> tuple[Transcript, list[dict[str, Any]]]:
+) -> tuple[Transcript, list[dict[str, Any]], list[CacheEntry]]:
+    """The conversation, each turn's details, and the fresh answers' cache rows."""
     config = run.config
     body = str(scenario.content["body"])
     prompts = turn_prompts(config.preamble, body, DEFAULT_FOLLOWUPS[: config.followup_turns])
@@ -141,6 +144,7 @@ async def _converse(
     history: list[tuple[str, str]] = []
     details: list[dict[str, Any]] = []
     turns: list[Turn] = []
+    fresh: list[CacheEntry] = []
     for number, prompt in enumerate(prompts, start=1):
         request = CompletionRequest(
             model=model.name,
@@ -168,7 +172,10 @@ async def _converse(
             request=request,
             sample_index=item.sample,
             reuse_cache=config.reuse_cache,
+            write_cache=False,
         )
+        if answer.cache_entry is not None:
+            fresh.append(answer.cache_entry)
         text = answer.completion.text
         history.append((prompt.prompt, text))
         turns.append(
@@ -201,4 +208,4 @@ async def _converse(
         timestamp=cli_timestamp(datetime.now(UTC)),
         extra_front_matter=extra,
     )
-    return transcript, details
+    return transcript, details, fresh
