@@ -21,6 +21,7 @@ from valuerank.failpoints import PROBE_AFTER_TRANSCRIPT, failpoint
 from valuerank.formats.transcript_md import Transcript, Turn
 from valuerank.pipeline.calls import CacheEntry, call_model, store_in_cache
 from valuerank.pipeline.context import PipelineContext
+from valuerank.pipeline.finalize import at_tail, ensure_finalize
 from valuerank.pipeline.prompts import DEFAULT_FOLLOWUPS, probe_messages, turn_prompts, turn_seed
 from valuerank.providers.base import CompletionRequest
 from valuerank.providers.model_id import parse_model_id
@@ -72,22 +73,29 @@ def cli_timestamp(moment: datetime) -> str:
 
 async def run_probe(ctx: PipelineContext, job: Job) -> HandlerResult:
     item = ProbeItem.from_payload(job.payload)
+    tail, scenario = False, None
     async with ctx.db.transaction() as conn:
         existing = await _existing(conn, item)
-        if existing is not None:  # a previous execution wrote it and died before completing
-            return HandlerResult(
-                {"transcript_id": existing, "reused": True},
-                event_data={"scenario_id": item.scenario_id, "model": item.model},
-            )
         run = await get_run(conn, job.org_id, item.run_id)
-        scenario = (
-            await conn.execute(
-                select(run_scenarios).where(
-                    run_scenarios.c.run_id == run.id,
-                    run_scenarios.c.scenario_id == item.scenario_id,
+        if existing is not None:  # a previous execution wrote it and died before completing
+            tail = await at_tail(conn, job.org_id, run.id)
+        else:
+            scenario = (
+                await conn.execute(
+                    select(run_scenarios).where(
+                        run_scenarios.c.run_id == run.id,
+                        run_scenarios.c.scenario_id == item.scenario_id,
+                    )
                 )
-            )
-        ).first()
+            ).first()
+    if existing is not None:
+        if tail:
+            async with ctx.db.transaction(immediate=True) as conn:
+                await ensure_finalize(conn, run)
+        return HandlerResult(
+            {"transcript_id": existing, "reused": True},
+            event_data={"scenario_id": item.scenario_id, "model": item.model},
+        )
     if scenario is None:
         raise Permanent(f"run {run.id[:8]} has no scenario {item.scenario_id!r}")
     transcript, details, fresh = await _converse(ctx, job, run, item, scenario)
@@ -116,6 +124,9 @@ async def run_probe(ctx: PipelineContext, job: Job) -> HandlerResult:
         transcript_id = await insert_transcript(conn, job.org_id, run.id, record)
         if transcript_id is None:
             transcript_id = await _existing(conn, item)
+        # The last probes of the run enqueue its finalize job (see pipeline/finalize.py).
+        if await at_tail(conn, job.org_id, run.id):
+            await ensure_finalize(conn, run)
     failpoint(PROBE_AFTER_TRANSCRIPT)  # committed, not yet completed: the retry must reuse it
     return HandlerResult(
         {"transcript_id": transcript_id, "decision_code": decision.code},
