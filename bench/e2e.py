@@ -48,6 +48,7 @@ import time
 import urllib.request
 import uuid
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -100,7 +101,11 @@ class FakeServer:
 
 
 def _summary(
-    n: int, measured: list[Measured], first: float | None, config: dict[str, Any]
+    n: int,
+    measured: list[Measured],
+    first: float | None,
+    last: float | None,
+    config: dict[str, Any],
 ) -> dict[str, Any]:
     seconds = sum(m.seconds for m in measured)
     cpu = sum(m.cpu_seconds for m in measured)
@@ -110,7 +115,16 @@ def _summary(
         "seconds": round(seconds, 2),
         "samples_per_s": round(n / seconds, 1),
         "first_result_s": None if first is None else round(first, 2),
+        # The last sample stored, from the store's own timestamps (not the command's exit,
+        # which also waits for what follows the samples: Inspect closing its log, our run's
+        # finalize and analysis jobs); results_per_s counts samples up to it.
+        "last_result_s": None if last is None else round(last, 2),
+        "results_per_s": None if not last else round(n / last, 1),
         "peak_rss_mb": round(max(m.peak_rss_bytes for m in measured) / 2**20, 1),
+        # Up to the last result: without what follows the samples (our run's analysis job).
+        "peak_rss_mb_to_last_result": None
+        if last is None
+        else round(max(m.peak_until(last) for m in measured) / 2**20, 1),
         "cpu_s": round(cpu, 2),
         "cpu_ms_per_sample": round(cpu * 1000 / n, 2),
     }
@@ -144,13 +158,16 @@ def run_inspect(
         argv += ["--model", f"openai/{FAKE_MODEL}", "--model-base-url", server.url]
     if k is not None:
         argv += ["--max-connections", str(k)]
+    started_wall = time.time()
     m = run_measured(argv, env=env, cwd=work, first_result=lambda: inspect_first_result(logs))
     _check(m)
     stored = inspect_log_check(logs)
+    last_at = stored.pop("last_completed_at")
+    last = None if last_at is None else last_at - started_wall
     if stored["samples"] != n or stored["status"] != "success":
         raise RuntimeError(f"Inspect's log holds {stored}, expected {n} samples and success")
     config = {"max_connections": k} if k is not None else {"defaults": "adaptive 10-20-100"}
-    return {**_summary(n, [m], m.first_result_s, config), "stored": stored}
+    return {**_summary(n, [m], m.first_result_s, last, config), "stored": stored}
 
 
 def _sqlite_has_transcript(path: Path) -> Callable[[], bool]:
@@ -172,6 +189,22 @@ def _pg_has_transcript(schema: str) -> Callable[[], bool]:
             return row is not None
 
     return probe
+
+
+def last_probe(url: str, schema: str | None) -> float | None:
+    """When our last probe job finished (Unix time, the database's clock)."""
+    query = "SELECT max(finished_at) FROM {}jobs WHERE kind = 'probe'"
+    if schema is None:
+        with sqlite3.connect(url.removeprefix("sqlite:///")) as conn:
+            value = conn.execute(query.format("")).fetchone()[0]
+        if value is None:
+            return None
+        return datetime.fromisoformat(value).replace(tzinfo=UTC).timestamp()
+    import psycopg
+
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        row = conn.execute(query.format(f'"{schema}".')).fetchone()
+    return None if row is None or row[0] is None else float(row[0].timestamp())
 
 
 def run_ours(
@@ -204,18 +237,19 @@ def run_ours(
     if server is not None:
         env["VALUERANK_OPENAI_BASE_URL"] = server.url
     vr = _bin("valuerank")
+
+    def setup(*argv: str) -> Any:
+        done = subprocess.run([*vr, *argv], env=env, cwd=work, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"valuerank {' '.join(argv)} failed:\n{done.stdout}{done.stderr}")
+        return json.loads(done.stdout) if "--json" in argv else None
+
     try:
-        imported = subprocess.run(
-            [*vr, "definitions", "import", str(definition), "--json"],
-            env=env,
-            cwd=work,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        definition_id = json.loads(imported.stdout)["id"]
+        if database != "sqlite":
+            setup("db", "upgrade")  # PostgreSQL is migrated by its operator, SQLite on first use
+        definition_id = setup("definitions", "import", str(definition), "--json")["id"]
         model = INSTANT_MODEL if server is None else f"openai:{FAKE_MODEL}"
-        started = time.monotonic()
+        started, started_wall = time.monotonic(), time.time()
         create_argv = ["runs", "create", "-d", definition_id, "-m", model, "--json"]
         create_argv += ["--followup-turns", "0", "--sample-seed", "1", "--allow-unknown-model"]
         create = run_measured(
@@ -232,15 +266,7 @@ def run_ours(
             argv = ["sh", "-c", " & ".join([" ".join(one)] * workers) + " & wait"]
         work_m = run_measured(argv, env=env, cwd=work, first_result=first, started=started)
         _check(work_m)
-        status = subprocess.run(
-            [*vr, "runs", "status", run_id, "--json"],
-            env=env,
-            cwd=work,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        report = json.loads(status.stdout)
+        report = setup("runs", "status", run_id, "--json")
         progress = report["progress"]
         if report["status"] != "completed" or progress["completed"] != n:
             raise RuntimeError(f"our run ended {report['status']} with {progress}")
@@ -251,7 +277,10 @@ def run_ours(
         if database != "sqlite":
             config["worker_processes"] = workers
         stored = {"status": report["status"], "transcripts": progress["completed"]}
-        return {**_summary(n, [create, work_m], work_m.first_result_s, config), "stored": stored}
+        last_at = last_probe(env["VALUERANK_DATABASE_URL"], schema)
+        last = None if last_at is None else last_at - started_wall
+        summary = _summary(n, [create, work_m], work_m.first_result_s, last, config)
+        return {**summary, "stored": stored}
     finally:
         if schema is not None:
             import psycopg
@@ -304,31 +333,29 @@ def compare(args: argparse.Namespace) -> dict[str, Any]:
         for mode, latency in (("instant", None), ("fake_server", args.latency)):
             if mode not in args.modes:
                 continue
-            inspect_rows, ours_rows = [], []
-            for k in [None, *args.inspect_connections]:
-                inspect_rows.append(
-                    _measure(
-                        lambda s, k=k: run_inspect(args.prompts, dataset, work, env, s, k),
-                        latency,
-                        digest,
-                        args.prompts,
-                    )
-                )
-                inspect_rows[-1]["load"] = _load()
+            inspect_jobs: list[Callable[[FakeServer | None], dict[str, Any]]] = [
+                lambda s, k=k: run_inspect(args.prompts, dataset, work, env, s, k)
+                for k in [None, *args.inspect_connections]
+            ]
+            ours_jobs: list[Callable[[FakeServer | None], dict[str, Any]]] = []
             for database in args.database:
                 for workers in args.pg_workers if database == "postgresql" else [1]:
                     for k in [None, *args.ours_concurrency]:
-                        ours_rows.append(
-                            _measure(
-                                lambda s, k=k, d=database, w=workers: run_ours(
-                                    args.prompts, definition, work, env, s, k, d, w
-                                ),
-                                latency,
-                                digest,
-                                args.prompts,
+                        ours_jobs.append(
+                            lambda s, k=k, d=database, w=workers: run_ours(
+                                args.prompts, definition, work, env, s, k, d, w
                             )
                         )
-                        ours_rows[-1]["load"] = _load()
+            # Alternate the systems, so that a change of the machine's load over the run
+            # does not fall on one of them.
+            rows: dict[str, list[dict[str, Any]]] = {"inspect": [], "ours": []}
+            for i in range(max(len(inspect_jobs), len(ours_jobs))):
+                for side, queue in (("inspect", inspect_jobs), ("ours", ours_jobs)):
+                    if i < len(queue):
+                        row = _measure(queue[i], latency, digest, args.prompts)
+                        row["load"] = _load()
+                        rows[side].append(row)
+            inspect_rows, ours_rows = rows["inspect"], rows["ours"]
             best_inspect, best_ours = _best(inspect_rows), _best(ours_rows)
             out[mode] = {
                 "inspect": {"best": best_inspect, "all": inspect_rows},
@@ -375,7 +402,8 @@ def main() -> None:
                 for row in r[side]["all"]:
                     print(
                         f"{mode:12} {side:8} {json.dumps(row['config']):60} "
-                        f"{row['samples_per_s']:8.1f}/s first {row['first_result_s']} s "
+                        f"{row['samples_per_s']:8.1f}/s ({row['results_per_s']}/s to the last "
+                        f"result) first {row['first_result_s']} s "
                         f"rss {row['peak_rss_mb']} MB cpu {row['cpu_ms_per_sample']} ms/sample"
                     )
             print(f"{mode}: ours / Inspect (best of each) = {r['ratio']}")

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import zipfile
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,15 +27,22 @@ def inspect_first_result(logs: Path) -> bool:
 
 
 def inspect_log_check(logs: Path) -> dict[str, Any]:
-    """The finished log's status and how many samples it holds."""
+    """The finished log's status, how many samples it holds, and when the last one completed
+    (Unix time, from the samples' own `completed_at`)."""
     from inspect_ai.log import read_eval_log
 
     path = _log(logs)
     if path is None:
         return {"status": "missing", "samples": 0}
-    header = read_eval_log(str(path), header_only=True)
+    log = read_eval_log(str(path))
+    finished = [
+        datetime.fromisoformat(s.completed_at).timestamp()
+        for s in log.samples or []
+        if s.completed_at
+    ]
     return {
-        "status": header.status,
+        "status": log.status,
         "samples": len(_sample_members(path)),
         "log": path.name,
+        "last_completed_at": max(finished) if finished else None,
     }

@@ -51,7 +51,12 @@ class Measured:
     stderr: str
     returncode: int
     first_result_s: float | None = None
-    extra: dict[str, object] = field(default_factory=dict)
+    # (seconds since the origin, tree RSS in bytes), every 50 ms.
+    series: list[tuple[float, int]] = field(default_factory=list)
+
+    def peak_until(self, seconds: float) -> int:
+        """The peak RSS sampled up to `seconds` after the origin."""
+        return max((rss for t, rss in self.series if t <= seconds), default=0)
 
 
 def run_measured(
@@ -78,12 +83,15 @@ def run_measured(
         text=True,
     )
     peak, first = 0, None
+    series: list[tuple[float, int]] = []
     done = threading.Event()
 
     def sample() -> None:
         nonlocal peak, first
         while not done.is_set():
-            peak = max(peak, tree_rss(proc.pid))
+            rss = tree_rss(proc.pid)
+            series.append((time.monotonic() - origin, rss))
+            peak = max(peak, rss)
             if first is None and first_result is not None:
                 try:
                     if first_result():
@@ -105,4 +113,4 @@ def run_measured(
     seconds = time.monotonic() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return Measured(argv, seconds, peak, cpu, stdout, stderr, proc.returncode, first)
+    return Measured(argv, seconds, peak, cpu, stdout, stderr, proc.returncode, first, series)
