@@ -382,8 +382,8 @@ def main() -> None:
     parser.add_argument("--prompts", type=int, default=2000)
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--modes", type=lambda t: t.split(","), default=["instant", "fake_server"])
-    parser.add_argument("--inspect-connections", type=_ints, default=[50, 100, 200, 400])
-    parser.add_argument("--ours-concurrency", type=_ints, default=[32, 64, 128, 256])
+    parser.add_argument("--inspect-connections", type=_ints, default=[50, 100, 200])
+    parser.add_argument("--ours-concurrency", type=_ints, default=[16, 64, 128])
     parser.add_argument(
         "--database", type=lambda t: t.split(","), default=["sqlite"], help="sqlite,postgresql"
     )
