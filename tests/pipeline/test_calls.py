@@ -8,7 +8,7 @@ from sqlalchemy import func, select
 
 from valuerank.db import Database
 from valuerank.db.tables import response_cache
-from valuerank.pipeline.calls import ProviderPool, as_job_error, call_model
+from valuerank.pipeline.calls import ProviderPool, as_job_error, call_model, store_in_cache
 from valuerank.providers.base import (
     CompletionRequest,
     Message,
@@ -60,3 +60,27 @@ def test_provider_errors_become_queue_errors() -> None:
     assert isinstance(limited, RateLimited) and limited.retry_after == 12.5
     assert isinstance(as_job_error(ProviderTransient("502")), Transient)
     assert isinstance(as_job_error(ProviderPermanent("401")), Permanent)
+
+
+async def test_a_caller_can_write_the_cache_row_in_its_own_transaction(
+    db: Database, org_id: str
+) -> None:
+    pool = ProviderPool(environ={})
+    kwargs = {"org_id": org_id, "model_id": "scripted:utilitarian", "request": REQUEST}
+    answer = await call_model(db, pool, write_cache=False, **kwargs)  # type: ignore[arg-type]
+
+    async def rows() -> int:
+        async with db.transaction() as conn:
+            return int(
+                (await conn.execute(select(func.count()).select_from(response_cache))).scalar_one()
+            )
+
+    assert answer.cache_entry is not None and await rows() == 0  # not written by call_model
+    async with db.transaction() as conn:
+        await store_in_cache(conn, [answer.cache_entry])
+        await store_in_cache(conn, [answer.cache_entry])  # a second write keeps the row
+    assert await rows() == 1
+    cached = await call_model(db, pool, reuse_cache=True, write_cache=False, **kwargs)  # type: ignore[arg-type]
+    await pool.aclose()
+    assert cached.cached and cached.cache_entry is None  # nothing new to write
+    assert cached.completion.text == answer.completion.text

@@ -8,17 +8,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
-from valuerank.analysis import plots
 from valuerank.cli.analysis_view import print_analysis, print_comparison
 from valuerank.cli.common import JsonOption, console, database, print_json, run, session
 from valuerank.errors import InvalidInputError
-from valuerank.findings.analyses import AnalysisOutcome, run_analysis
-from valuerank.findings.comparisons import compare_runs
-from valuerank.findings.lineage import lineage_results
 from valuerank.pipeline.analyze import check_narrative_model, narrate
 from valuerank.pipeline.experiments import (
     add_variant,
@@ -32,7 +28,13 @@ PlotsOption = typer.Option(
 )
 
 
+if TYPE_CHECKING:
+    from valuerank.findings.analyses import AnalysisOutcome
+
+
 def _plots(figures: dict[str, Any], directory: Path | None) -> list[str]:
+    from valuerank.analysis import plots
+
     if directory is None:
         return []
     return [str(p) for p in plots.write_figures(figures, directory)]
@@ -54,6 +56,8 @@ async def _analyze(
 ) -> tuple[AnalysisOutcome, dict[str, Any] | None]:
     """The analysis, and the narrative asked for: queued (`job_id`) unless the deep analysis
     has one already. The model is checked before anything is computed."""
+    from valuerank.findings.analyses import run_analysis
+
     async with database() as opened:
         if narrative_model is not None:
             async with opened.db.transaction(immediate=True) as conn:  # seeds the registry
@@ -92,6 +96,8 @@ def analyze(
     as_json: bool = JsonOption,
 ) -> None:
     """Findings of a run: value profiles, agreement, dimension effects (cached by input)."""
+    from valuerank.analysis import plots
+
     wants_deep = deep or narrative_model is not None
 
     async def _go() -> dict[str, Any]:
@@ -151,6 +157,8 @@ def compare(
     as_json: bool = JsonOption,
 ) -> None:
     """Compare two runs paired on scenario identity: deltas, intervals, tests, divergences."""
+    from valuerank.analysis import plots
+    from valuerank.findings.comparisons import compare_runs
 
     async def _go() -> dict[str, Any]:
         async with database() as opened:
@@ -317,6 +325,7 @@ def lineage_results_cmd(
     as_json: bool = JsonOption,
 ) -> None:
     """Every version's results aligned on scenarios, each delta next to the diff behind it."""
+    from valuerank.findings.lineage import lineage_results
 
     async def _go() -> dict[str, Any]:
         async with database() as opened:

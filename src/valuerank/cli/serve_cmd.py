@@ -3,6 +3,9 @@
 `serve(...)` is the reusable coroutine (`valuerank demo` calls it after its run): it binds the
 port first (a busy port is a clear error, port 0 picks a free one), runs uvicorn until SIGINT
 or SIGTERM (or until cancelled), then lets open event streams end and stops the worker.
+
+The API (valuerank.api, which draws charts with the statistics) is imported when a server
+starts, not with the CLI: the other commands start without it.
 """
 
 from __future__ import annotations
@@ -17,14 +20,13 @@ import socket
 import threading
 from collections.abc import AsyncIterator, Callable, Generator
 from contextlib import asynccontextmanager
+from functools import cache
 
 import typer
 import uvicorn
 from rich.markup import escape
 
 from valuerank.accounts import count_users
-from valuerank.api import create_app
-from valuerank.api.auth import RedactTokenFilter, is_loopback_host
 from valuerank.cli.common import console, run
 from valuerank.cli.live import in_process_worker
 from valuerank.config import Settings, get_settings
@@ -34,7 +36,14 @@ from valuerank.errors import ValueRankError
 from valuerank.orgs import ensure_org
 
 GRACEFUL_SHUTDOWN_SECONDS = 5.0
-_ACCESS_FILTER = RedactTokenFilter()
+
+
+@cache
+def _access_filter() -> logging.Filter:
+    """One filter for the process (added once to uvicorn's access log)."""
+    from valuerank.api.auth import RedactTokenFilter
+
+    return RedactTokenFilter()
 
 
 class PortUnavailableError(ValueRankError):
@@ -68,6 +77,8 @@ def display_url(host: str, port: int, token: str | None = None) -> str:
 
 def binds_loopback_only(host: str) -> bool:
     """Whether every address `host` resolves to is a loopback one (a wildcard is not)."""
+    from valuerank.api.auth import is_loopback_host
+
     if host in ("", "0.0.0.0", "::"):
         return False
     try:
@@ -155,6 +166,8 @@ async def serve(
     (AUTO_LOGIN_NOT_LOOPBACK). `work`: also run the pipeline's jobs in this process. The
     caller owns `db`.
     """
+    from valuerank.api import create_app
+
     settings = settings or get_settings()
     check_auto_login(settings, host)
     app = create_app(db, org_id=org_id, settings=settings)
@@ -166,8 +179,8 @@ async def serve(
         timeout_graceful_shutdown=int(GRACEFUL_SHUTDOWN_SECONDS),
     )
     access_log = logging.getLogger("uvicorn.access")
-    if _ACCESS_FILTER not in access_log.filters:
-        access_log.addFilter(_ACCESS_FILTER)
+    if _access_filter() not in access_log.filters:
+        access_log.addFilter(_access_filter())
     server = _Server(config)
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()

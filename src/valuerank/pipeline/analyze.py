@@ -9,6 +9,11 @@ recomputed, unless `force` is in the payload. A narrative asked for is queued wh
 deep analysis of the run's current inputs has none — computed now or served from the cache —
 once per input hash and model; its model is checked when it is asked for, as a run's models
 are at creation (UNKNOWN_MODEL, MISSING_CREDENTIAL).
+
+The statistics (valuerank.findings → valuerank.analysis: numpy, scipy, scikit-learn,
+statsmodels) are imported by the functions that use them, not with this module: every worker
+and CLI command imports the pipeline, and most never analyse (that import alone costs seconds
+of start-up and about 150 MB).
 """
 
 from __future__ import annotations
@@ -16,21 +21,12 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.credentials.store import require_credentials
 from valuerank.errors import NotFoundError, ValueRankError
-from valuerank.findings.analyses import (
-    DEEP,
-    AnalysisOutcome,
-    Kind,
-    deep_state,
-    run_analysis,
-    set_narrative,
-)
-from valuerank.findings.comparisons import execute_comparison
 from valuerank.pipeline.calls import call_model
 from valuerank.pipeline.context import PipelineContext
 from valuerank.providers.base import CompletionRequest, Message
@@ -41,6 +37,9 @@ from valuerank.registry.check import check_models
 from valuerank.registry.service import seed_models
 from valuerank.runs.service import SUMMARIZE, Run
 from valuerank.runs.states import RunStatus
+
+if TYPE_CHECKING:
+    from valuerank.findings.analyses import AnalysisOutcome, Kind
 
 ANALYZE_BASIC = "analyze:basic"
 ANALYZE_DEEP = "analyze:deep"
@@ -109,6 +108,8 @@ async def enqueue_narrative(
     """The `summarize` job that narrates the run's deep analysis of `input_hash` computed at
     `computed_at`: once per analysis and model, so asking twice queues one job, and a
     forced recomputation (which drops the narrative) gets a new one."""
+    from valuerank.findings.analyses import DEEP
+
     return await enqueue(
         conn,
         JobSpec(
@@ -179,6 +180,8 @@ def _run_id(job: Job) -> str:
 
 
 async def run_analyze(ctx: PipelineContext, job: Job, kind: Kind) -> HandlerResult:
+    from valuerank.findings.analyses import DEEP, run_analysis
+
     run_id = _run_id(job)
     force = bool(job.payload.get("force", False))
     try:
@@ -200,6 +203,8 @@ async def run_analyze(ctx: PipelineContext, job: Job, kind: Kind) -> HandlerResu
 
 
 async def run_compare(ctx: PipelineContext, job: Job) -> HandlerResult:
+    from valuerank.findings.comparisons import execute_comparison
+
     try:
         comparison_id = str(job.payload["comparison_id"])
     except (KeyError, TypeError) as exc:
@@ -230,6 +235,8 @@ def narrative_messages(insights: list[str], warnings: list[dict[str, Any]]) -> t
 
 async def run_narrative(ctx: PipelineContext, job: Job) -> HandlerResult:
     """A `summarize` job about a deep analysis: the model's narrative of its insights."""
+    from valuerank.findings.analyses import deep_state, set_narrative
+
     run_id = _run_id(job)
     model = str(job.payload.get("summary_model") or "")
     if not model:

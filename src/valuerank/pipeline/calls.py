@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,10 +86,39 @@ class ProviderPool:
 
 
 @dataclass(frozen=True)
+class CacheEntry:
+    """A fresh answer's row of the response cache."""
+
+    org_id: str
+    key: str
+    model: str
+    completion: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class Answer:
     completion: Completion
     cost_usd: float | None
     cached: bool
+    # Set when the caller asked to write the cache itself (`write_cache=False`): the row to
+    # pass to `store_in_cache` in the caller's own transaction.
+    cache_entry: CacheEntry | None = None
+
+
+async def store_in_cache(conn: AsyncConnection, entries: Sequence[CacheEntry]) -> None:
+    """Write fresh answers to the response cache (a row already there is kept)."""
+    if not entries:
+        return
+    await conn.execute(
+        upsert(conn)(response_cache)
+        .values(
+            [
+                {"org_id": e.org_id, "key": e.key, "model": e.model, "completion": e.completion}
+                for e in entries
+            ]
+        )
+        .on_conflict_do_nothing(index_elements=["org_id", "key"])
+    )
 
 
 def _completion_json(completion: Completion) -> dict[str, Any]:
@@ -134,11 +163,14 @@ async def call_model(
     request: CompletionRequest,
     sample_index: int = 0,
     reuse_cache: bool = False,
+    write_cache: bool = True,
 ) -> Answer:
     """One completion: from the cache when asked and present, else from the provider.
 
     Every fresh answer is written to the cache (cheap, and it lets a later run reuse it);
     the cache is only *read* with `reuse_cache`. No transaction is open during the call.
+    With `write_cache=False` the answer carries its `cache_entry` instead, for the caller to
+    write with its own results (one transaction instead of two).
     """
     model = parse_model_id(model_id)
     key = request_key(model, request, sample_index)
@@ -162,17 +194,14 @@ async def call_model(
         except ProviderError as exc:
             raise as_job_error(exc) from exc
         cached = False
-        async with db.transaction() as conn:
-            await conn.execute(
-                upsert(conn)(response_cache)
-                .values(
-                    org_id=org_id, key=key, model=model_id, completion=_completion_json(completion)
-                )
-                .on_conflict_do_nothing(index_elements=["org_id", "key"])
-            )
+        entry = CacheEntry(org_id, key, model_id, _completion_json(completion))
+        if write_cache:
+            async with db.transaction() as conn:
+                await store_in_cache(conn, [entry])
     cost = None
     if prices is not None:
         cost = cost_usd(
             completion.usage.input_tokens, completion.usage.output_tokens, prices[0], prices[1]
         )
-    return Answer(completion, 0.0 if cached else cost, cached)
+    pending = None if cached or write_cache else entry
+    return Answer(completion, 0.0 if cached else cost, cached, pending)

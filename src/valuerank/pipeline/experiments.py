@@ -20,7 +20,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from valuerank.db.engine import Database
 from valuerank.db.tables import experiment_variants, experiments
 from valuerank.errors import InvalidInputError
-from valuerank.findings.comparisons import compare_runs
 from valuerank.findings.keyset import newest_first
 from valuerank.pipeline.launch import launch_run
 from valuerank.queue.dialect import iso
@@ -227,6 +226,9 @@ def _ready(run: Run) -> bool:
 
 async def experiment_report(db: Database, org_id: str, ref: str) -> dict[str, Any]:
     """The experiment, its variants and each variant compared with the baseline."""
+    # Here, not at the top: the statistics take seconds to import (see pipeline/analyze.py).
+    from valuerank.findings.comparisons import compare_runs
+
     async with db.transaction() as conn:
         experiment = await get_experiment(conn, org_id, ref)
         baseline = await get_run(conn, org_id, experiment.baseline_run_id)

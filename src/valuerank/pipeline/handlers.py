@@ -34,23 +34,28 @@ def _last_attempt(job: Job, exc: BaseException) -> bool:
 
 
 async def _move_on(ctx: PipelineContext, job: Job) -> None:
-    """Near the end of a run's probes, make sure its finalize job exists."""
+    """Near the end of a run's probes, make sure its finalize job exists (a probe that
+    succeeds does it with its transcript; this is for the last failed attempt).
+
+    The check is a read (no write lock on SQLite) and costs the same at any run size; only
+    the probes at the tail write. Enqueuing finalize early is harmless (it is idempotent, and
+    snoozes while probes are left), so the write does not check again."""
     run_id = ProbeItem.from_payload(job.payload).run_id
-    async with ctx.db.transaction(immediate=True) as conn:
-        if await at_tail(conn, run_id):
+    async with ctx.db.transaction() as conn:
+        tail = await at_tail(conn, job.org_id, run_id)
+    if tail:
+        async with ctx.db.transaction(immediate=True) as conn:
             await ensure_finalize(conn, await get_run(conn, job.org_id, run_id))
 
 
 def _probe_handler(ctx: PipelineContext) -> Callable[[Job], Coroutine[Any, Any, Any]]:
     async def handle(job: Job) -> Any:
         try:
-            result = await run_probe(ctx, job)
+            return await run_probe(ctx, job)  # moves the run on itself when it succeeds
         except Exception as exc:
             if _last_attempt(job, exc):
                 await _move_on(ctx, job)
             raise
-        await _move_on(ctx, job)
-        return result
 
     return handle
 

@@ -19,8 +19,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from valuerank.db.tables import run_scenarios, transcripts
 from valuerank.failpoints import PROBE_AFTER_TRANSCRIPT, failpoint
 from valuerank.formats.transcript_md import Transcript, Turn
-from valuerank.pipeline.calls import call_model
+from valuerank.pipeline.calls import CacheEntry, call_model, store_in_cache
 from valuerank.pipeline.context import PipelineContext
+from valuerank.pipeline.finalize import at_tail, ensure_finalize
 from valuerank.pipeline.prompts import DEFAULT_FOLLOWUPS, probe_messages, turn_prompts, turn_seed
 from valuerank.providers.base import CompletionRequest
 from valuerank.providers.model_id import parse_model_id
@@ -72,25 +73,32 @@ def cli_timestamp(moment: datetime) -> str:
 
 async def run_probe(ctx: PipelineContext, job: Job) -> HandlerResult:
     item = ProbeItem.from_payload(job.payload)
+    tail, scenario = False, None
     async with ctx.db.transaction() as conn:
         existing = await _existing(conn, item)
-        if existing is not None:  # a previous execution wrote it and died before completing
-            return HandlerResult(
-                {"transcript_id": existing, "reused": True},
-                event_data={"scenario_id": item.scenario_id, "model": item.model},
-            )
         run = await get_run(conn, job.org_id, item.run_id)
-        scenario = (
-            await conn.execute(
-                select(run_scenarios).where(
-                    run_scenarios.c.run_id == run.id,
-                    run_scenarios.c.scenario_id == item.scenario_id,
+        if existing is not None:  # a previous execution wrote it and died before completing
+            tail = await at_tail(conn, job.org_id, run.id)
+        else:
+            scenario = (
+                await conn.execute(
+                    select(run_scenarios).where(
+                        run_scenarios.c.run_id == run.id,
+                        run_scenarios.c.scenario_id == item.scenario_id,
+                    )
                 )
-            )
-        ).first()
+            ).first()
+    if existing is not None:
+        if tail:
+            async with ctx.db.transaction(immediate=True) as conn:
+                await ensure_finalize(conn, run)
+        return HandlerResult(
+            {"transcript_id": existing, "reused": True},
+            event_data={"scenario_id": item.scenario_id, "model": item.model},
+        )
     if scenario is None:
         raise Permanent(f"run {run.id[:8]} has no scenario {item.scenario_id!r}")
-    transcript, details = await _converse(ctx, job, run, item, scenario)
+    transcript, details, fresh = await _converse(ctx, job, run, item, scenario)
     first_answer = transcript.turns[0].target
     decision = decision_code(
         first_answer, scale_labels=scale_labels_from_template(str(scenario.content["body"]))
@@ -111,9 +119,14 @@ async def run_probe(ctx: PipelineContext, job: Job) -> HandlerResult:
         cached=all(d["cached"] for d in details),
     )
     async with ctx.db.transaction(immediate=True) as conn:
+        # The answers go to the response cache with the transcript: one write, not two.
+        await store_in_cache(conn, fresh)
         transcript_id = await insert_transcript(conn, job.org_id, run.id, record)
         if transcript_id is None:
             transcript_id = await _existing(conn, item)
+        # The last probes of the run enqueue its finalize job (see pipeline/finalize.py).
+        if await at_tail(conn, job.org_id, run.id):
+            await ensure_finalize(conn, run)
     failpoint(PROBE_AFTER_TRANSCRIPT)  # committed, not yet completed: the retry must reuse it
     return HandlerResult(
         {"transcript_id": transcript_id, "decision_code": decision.code},
@@ -133,7 +146,8 @@ def _total_cost(details: list[dict[str, Any]]) -> float | None:
 
 async def _converse(
     ctx: PipelineContext, job: Job, run: Run, item: ProbeItem, scenario: Any
-) -> tuple[Transcript, list[dict[str, Any]]]:
+) -> tuple[Transcript, list[dict[str, Any]], list[CacheEntry]]:
+    """The conversation, each turn's details, and the fresh answers' cache rows."""
     config = run.config
     body = str(scenario.content["body"])
     prompts = turn_prompts(config.preamble, body, DEFAULT_FOLLOWUPS[: config.followup_turns])
@@ -141,6 +155,7 @@ async def _converse(
     history: list[tuple[str, str]] = []
     details: list[dict[str, Any]] = []
     turns: list[Turn] = []
+    fresh: list[CacheEntry] = []
     for number, prompt in enumerate(prompts, start=1):
         request = CompletionRequest(
             model=model.name,
@@ -168,7 +183,10 @@ async def _converse(
             request=request,
             sample_index=item.sample,
             reuse_cache=config.reuse_cache,
+            write_cache=False,
         )
+        if answer.cache_entry is not None:
+            fresh.append(answer.cache_entry)
         text = answer.completion.text
         history.append((prompt.prompt, text))
         turns.append(
@@ -201,4 +219,4 @@ async def _converse(
         timestamp=cli_timestamp(datetime.now(UTC)),
         extra_front_matter=extra,
     )
-    return transcript, details
+    return transcript, details, fresh
