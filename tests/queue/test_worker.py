@@ -6,6 +6,9 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy import func, select
+
+from valuerank.db.tables import jobs
 from valuerank.queue import (
     HandlerResult,
     Job,
@@ -206,6 +209,41 @@ async def test_run_forever_picks_up_new_work(kit: Kit) -> None:
     stats = await asyncio.wait_for(run, 30)
     assert stats.succeeded == 3 and sorted(done) == [0, 1, 2]
     assert await kit.status_counts() == {"succeeded": 3}
+
+
+_SLOW_SUCCESS_PG = """
+CREATE FUNCTION slow_success() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN PERFORM pg_sleep(0.03); RETURN NEW; END $$;
+CREATE TRIGGER slow_success BEFORE UPDATE ON jobs FOR EACH ROW
+  WHEN (NEW.status = 'succeeded' AND OLD.status = 'running') EXECUTE FUNCTION slow_success();
+"""
+
+
+async def test_a_worker_holds_at_most_twice_its_concurrency(kit: Kit) -> None:
+    """K handlers at once, and it claims while successes are being written, but no more
+    than K of them wait: at most 2K of its jobs are `running` in the database at any time.
+    (On PostgreSQL each success is made slow to write, so the claims would run far ahead.)"""
+    if kit.db.url.dialect == "postgresql":
+        async with kit.db.transaction() as conn:
+            await conn.exec_driver_sql(_SLOW_SUCCESS_PG)
+    await kit.put(30)
+    seen: list[tuple[int, int, int]] = []  # (handlers, held, running in the database)
+
+    async def handler(job: Job) -> Any:
+        async with kit.db.transaction() as conn:
+            running = await conn.scalar(
+                select(func.count()).select_from(jobs).where(jobs.c.status == "running")
+            )
+        seen.append((worker.in_flight, worker.held, int(running or 0)))
+
+    worker = Worker(kit.db, settings=kit.settings, concurrency=2, handlers={"echo": handler})
+    stats = await worker.run_until_idle()
+    assert stats.succeeded == 30
+    assert max(h for h, _, _ in seen) <= 2
+    assert max(held for _, held, _ in seen) <= 4
+    assert max(r for _, _, r in seen) <= 4
+    if kit.db.url.dialect == "postgresql":
+        assert max(held for _, held, _ in seen) > 2  # claimed while successes were written
 
 
 async def test_burst_mode_runs_the_retries_it_makes_runnable(kit: Kit) -> None:
