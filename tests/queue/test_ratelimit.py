@@ -332,12 +332,13 @@ async def test_rate_limited_blocks_the_bucket_without_spending_an_attempt(kit: K
 async def test_a_429_without_a_bucket_teaches_the_provider_a_blocked_bucket(kit: Kit) -> None:
     """Limits nobody configured: the first 429 makes the provider a bucket of its own (every
     model, the job's credential) with no limits, blocked for the wait the 429 named; its other
-    jobs wait, other providers' and credentials' do not. Several workers' 429s make one bucket;
-    limits set later fill it in."""
+    jobs wait, other providers' and credentials' do not, nor a model with a bucket of its own.
+    Several workers' 429s make one bucket; limits set later fill it in."""
     await _put(kit, 2, "p", "m1")
     await _put(kit, 2, "p", "m2")
     await _put(kit, 2, "p", "m3", credential="key-2")
     await _put(kit, 2, "q")
+    own = await _configure(kit, "p", "m2")  # a bucket of its own, limiting nothing
     first = await kit.take(2)
     assert [j.model for j in first] == ["m1", "m1"]
 
@@ -356,9 +357,11 @@ async def test_a_429_without_a_bucket_teaches_the_provider_a_blocked_bucket(kit:
     assert state.blocked_until is not None
     assert 25 < (state.blocked_until - state.now).total_seconds() <= 30.5
     async with kit.db.transaction() as conn:
-        assert [b.key for b in await rl.list_buckets(conn)] == [key]
+        assert sorted(b.key for b in await rl.list_buckets(conn)) == sorted([key, own])
     got = await kit.take(10)
     assert sorted((j.provider or "", j.model or "") for j in got) == [
+        ("p", "m2"),
+        ("p", "m2"),
         ("p", "m3"),
         ("p", "m3"),
         ("q", ""),
