@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +24,7 @@ from valuerank.queue import (
     pause_partition,
     reap,
 )
+from valuerank.queue.ratelimit import block_bucket, configure_bucket
 
 if TYPE_CHECKING:
     from conftest import Kit
@@ -244,6 +246,30 @@ async def test_a_worker_holds_at_most_twice_its_concurrency(kit: Kit) -> None:
     assert max(r for _, _, r in seen) <= 4
     if kit.db.url.dialect == "postgresql":
         assert max(held for _, held, _ in seen) > 2  # claimed while successes were written
+
+
+async def test_an_idle_worker_wakes_when_a_rate_limit_block_ends(kit: Kit) -> None:
+    """A worker with nothing to claim sleeps until its next poll, or until a blocked
+    provider opens again if that comes sooner: it does not lose a poll interval per 429."""
+    await kit.put(1, provider="p")
+    async with kit.db.transaction(immediate=True) as conn:
+        key = await configure_bucket(conn, "p")
+        await block_bucket(conn, key, 1.0)
+    done = asyncio.Event()
+
+    async def handler(job: Job) -> Any:
+        done.set()
+
+    slow_poll = kit.settings.model_copy(update={"poll_seconds": 30.0})
+    worker = Worker(kit.db, settings=slow_poll, concurrency=2, handlers={"echo": handler})
+    started = time.monotonic()
+    run = asyncio.create_task(worker.run_forever())
+    try:
+        await asyncio.wait_for(done.wait(), 20)
+    finally:
+        worker.stop()
+        await asyncio.wait_for(run, 30)
+    assert 0.9 <= time.monotonic() - started < 15
 
 
 async def test_burst_mode_runs_the_retries_it_makes_runnable(kit: Kit) -> None:

@@ -50,7 +50,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import ColumnElement
 
 from valuerank.db.tables import jobs, rate_buckets
-from valuerank.queue.dialect import as_utc, db_now, to_db, upsert
+from valuerank.queue.dialect import as_utc, db_now, seconds_since, to_db, upsert
 from valuerank.queue.job import Job
 from valuerank.queue.settings import unlimited_if_zero
 from valuerank.queue.slots import SlotScope, model_key, provider_key, remove_cap, set_cap
@@ -439,6 +439,18 @@ async def remove_bucket(conn: AsyncConnection, key: str) -> bool:
     return True
 
 
+async def seconds_until_reopen(conn: AsyncConnection) -> float | None:
+    """Seconds until the first blocked bucket opens again, by the database clock; None when
+    none is blocked (a worker with nothing to claim sleeps no longer than that)."""
+    dialect = conn.dialect.name
+    ago = await conn.scalar(
+        select(seconds_since(dialect, func.min(rate_buckets.c.blocked_until))).where(
+            rate_buckets.c.blocked_until > db_now(dialect)
+        )
+    )
+    return None if ago is None else max(-float(ago), 0.0)
+
+
 # -- which bucket a job uses ------------------------------------------------------------------
 
 
@@ -778,5 +790,6 @@ __all__ = [
     "remove_bucket",
     "reset_from_headers",
     "resolve",
+    "seconds_until_reopen",
     "write_reservations",
 ]

@@ -51,6 +51,7 @@ from valuerank.queue.job import Job
 from valuerank.queue.maintenance import Chore, MaintenanceRun, run_maintenance
 from valuerank.queue.outbox import DeliveryReport, deliver_due
 from valuerank.queue.pending import seconds_until_due
+from valuerank.queue.ratelimit import seconds_until_reopen
 from valuerank.queue.reaper import reap
 from valuerank.queue.settings import QueueSettings
 from valuerank.queue.slots import apply_global_cap
@@ -319,7 +320,27 @@ class Worker:
             due = await seconds_until_due(conn, self._touched, self._handlers)
         if due is None or due > budget:
             return None
+        if due <= 0:  # due but not claimed: held back by a rate-limit block, perhaps
+            reopen = await self._reopen_in()
+            if reopen is not None:
+                due = reopen
         return min(max(due, 0.01), self.settings.poll_seconds)
+
+    async def _until_reopen(self, wait: float) -> float:
+        """`wait`, or less when a rate-limit block ends sooner: its provider's jobs can then
+        be claimed at once (a worker with nothing to claim would otherwise notice only at
+        its next poll)."""
+        reopen = await self._reopen_in()
+        return wait if reopen is None else min(wait, max(reopen, 0.01))
+
+    async def _reopen_in(self) -> float | None:
+        """Seconds until the first rate-limit block ends (None: none, or unknown now)."""
+        try:
+            async with self.db.transaction() as conn:
+                return await seconds_until_reopen(conn)
+        except Exception as exc:
+            _log_db_failure("reading rate-limit blocks", exc)
+            return None
 
     async def run_forever(self) -> WorkerStats:
         """Claim and run until `stop()`; then stop claiming, give running jobs
@@ -349,6 +370,8 @@ class Worker:
                     streak = 0
                     if saturated and self._free() > 0:
                         continue  # there may be more to claim right away
+                    if not saturated:
+                        wait = await self._until_reopen(wait)
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), wait)
         except asyncio.CancelledError:
