@@ -26,7 +26,7 @@ from valuerank.queue import (
     settle_error,
 )
 from valuerank.queue import ratelimit as rl
-from valuerank.queue.dialect import db_now_plus
+from valuerank.queue.dialect import as_utc, db_now_plus
 from valuerank.queue.ratelimit import (
     BucketState,
     bucket_key,
@@ -371,6 +371,24 @@ async def test_a_429_without_a_bucket_teaches_the_provider_a_blocked_bucket(kit:
     await _configure(kit, "p", rpm=100)
     state = await _state(kit, key)
     assert state.rpm_limit == 100 and state.blocked and state.rate_limited_total == 2
+
+
+async def test_a_429_recorded_late_blocks_only_for_what_is_left_of_its_wait(kit: Kit) -> None:
+    """The wait a 429 names counts from the answer, not from when the queue gets to record it
+    (all the 429s of the jobs in flight queue up on the provider's bucket)."""
+    key = await _configure(kit, "p", rpm=1000)
+    await _put(kit, 1, "p")
+    (job,) = await kit.take(1)
+    error = RateLimited(retry_after=4)
+    await asyncio.sleep(2.5)  # the outcome is written late
+    async with kit.db.transaction(immediate=True) as conn:
+        await settle_error(conn, job, error, settings=kit.settings)
+    state = await _state(kit, key)
+    assert state.blocked_until is not None
+    assert 0 < (state.blocked_until - state.now).total_seconds() <= 1.6
+    async with kit.db.transaction() as conn:
+        run_at = await conn.scalar(select(jobs.c.run_at).where(jobs.c.id == job.id))
+    assert as_utc(run_at) <= state.blocked_until + timedelta(seconds=0.2)
 
 
 async def test_adaptive_concurrency_cut_and_grow(kit: Kit) -> None:

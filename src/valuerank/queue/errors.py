@@ -8,6 +8,7 @@ in `job_errors`, one row per failed attempt, whatever happens to the job afterwa
 from __future__ import annotations
 
 import random
+import time
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -27,11 +28,19 @@ class JobError(Exception):
 
 
 class RateLimited(JobError):
-    """The provider said "slow down": requeue after `retry_after` seconds, no attempt spent."""
+    """The provider said "slow down": requeue after `retry_after` seconds, counted from when
+    this was raised (the answer's time), no attempt spent."""
 
     def __init__(self, message: str = "rate limited", *, retry_after: float) -> None:
         super().__init__(message)
         self.retry_after = max(float(retry_after), 0.0)
+        self._raised = time.monotonic()
+
+    def remaining(self) -> float:
+        """Seconds of the wait still to run now. The outcome may be written a while after the
+        429 (the 429s of every job in flight queue up on their provider's bucket): a wait
+        counted from then would block the provider longer than it asked."""
+        return max(self.retry_after - (time.monotonic() - self._raised), 0.0)
 
 
 class Transient(JobError):

@@ -511,8 +511,9 @@ async def settle_error(
 ) -> JobStatus | None:
     """Apply the error policy to a failed attempt; returns the job's new status (None: lease lost).
 
-    Rate limited → queued after `retry_after`, attempt refunded, the job's rate bucket blocked
-    until then (its 429 counted, its adaptive concurrency cut). Permanent → failed.
+    Rate limited → queued after what is left of `retry_after` (counted from the 429), attempt
+    refunded, the job's rate bucket blocked until then (its 429 counted, its adaptive
+    concurrency cut). Permanent → failed.
     Anything else → queued after a full-jitter backoff, or failed once attempts are spent.
     """
     if isinstance(exc, Snooze):
@@ -521,14 +522,15 @@ async def settle_error(
         )
     category = classify(exc)
     if isinstance(exc, RateLimited):
+        wait = exc.remaining()
         return await retry_later(
             conn,
             job.lease,
-            delay_seconds=exc.retry_after,
+            delay_seconds=wait,
             error=exc,
             category=category,
             refund_attempt=True,
-            block_bucket_seconds=exc.retry_after,
+            block_bucket_seconds=wait,
         )
     if category is ErrorCategory.PERMANENT or job.attempts >= job.max_attempts:
         ok = await fail(conn, job.lease, exc, category=category)
