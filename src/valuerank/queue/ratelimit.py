@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence, Set
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
@@ -702,16 +702,20 @@ async def note_completed(
         )
 
 
-async def note_rate_limited(conn: AsyncConnection, row: Any, *, retry_after: float) -> None:
+async def note_rate_limited(
+    conn: AsyncConnection, row: Any, *, retry_after: float | Callable[[], float]
+) -> None:
     """A job of this bucket got a 429: block the bucket until the reset, count it, and halve
     its adaptive concurrency. A provider with no bucket for the job gets one first
-    (`learned_bucket`), so that no job of it is claimed before the reset either."""
+    (`learned_bucket`), so that no job of it is claimed before the reset either.
+    `retry_after` may be a function giving the wait left: it is asked once the bucket is
+    locked (the 429s of all the jobs in flight queue up on that lock)."""
     bucket = await _bucket_of_row(conn, row)
     if bucket is None:
         bucket = await learned_bucket(conn, row)
         if bucket is None:
             return
-    await block_bucket(conn, bucket, retry_after)
+    await block_bucket(conn, bucket, retry_after() if callable(retry_after) else retry_after)
 
 
 async def learned_bucket(conn: AsyncConnection, row: Any) -> BucketState | None:
