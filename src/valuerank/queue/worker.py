@@ -368,10 +368,10 @@ class Worker:
                     wait = max(wait, db_retry_delay(streak))
                 else:
                     streak = 0
-                    if saturated and self._free() > 0:
-                        continue  # there may be more to claim right away
-                    if not saturated:
-                        wait = await self._until_reopen(wait)
+                    if self._free() > 0:
+                        if saturated:
+                            continue  # there may be more to claim right away
+                        wait = await self._until_reopen(wait)  # it came back short
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), wait)
         except asyncio.CancelledError:
