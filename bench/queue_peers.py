@@ -70,26 +70,30 @@ async def procrastinate_run(
 
 
 def procrastinate_configs(k: int) -> list[PeerConfig]:
-    """Concurrency K with the default pool, and with a pool sized to K (+2: the LISTEN
-    connection and the worker's periodic tasks)."""
-    configs = [
-        PeerConfig(
-            "procrastinate",
-            f"concurrency {k}, default pool ({PSYCOPG_POOL_DEFAULT} connections)",
-            lambda url, jobs, meter: procrastinate_run(url, jobs, meter, concurrency=k, pool=None),
-        )
-    ]
-    if k + 2 > PSYCOPG_POOL_DEFAULT:
-        configs.append(
-            PeerConfig(
-                "procrastinate",
-                f"concurrency {k}, pool of {k + 2} connections",
-                lambda url, jobs, meter: procrastinate_run(
-                    url, jobs, meter, concurrency=k, pool=k + 2
-                ),
-            )
-        )
+    """Its defaults (one sub-worker, psycopg-pool's 4 connections), concurrency K with the
+    default pool, and concurrency K with a pool sized to K (+2: the LISTEN connection and the
+    worker's periodic tasks)."""
+    grid = {
+        f"defaults (concurrency 1, pool of {PSYCOPG_POOL_DEFAULT})": (1, None),
+        f"concurrency {k}, default pool of {PSYCOPG_POOL_DEFAULT}": (k, None),
+        f"concurrency {k}, pool of {k + 2}": (k, k + 2),
+    }
+    configs: list[PeerConfig] = []
+    seen: set[tuple[int, int]] = set()
+    for label, (concurrency, pool) in grid.items():
+        size = pool or PSYCOPG_POOL_DEFAULT
+        if (concurrency, size) in seen or size < PSYCOPG_POOL_DEFAULT:
+            continue
+        seen.add((concurrency, size))
+        configs.append(PeerConfig("procrastinate", label, _procrastinate(concurrency, pool)))
     return configs
+
+
+def _procrastinate(concurrency: int, pool: int | None) -> Run:
+    def run(url: str, jobs: int, meter: bool) -> Awaitable[float]:
+        return procrastinate_run(url, jobs, meter, concurrency=concurrency, pool=pool)
+
+    return run
 
 
 # -- PgQueuer ---------------------------------------------------------------------------------
