@@ -8,10 +8,10 @@ in `job_errors`, one row per failed attempt, whatever happens to the job afterwa
 from __future__ import annotations
 
 import random
-import time
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+from time import monotonic
 
 from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -34,13 +34,13 @@ class RateLimited(JobError):
     def __init__(self, message: str = "rate limited", *, retry_after: float) -> None:
         super().__init__(message)
         self.retry_after = max(float(retry_after), 0.0)
-        self._raised = time.monotonic()
+        self._raised = monotonic()
 
     def remaining(self) -> float:
         """Seconds of the wait still to run now. The outcome may be written a while after the
         429 (the 429s of every job in flight queue up on their provider's bucket): a wait
         counted from then would block the provider longer than it asked."""
-        return max(self.retry_after - (time.monotonic() - self._raised), 0.0)
+        return max(self.retry_after - (monotonic() - self._raised), 0.0)
 
 
 class Transient(JobError):
