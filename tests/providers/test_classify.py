@@ -116,6 +116,23 @@ def test_retry_after_wins_over_the_hint_and_the_resets() -> None:
     assert retry_after_from_headers(headers, hint=30.0, now=NOW) == 9.0
 
 
+@pytest.mark.parametrize(
+    ("reset", "seconds"),
+    [("16.620s", 16.62), ("17s", 17.0), ("15.5s", 17.0), ("17.5s", 17.0), ("6m0s", 17.0)],
+)
+def test_a_reset_in_the_second_before_retry_after_says_it_precisely(
+    reset: str, seconds: float
+) -> None:
+    """Retry-After counts whole seconds (rounded up): the exhausted limit's reset in the second
+    before it is the same instant, to the millisecond; any other reset leaves it alone."""
+    headers = {
+        "Retry-After": "17",
+        "x-ratelimit-remaining-requests": "0",
+        "x-ratelimit-reset-requests": reset,
+    }
+    assert retry_after_from_headers(headers, now=NOW) == pytest.approx(seconds)
+
+
 def test_the_hint_wins_over_the_resets() -> None:
     assert retry_after_from_headers({"x-ratelimit-reset-tokens": "1m"}, hint=30.0) == 30.0
 

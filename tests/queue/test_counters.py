@@ -22,6 +22,7 @@ from valuerank.queue import (
     JobSpec,
     JobStatus,
     Permanent,
+    RateLimited,
     SlotScope,
     Transient,
     Worker,
@@ -42,7 +43,8 @@ from valuerank.queue import (
     set_cap,
     settle_error,
 )
-from valuerank.queue.dialect import db_now_plus
+from valuerank.queue.claim_sql import PG_CLAIM_FAST, pg_sql
+from valuerank.queue.dialect import db_now_plus, pg_rows
 from valuerank.queue.events import count_partition, partition_progress
 from valuerank.queue.lease import Completion, complete_many
 from valuerank.queue.maintenance import prune_jobs, run_maintenance
@@ -240,6 +242,38 @@ async def test_pause_cap_and_bucket_switch_the_fast_claim_off_at_once(kit: Kit) 
         await remove_cap(conn, "provider:p1")
         await configure_bucket(conn, "p1", rpm=2)
     assert len(await kit.take(5)) == 2  # the bucket holds
+    await _counters_match(kit)
+
+
+async def _fast_claim_stands_back(kit: Kit) -> bool:
+    """PostgreSQL: whether the one-statement claim's guard finds a cap or a limiting bucket
+    (asked with no kind to claim, so nothing is claimed)."""
+    async with kit.db.transaction() as conn:
+        params = {"worker_id": "probe", "lease_seconds": 30.0}
+        (row, *_) = await pg_rows(conn, pg_sql(PG_CLAIM_FAST, 1, ()), params)
+    return bool(row["guard_limited"])
+
+
+async def test_a_bucket_learned_from_a_429_keeps_the_fast_claim(kit: Kit) -> None:
+    """A 429 from a provider nobody configured limits for makes it a bucket with no limits.
+    It holds that provider's jobs back until the reset, whichever path claims; on PostgreSQL
+    the one-statement claim stays on (it leaves out the blocked bucket's jobs itself) until a
+    bucket limits something."""
+    pg = kit.db.url.dialect == "postgresql"
+    await kit.put(3, provider="p1")
+    await kit.put(2, prefix="q", provider="p2")
+    (job,) = await kit.take(1)
+    assert job.provider == "p1"
+    async with kit.db.transaction(immediate=True) as conn:
+        await settle_error(conn, job, RateLimited(retry_after=60), settings=kit.settings)
+    if pg:
+        assert not await _fast_claim_stands_back(kit)
+    assert sorted(j.provider or "" for j in await kit.take(5)) == ["p2", "p2"]
+    async with kit.db.transaction(immediate=True) as conn:
+        await configure_bucket(conn, "p1", rpm=100)
+    if pg:
+        assert await _fast_claim_stands_back(kit)
+    assert await kit.take(5) == []  # still blocked, now on the general path
     await _counters_match(kit)
 
 

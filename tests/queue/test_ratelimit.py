@@ -26,9 +26,10 @@ from valuerank.queue import (
     settle_error,
 )
 from valuerank.queue import ratelimit as rl
-from valuerank.queue.dialect import db_now_plus
+from valuerank.queue.dialect import as_utc, db_now_plus
 from valuerank.queue.ratelimit import (
     BucketState,
+    bucket_key,
     bucket_state,
     configure_bucket,
     parse_duration,
@@ -328,6 +329,68 @@ async def test_rate_limited_blocks_the_bucket_without_spending_an_attempt(kit: K
     assert (await _state(kit, key)).blocked_until == state.blocked_until
 
 
+async def test_a_429_without_a_bucket_teaches_the_provider_a_blocked_bucket(kit: Kit) -> None:
+    """Limits nobody configured: the first 429 makes the provider a bucket of its own (every
+    model, the job's credential) with no limits, blocked for the wait the 429 named; its other
+    jobs wait, other providers' and credentials' do not, nor a model with a bucket of its own.
+    Several workers' 429s make one bucket; limits set later fill it in."""
+    await _put(kit, 2, "p", "m1")
+    await _put(kit, 2, "p", "m2")
+    await _put(kit, 2, "p", "m3", credential="key-2")
+    await _put(kit, 2, "q")
+    own = await _configure(kit, "p", "m2")  # a bucket of its own, limiting nothing
+    first = await kit.take(2)
+    assert [j.model for j in first] == ["m1", "m1"]
+
+    async def rate_limited(job: Job) -> None:
+        async with kit.db.transaction(immediate=True) as conn:
+            status = await settle_error(
+                conn, job, RateLimited(retry_after=30), settings=kit.settings
+            )
+        assert status is JobStatus.QUEUED
+
+    await asyncio.gather(*(rate_limited(j) for j in first))  # two workers at once
+    key = bucket_key("p")
+    state = await _state(kit, key)
+    assert state.blocked and state.rate_limited_total == 2
+    assert (state.rpm_limit, state.tpm_limit, state.concurrency_limit) == (None, None, None)
+    assert state.blocked_until is not None
+    assert 25 < (state.blocked_until - state.now).total_seconds() <= 30.5
+    async with kit.db.transaction() as conn:
+        assert sorted(b.key for b in await rl.list_buckets(conn)) == sorted([key, own])
+    got = await kit.take(10)
+    assert sorted((j.provider or "", j.model or "") for j in got) == [
+        ("p", "m2"),
+        ("p", "m2"),
+        ("p", "m3"),
+        ("p", "m3"),
+        ("q", ""),
+        ("q", ""),
+    ]
+    assert [(await kit.load(j.id)).attempts for j in first] == [0, 0]  # no attempt spent
+    await _configure(kit, "p", rpm=100)
+    state = await _state(kit, key)
+    assert state.rpm_limit == 100 and state.blocked and state.rate_limited_total == 2
+
+
+async def test_a_429_recorded_late_blocks_only_for_what_is_left_of_its_wait(kit: Kit) -> None:
+    """The wait a 429 names counts from the answer, not from when the queue gets to record it
+    (all the 429s of the jobs in flight queue up on the provider's bucket)."""
+    key = await _configure(kit, "p", rpm=1000)
+    await _put(kit, 1, "p")
+    (job,) = await kit.take(1)
+    error = RateLimited(retry_after=4)
+    await asyncio.sleep(2.5)  # the outcome is written late
+    async with kit.db.transaction(immediate=True) as conn:
+        await settle_error(conn, job, error, settings=kit.settings)
+    state = await _state(kit, key)
+    assert state.blocked_until is not None
+    assert 0 < (state.blocked_until - state.now).total_seconds() <= 1.6
+    async with kit.db.transaction() as conn:
+        run_at = await conn.scalar(select(jobs.c.run_at).where(jobs.c.id == job.id))
+    assert as_utc(run_at) <= state.blocked_until + timedelta(seconds=0.2)
+
+
 async def test_adaptive_concurrency_cut_and_grow(kit: Kit) -> None:
     key = await _configure(kit, "p", "m", concurrency=8, concurrency_floor=2)
     slot = model_key("p", "m")
@@ -422,8 +485,11 @@ def fake_provider() -> Iterator[_FakeProvider]:
         yield server
 
 
-async def test_429_storm(kit: Kit, fake_provider: _FakeProvider) -> None:
-    key = await _configure(kit, "fake", rpm=100_000)
+@pytest.mark.parametrize("configured", [True, False], ids=["configured", "unknown-limits"])
+async def test_429_storm(kit: Kit, fake_provider: _FakeProvider, configured: bool) -> None:
+    """Configured limits or none (learned from the 429s alone), the same: once a 429 is
+    known, nothing reaches the provider before the wait it named, and no attempt is spent."""
+    key = await _configure(kit, "fake", rpm=100_000) if configured else bucket_key("fake")
     await _put(kit, 40, "fake")
 
     async def call(job: Job) -> Any:
@@ -453,3 +519,4 @@ async def test_429_storm(kit: Kit, fake_provider: _FakeProvider) -> None:
         assert early == [], f"{len(early)} requests while the bucket was blocked"
     state = await _state(kit, key)
     assert state.rate_limited_total == 30
+    assert state.rpm_limit == (100_000 if configured else None)

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy import func, select
+
+from valuerank.db.tables import jobs
 from valuerank.queue import (
     HandlerResult,
     Job,
@@ -20,6 +24,7 @@ from valuerank.queue import (
     pause_partition,
     reap,
 )
+from valuerank.queue.ratelimit import block_bucket, configure_bucket
 
 if TYPE_CHECKING:
     from conftest import Kit
@@ -206,6 +211,65 @@ async def test_run_forever_picks_up_new_work(kit: Kit) -> None:
     stats = await asyncio.wait_for(run, 30)
     assert stats.succeeded == 3 and sorted(done) == [0, 1, 2]
     assert await kit.status_counts() == {"succeeded": 3}
+
+
+_SLOW_SUCCESS_PG = """
+CREATE FUNCTION slow_success() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN PERFORM pg_sleep(0.03); RETURN NEW; END $$;
+CREATE TRIGGER slow_success BEFORE UPDATE ON jobs FOR EACH ROW
+  WHEN (NEW.status = 'succeeded' AND OLD.status = 'running') EXECUTE FUNCTION slow_success();
+"""
+
+
+async def test_a_worker_holds_at_most_twice_its_concurrency(kit: Kit) -> None:
+    """K handlers at once, and it claims while successes are being written, but no more
+    than K of them wait: at most 2K of its jobs are `running` in the database at any time.
+    (On PostgreSQL each success is made slow to write, so the claims would run far ahead.)"""
+    if kit.db.url.dialect == "postgresql":
+        async with kit.db.transaction() as conn:
+            await conn.exec_driver_sql(_SLOW_SUCCESS_PG)
+    await kit.put(30)
+    seen: list[tuple[int, int, int]] = []  # (handlers, held, running in the database)
+
+    async def handler(job: Job) -> Any:
+        async with kit.db.transaction() as conn:
+            running = await conn.scalar(
+                select(func.count()).select_from(jobs).where(jobs.c.status == "running")
+            )
+        seen.append((worker.in_flight, worker.held, int(running or 0)))
+
+    worker = Worker(kit.db, settings=kit.settings, concurrency=2, handlers={"echo": handler})
+    stats = await worker.run_until_idle()
+    assert stats.succeeded == 30
+    assert max(h for h, _, _ in seen) <= 2
+    assert max(held for _, held, _ in seen) <= 4
+    assert max(r for _, _, r in seen) <= 4
+    if kit.db.url.dialect == "postgresql":
+        assert max(held for _, held, _ in seen) > 2  # claimed while successes were written
+
+
+async def test_an_idle_worker_wakes_when_a_rate_limit_block_ends(kit: Kit) -> None:
+    """A worker with nothing to claim sleeps until its next poll, or until a blocked
+    provider opens again if that comes sooner: it does not lose a poll interval per 429."""
+    await kit.put(1, provider="p")
+    async with kit.db.transaction(immediate=True) as conn:
+        key = await configure_bucket(conn, "p")
+        await block_bucket(conn, key, 1.0)
+    done = asyncio.Event()
+
+    async def handler(job: Job) -> Any:
+        done.set()
+
+    slow_poll = kit.settings.model_copy(update={"poll_seconds": 30.0})
+    worker = Worker(kit.db, settings=slow_poll, concurrency=2, handlers={"echo": handler})
+    started = time.monotonic()
+    run = asyncio.create_task(worker.run_forever())
+    try:
+        await asyncio.wait_for(done.wait(), 20)
+    finally:
+        worker.stop()
+        await asyncio.wait_for(run, 30)
+    assert 0.9 <= time.monotonic() - started < 15
 
 
 async def test_burst_mode_runs_the_retries_it_makes_runnable(kit: Kit) -> None:

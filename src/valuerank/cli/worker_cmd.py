@@ -12,10 +12,10 @@ from typing import Any
 import typer
 
 from valuerank.cli.common import JsonOption, console, err_console, print_json, run
-from valuerank.cli.worker_settings import worker_settings
+from valuerank.cli.worker_settings import WorkerSettings, worker_settings
 from valuerank.config import get_settings
-from valuerank.crypto import optional_cipher
-from valuerank.db import create_database
+from valuerank.crypto import SecretCipher, optional_cipher
+from valuerank.db import Database, create_database
 from valuerank.db.migrate import ensure_schema
 from valuerank.pipeline.context import PipelineContext
 from valuerank.pipeline.handlers import register_pipeline_handlers
@@ -30,6 +30,29 @@ def _line(worker: Worker, started: float) -> str:
         f"[green]{s.succeeded} done[/], [red]{s.failed} failed[/], {s.retried} retried, "
         f"{s.released} released ({time.monotonic() - started:.0f} s)"
     )
+
+
+def build_worker(
+    db: Database,
+    ws: WorkerSettings,
+    *,
+    concurrency: int | None = None,
+    worker_id: str | None = None,
+    cipher: SecretCipher | None = None,
+) -> tuple[Worker, PipelineContext]:
+    """The worker `valuerank worker` runs on `db`: settings `ws` (VALUERANK_WORKER_*), the
+    built-in and the pipeline's job kinds. Close the context (`aclose`) when done with it."""
+    w = Worker(
+        db,
+        settings=ws.queue_settings(),
+        concurrency=concurrency or ws.concurrency,
+        worker_id=worker_id or ws.id,
+        cipher=cipher,
+    )
+    register_builtin_handlers(w)
+    pipeline = PipelineContext(db)
+    register_pipeline_handlers(w, pipeline)
+    return w, pipeline
 
 
 def worker(
@@ -64,16 +87,9 @@ def worker(
         db = create_database(settings.database_url, busy_timeout_ms=settings.sqlite_busy_timeout_ms)
         try:
             await ensure_schema(db)
-            w = Worker(
-                db,
-                settings=ws.queue_settings(),
-                concurrency=concurrency or ws.concurrency,
-                worker_id=worker_id or ws.id,
-                cipher=cipher,
+            w, pipeline = build_worker(
+                db, ws, concurrency=concurrency, worker_id=worker_id, cipher=cipher
             )
-            register_builtin_handlers(w)
-            pipeline = PipelineContext(db)
-            register_pipeline_handlers(w, pipeline)
             loop = asyncio.get_running_loop()
             signals = (signal.SIGTERM, signal.SIGINT)
             for sig in signals:

@@ -5,7 +5,8 @@ without spending an attempt, `ProviderTransient` backs off, `ProviderPermanent` 
 
 Where the wait comes from, first match wins:
 1. `retry-after-ms` (milliseconds; OpenAI, Anthropic),
-2. `Retry-After` (seconds or an HTTP date; RFC 9110),
+2. `Retry-After` (seconds or an HTTP date; RFC 9110); when it is whole seconds and a reset
+   of 4 or 5 falls in the second before it, that reset (the same instant, more precisely),
 3. a hint the adapter found in the body (Google's `RetryInfo.retryDelay`),
 4. `x-ratelimit-reset-requests` / `x-ratelimit-reset-tokens` (durations like "6m0s", "20ms"),
 5. `anthropic-ratelimit-*-reset` (RFC 3339 timestamps),
@@ -164,9 +165,19 @@ def retry_after_from_headers(
     if "retry-after" in lower:
         seconds = parse_retry_after(lower["retry-after"], now=now)
         if seconds is not None:
+            # Whole seconds are the header's resolution: a reset of the exhausted limit in
+            # the second before it is the same instant, said precisely.
+            precise = _reset_from_headers(lower, now=now)
+            if precise is not None and seconds - 1.0 < precise <= seconds:
+                return precise
             return seconds
     if hint is not None and math.isfinite(hint):
         return max(hint, 0.0)
+    return _reset_from_headers(lower, now=now)
+
+
+def _reset_from_headers(lower: Mapping[str, str], *, now: datetime | None) -> float | None:
+    """The wait the reset headers name (lower-cased names; see the module doc, 4 and 5)."""
     # OpenAI: x-ratelimit-reset-<limit> / x-ratelimit-remaining-<limit>.
     openai: dict[str, float | None] = {
         name.removeprefix("x-ratelimit-reset-"): parse_duration(value)

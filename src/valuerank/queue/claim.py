@@ -1,11 +1,13 @@
 """Claiming jobs: rounds of the statements in `claim_sql.py`, slots, rate reservations.
 
-The common case on PostgreSQL (no cap and no rate bucket exists, no default organisation cap)
-is one statement per round (`PG_CLAIM_FAST`): the same claim, plus, in the same statement, the
-`task_started` events, their sequence numbers and the partitions' job counters (see
-`events.py`), and the NOTIFY. Its guard reads, in the statement's own snapshot, whether the
-queue is paused and whether any cap or bucket exists; if one does it claims nothing and the
-general path below runs instead (and, as a hint only, claims skip the fast statement for
+The common case on PostgreSQL (no cap, no rate bucket that limits anything, no default
+organisation cap) is one statement per round (`PG_CLAIM_FAST`): the same claim, plus, in the
+same statement, the `task_started` events, their sequence numbers and the partitions' job
+counters (see `events.py`), and the NOTIFY. Buckets that only a 429 made (no limits: see
+`ratelimit.learned_bucket`) do not stop it: it leaves out the jobs of those blocked now. Its
+guard reads, in the statement's own snapshot, whether the queue is paused and whether any cap
+or limiting bucket exists; if one does it claims nothing and the general path below runs
+instead (and, as a hint only, claims skip the fast statement for
 FAST_PATH_BACKOFF_SECONDS). When no webhook is active either, that statement is the whole
 transaction and runs alone in autocommit mode (`PG_CLAIM_ALONE`: no BEGIN/COMMIT round
 trips); otherwise it runs in a transaction followed by the webhook notifications.

@@ -203,6 +203,23 @@ _PG_LIMITED = """AND (cardinality(:full_orgs) = 0 OR j.org_id <> ALL(:full_orgs)
                             AND b.m = coalesce(j.model, ''))
                       END))"""
 
+# The fast path's rate-limit clause: it runs only while every bucket is limitless (a bucket
+# a 429 made, `ratelimit.learned_bucket`), so a job is held back only when the bucket it
+# resolves to (its model's, else its provider's; same credential) is blocked now.
+_PG_BLOCKED = """AND (j.provider IS NULL OR NOT EXISTS (
+                SELECT 1 FROM rate_buckets b
+                WHERE b.provider = j.provider AND b.blocked_until > now()
+                  AND b.credential = coalesce(j.payload ->> 'credential', '')
+                  AND (b.model = coalesce(j.model, '') OR (b.model = '' AND NOT EXISTS (
+                        SELECT 1 FROM rate_buckets m
+                        WHERE m.provider = b.provider AND m.credential = b.credential
+                          AND m.model <> '' AND m.model = coalesce(j.model, ''))))))"""
+
+# A bucket that limits something (the fast path stands back while one exists).
+_PG_LIMITING_BUCKET = """EXISTS (SELECT 1 FROM rate_buckets b WHERE b.rpm_limit IS NOT NULL
+                   OR b.tpm_limit IS NOT NULL OR b.min_interval_ms > 0
+                   OR b.concurrency_limit IS NOT NULL)"""
+
 _PG_CANDIDATES_TEMPLATE = f"""
 parts(p) AS (
     (SELECT j.partition FROM jobs j WHERE j.status = 'queued' AND @GATE@
@@ -271,12 +288,12 @@ PG_CLAIM_FAST = (
 guard AS MATERIALIZED (
     SELECT EXISTS (SELECT 1 FROM queue_controls q
                    WHERE q.scope = 'global' AND q.key = '*' AND q.paused) AS paused,
-           EXISTS (SELECT 1 FROM queue_slots) OR EXISTS (SELECT 1 FROM rate_buckets) AS limited,
+           EXISTS (SELECT 1 FROM queue_slots) OR @LIMITING@ AS limited,
            @HOOKED@ AS hooked
 ),"""
     + _PG_CANDIDATES_TEMPLATE.replace(
         "@GATE@", "NOT (SELECT g.paused OR g.limited OR g.hooked FROM guard g)"
-    ).replace("@LIMITED@", "")
+    ).replace("@LIMITED@", _PG_BLOCKED)
     + """,
 claimed AS ("""
     + _PG_CLAIM_SET
@@ -326,6 +343,9 @@ PG_CLAIM_ALONE = PG_CLAIM_FAST.replace(
     "@HOOKED@", "EXISTS (SELECT 1 FROM webhooks w WHERE w.active)"
 )
 PG_CLAIM_FAST = PG_CLAIM_FAST.replace("@HOOKED@", "false")
+PG_CLAIM_ALONE, PG_CLAIM_FAST = (
+    sql.replace("@LIMITING@", _PG_LIMITING_BUCKET) for sql in (PG_CLAIM_ALONE, PG_CLAIM_FAST)
+)
 
 _TEXT_ARRAY = ARRAY(String())
 

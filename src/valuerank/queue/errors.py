@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+from time import monotonic
 
 from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -28,11 +29,19 @@ class JobError(Exception):
 
 
 class RateLimited(JobError):
-    """The provider said "slow down": requeue after `retry_after` seconds, no attempt spent."""
+    """The provider said "slow down": requeue after `retry_after` seconds, counted from when
+    this was raised (the answer's time), no attempt spent."""
 
     def __init__(self, message: str = "rate limited", *, retry_after: float) -> None:
         super().__init__(message)
         self.retry_after = max(float(retry_after), 0.0)
+        self._raised = monotonic()
+
+    def remaining(self) -> float:
+        """Seconds of the wait still to run now. The outcome may be written a while after the
+        429 (the 429s of every job in flight queue up on their provider's bucket): a wait
+        counted from then would block the provider longer than it asked."""
+        return max(self.retry_after - (monotonic() - self._raised), 0.0)
 
 
 class Transient(JobError):

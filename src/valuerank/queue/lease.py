@@ -14,7 +14,7 @@ statement (update, counters, event with progress, NOTIFY: `_PG_COMPLETE_TEMPLATE
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
@@ -434,15 +434,16 @@ async def retry_later(
     category: ErrorCategory = ErrorCategory.TRANSIENT,
     refund_attempt: bool = False,
     reason: str | None = None,
-    block_bucket_seconds: float | None = None,
+    block_bucket_seconds: float | Callable[[], float] | None = None,
 ) -> JobStatus | None:
     """`running → queued` to run again after `delay_seconds` (by the database clock).
 
     `refund_attempt` takes back the attempt the claim counted (rate limits, graceful
     shutdown: not the job's fault). A job whose cancellation was requested goes to
     `cancelled` instead. `block_bucket_seconds` (a 429) blocks the job's rate bucket that
-    long, counts the 429 and cuts its adaptive concurrency. Returns the new status, or None
-    if the lease was lost.
+    long, counts the 429 and cuts its adaptive concurrency; a function is asked once the
+    bucket is locked (the wait left then). Returns the new status, or None if the lease was
+    lost.
     """
     dialect = conn.dialect.name
     cancelled = jobs.c.cancel_requested.is_(True)
@@ -511,8 +512,9 @@ async def settle_error(
 ) -> JobStatus | None:
     """Apply the error policy to a failed attempt; returns the job's new status (None: lease lost).
 
-    Rate limited → queued after `retry_after`, attempt refunded, the job's rate bucket blocked
-    until then (its 429 counted, its adaptive concurrency cut). Permanent → failed.
+    Rate limited → queued after what is left of `retry_after` (counted from the 429), attempt
+    refunded, the job's rate bucket blocked until then (its 429 counted, its adaptive
+    concurrency cut). Permanent → failed.
     Anything else → queued after a full-jitter backoff, or failed once attempts are spent.
     """
     if isinstance(exc, Snooze):
@@ -521,14 +523,15 @@ async def settle_error(
         )
     category = classify(exc)
     if isinstance(exc, RateLimited):
+        wait = exc.remaining()
         return await retry_later(
             conn,
             job.lease,
-            delay_seconds=exc.retry_after,
+            delay_seconds=wait,
             error=exc,
             category=category,
             refund_attempt=True,
-            block_bucket_seconds=exc.retry_after,
+            block_bucket_seconds=exc.remaining,  # asked again once the bucket is locked
         )
     if category is ErrorCategory.PERMANENT or job.attempts >= job.max_attempts:
         ok = await fail(conn, job.lease, exc, category=category)

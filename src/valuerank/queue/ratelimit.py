@@ -13,7 +13,9 @@ A bucket is a `rate_buckets` row. It holds
 Which bucket a job uses: its `provider` and `model` columns and `payload["credential"]`
 (default ""); the most specific existing bucket, (provider, model, credential) then
 (provider, "", credential). A job with no provider, or whose bucket does not exist, is not
-rate limited.
+rate limited, until its provider answers a 429: a provider with no bucket for the job then
+gets a provider-wide one with no limits (`learned_bucket`), blocked until the reset, so that
+limits nobody configured are still learned from the 429s and their headers (the wait).
 
 The claim (see `claim.py`) uses a bucket twice per round: before the claiming statement, an
 unlocked read tells which buckets cannot grant anything now (blocked, interval not passed, no
@@ -37,7 +39,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence, Set
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
@@ -48,7 +50,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import ColumnElement
 
 from valuerank.db.tables import jobs, rate_buckets
-from valuerank.queue.dialect import as_utc, db_now, to_db
+from valuerank.queue.dialect import as_utc, db_now, seconds_since, to_db, upsert
 from valuerank.queue.job import Job
 from valuerank.queue.settings import unlimited_if_zero
 from valuerank.queue.slots import SlotScope, model_key, provider_key, remove_cap, set_cap
@@ -437,6 +439,18 @@ async def remove_bucket(conn: AsyncConnection, key: str) -> bool:
     return True
 
 
+async def seconds_until_reopen(conn: AsyncConnection) -> float | None:
+    """Seconds until the first blocked bucket opens again, by the database clock; None when
+    none is blocked (a worker with nothing to claim sleeps no longer than that)."""
+    dialect = conn.dialect.name
+    ago = await conn.scalar(
+        select(seconds_since(dialect, func.min(rate_buckets.c.blocked_until))).where(
+            rate_buckets.c.blocked_until > db_now(dialect)
+        )
+    )
+    return None if ago is None else max(-float(ago), 0.0)
+
+
 # -- which bucket a job uses ------------------------------------------------------------------
 
 
@@ -688,13 +702,48 @@ async def note_completed(
         )
 
 
-async def note_rate_limited(conn: AsyncConnection, row: Any, *, retry_after: float) -> None:
+async def note_rate_limited(
+    conn: AsyncConnection, row: Any, *, retry_after: float | Callable[[], float]
+) -> None:
     """A job of this bucket got a 429: block the bucket until the reset, count it, and halve
-    its adaptive concurrency."""
+    its adaptive concurrency. A provider with no bucket for the job gets one first
+    (`learned_bucket`), so that no job of it is claimed before the reset either.
+    `retry_after` may be a function giving the wait left: it is asked once the bucket is
+    locked (the 429s of all the jobs in flight queue up on that lock)."""
     bucket = await _bucket_of_row(conn, row)
     if bucket is None:
-        return
-    await block_bucket(conn, bucket, retry_after)
+        bucket = await learned_bucket(conn, row)
+        if bucket is None:
+            return
+    await block_bucket(conn, bucket, retry_after() if callable(retry_after) else retry_after)
+
+
+async def learned_bucket(conn: AsyncConnection, row: Any) -> BucketState | None:
+    """The bucket a 429 makes for a provider whose limits nobody configured (row: provider,
+    model, id of the job that got it): provider-wide (every model of the provider, under the
+    job's credential), with no limit of its own; it only carries the blocks of the 429s and
+    their count. Setting the provider's limits later fills in this bucket; limits set for one
+    model take precedence for that model, as always. Returned locked; None without a
+    provider. Concurrent 429s of several workers make one bucket."""
+    if row.provider is None:
+        return None
+    payload = await conn.scalar(select(jobs.c.payload).where(jobs.c.id == row.id))
+    credential = job_credential(payload)
+    key = bucket_key(row.provider, "", credential)
+    now = to_db(conn.dialect.name, await bucket_now(conn))
+    await conn.execute(
+        upsert(conn)(rate_buckets)
+        .values(
+            key=key,
+            provider=row.provider,
+            model="",
+            credential=credential,
+            refilled_at=now,
+            updated_at=now,
+        )
+        .on_conflict_do_nothing(index_elements=[rate_buckets.c.key])
+    )
+    return (await load_buckets(conn, [key], lock=True)).get(key)
 
 
 async def block_bucket(conn: AsyncConnection, bucket: BucketState | str, seconds: float) -> None:
@@ -734,6 +783,7 @@ __all__ = [
     "estimated_tokens",
     "exclusion_clauses",
     "grow_concurrency",
+    "learned_bucket",
     "list_buckets",
     "load_buckets",
     "note_completed",
@@ -744,5 +794,6 @@ __all__ = [
     "remove_bucket",
     "reset_from_headers",
     "resolve",
+    "seconds_until_reopen",
     "write_reservations",
 ]

@@ -11,15 +11,17 @@ it lands (the write is fenced by the lease token, so it can never apply twice; i
 was lost meanwhile it is simply discarded). Any other settling failure leaves the job to the
 reaper once its lease expires: at-least-once, never lost.
 
-Throughput: when a handler returns, its place in the worker frees at once and the next claim
-runs while the outcome is being written (the job stays `running`, holding its concurrency
-slots, until then: caps count it). Successful jobs are written by one settler task, a batch
-per transaction: whatever succeeded while the previous batch was being written (no waiting
-to fill a batch). Every other outcome, and a success the batch could not take, is written in
-a transaction of its own. On PostgreSQL the worker keeps one connection for its claims
-(autocommit: a claim is one statement) and one for its batches, between uses idle with no
-transaction open, so neither pays a pool checkout and ping each time; a kept connection is
-dropped after any error and when the worker stops.
+Throughput: when a handler returns successfully, its place in the worker frees at once and the
+next claim runs while the success is being written (the job stays `running`, holding its
+concurrency slots, until then: caps count it). So a worker of concurrency K runs at most K
+handlers at once and holds at most 2K jobs (`held`: claimed and not yet recorded as done):
+it claims no more while K successes wait to be written. Successful jobs are written by one
+settler task, a batch per transaction: whatever succeeded while the previous batch was being
+written (no waiting to fill a batch). Every other outcome, and a success the batch could not
+take, is written in a transaction of its own. On PostgreSQL the worker keeps one connection
+for its claims (autocommit: a claim is one statement) and one for its batches, between uses
+idle with no transaction open, so neither pays a pool checkout and ping each time; a kept
+connection is dropped after any error and when the worker stops.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from valuerank.queue.job import Job
 from valuerank.queue.maintenance import Chore, MaintenanceRun, run_maintenance
 from valuerank.queue.outbox import DeliveryReport, deliver_due
 from valuerank.queue.pending import seconds_until_due
+from valuerank.queue.ratelimit import seconds_until_reopen
 from valuerank.queue.reaper import reap
 from valuerank.queue.settings import QueueSettings
 from valuerank.queue.slots import apply_global_cap
@@ -257,6 +260,18 @@ class Worker:
         raised leaves it only once its outcome is written."""
         return len(self._running)
 
+    @property
+    def held(self) -> int:
+        """Jobs this worker claimed and has not yet recorded as done: handlers running plus
+        outcomes being written; at most 2 × `concurrency` (see `_free`)."""
+        return len(self._running) + len(self._settling)
+
+    def _free(self) -> int:
+        """How many jobs a claim may ask for now: a place for each handler not running, as
+        long as the worker holds at most 2 × `concurrency` jobs (no more than `concurrency`
+        successes waiting to be written)."""
+        return min(self.concurrency - self.in_flight, 2 * self.concurrency - self.held)
+
     def _supervisors(self) -> list[asyncio.Task[None]]:
         jobs = [*self._running.values(), *self._settling.values()]
         return [r.task for r in jobs if r.task is not None]
@@ -305,7 +320,27 @@ class Worker:
             due = await seconds_until_due(conn, self._touched, self._handlers)
         if due is None or due > budget:
             return None
+        if due <= 0:  # due but not claimed: held back by a rate-limit block, perhaps
+            reopen = await self._reopen_in()
+            if reopen is not None:
+                due = reopen
         return min(max(due, 0.01), self.settings.poll_seconds)
+
+    async def _until_reopen(self, wait: float) -> float:
+        """`wait`, or less when a rate-limit block ends sooner: its provider's jobs can then
+        be claimed at once (a worker with nothing to claim would otherwise notice only at
+        its next poll)."""
+        reopen = await self._reopen_in()
+        return wait if reopen is None else min(wait, max(reopen, 0.01))
+
+    async def _reopen_in(self) -> float | None:
+        """Seconds until the first rate-limit block ends (None: none, or unknown now)."""
+        try:
+            async with self.db.transaction() as conn:
+                return await seconds_until_reopen(conn)
+        except Exception as exc:
+            _log_db_failure("reading rate-limit blocks", exc)
+            return None
 
     async def run_forever(self) -> WorkerStats:
         """Claim and run until `stop()`; then stop claiming, give running jobs
@@ -333,8 +368,10 @@ class Worker:
                     wait = max(wait, db_retry_delay(streak))
                 else:
                     streak = 0
-                    if saturated and self.in_flight < self.concurrency:
-                        continue  # there may be more to claim right away
+                    if self._free() > 0:
+                        if saturated:
+                            continue  # there may be more to claim right away
+                        wait = await self._until_reopen(wait)  # it came back short
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), wait)
         except asyncio.CancelledError:
@@ -434,7 +471,7 @@ class Worker:
 
     async def _fill(self) -> bool:
         """Claim for the free capacity; True if it got all it asked for."""
-        free = self.concurrency - self.in_flight
+        free = self._free()
         if free <= 0 or self._stopping or not self._handlers:
             return False
         try:
