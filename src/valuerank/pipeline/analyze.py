@@ -10,13 +10,11 @@ recomputed, unless `force` is in the payload.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.errors import NotFoundError, ValueRankError
-from valuerank.findings.analyses import DEEP, Kind, deep_state, run_analysis, set_narrative
-from valuerank.findings.comparisons import execute_comparison
 from valuerank.pipeline.calls import call_model
 from valuerank.pipeline.context import PipelineContext
 from valuerank.providers.base import CompletionRequest, Message
@@ -25,6 +23,13 @@ from valuerank.queue import Enqueued, HandlerResult, Job, JobSpec, Permanent, en
 from valuerank.queue.ids import new_id
 from valuerank.runs.service import SUMMARIZE, Run
 from valuerank.runs.states import RunStatus
+
+# valuerank.findings (and the statistics stack under it: numpy, scipy, scikit-learn,
+# statsmodels, ~150 MB and seconds of start-up) is imported by the handlers that compute, when
+# an analysis job runs: a worker that only runs probes, and every short command that imports
+# the pipeline's handlers, never loads it.
+if TYPE_CHECKING:
+    from valuerank.findings.analyses import Kind
 
 ANALYZE_BASIC = "analyze:basic"
 ANALYZE_DEEP = "analyze:deep"
@@ -93,6 +98,8 @@ def _run_id(job: Job) -> str:
 
 
 async def run_analyze(ctx: PipelineContext, job: Job, kind: Kind) -> HandlerResult:
+    from valuerank.findings.analyses import DEEP, run_analysis
+
     run_id = _run_id(job)
     force = bool(job.payload.get("force", False))
     try:
@@ -130,6 +137,8 @@ async def run_analyze(ctx: PipelineContext, job: Job, kind: Kind) -> HandlerResu
 
 
 async def run_compare(ctx: PipelineContext, job: Job) -> HandlerResult:
+    from valuerank.findings.comparisons import execute_comparison
+
     try:
         comparison_id = str(job.payload["comparison_id"])
     except (KeyError, TypeError) as exc:
@@ -160,6 +169,8 @@ def narrative_messages(insights: list[str], warnings: list[dict[str, Any]]) -> t
 
 async def run_narrative(ctx: PipelineContext, job: Job) -> HandlerResult:
     """A `summarize` job about a deep analysis: the model's narrative of its insights."""
+    from valuerank.findings.analyses import deep_state, set_narrative
+
     run_id = _run_id(job)
     model = str(job.payload.get("summary_model") or "")
     if not model:
