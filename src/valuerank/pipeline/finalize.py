@@ -24,7 +24,7 @@ from valuerank.providers.base import CompletionRequest
 from valuerank.providers.model_id import parse_model_id
 from valuerank.queue import HandlerResult, Job, JobSpec, Snooze, enqueue, enqueue_many
 from valuerank.queue.states import JobStatus
-from valuerank.runs.progress import job_progress
+from valuerank.runs.progress import active_probes, job_progress
 from valuerank.runs.results import ModelResult, model_results
 from valuerank.runs.service import FINALIZE, JUDGE, PROBE, SUMMARIZE, Run, get_run
 from valuerank.runs.states import RunStatus, move_run
@@ -52,7 +52,9 @@ async def ensure_finalize(conn: AsyncConnection, run: Run) -> bool:
 
 
 async def at_tail(conn: AsyncConnection, run_id: str) -> bool:
-    return (await job_progress(conn, run_id, (PROBE,))).active <= TAIL
+    """At most TAIL probe jobs of the run left queued or running (checked after every probe:
+    a bounded count, the same cost at any run size)."""
+    return await active_probes(conn, run_id, up_to=TAIL + 1) <= TAIL
 
 
 async def _enqueue_followers(conn: AsyncConnection, run: Run) -> int:
