@@ -184,25 +184,31 @@ def _start_server(env: dict[str, str]) -> tuple[subprocess.Popen[bytes], str]:
     )
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(f"{base}/health", timeout=1).status_code == 200:
-                return server, base
-        time.sleep(0.2)
-    server.kill()
-    raise RuntimeError("valuerank serve did not start")
+    try:
+        while time.monotonic() < deadline:
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"{base}/health", timeout=1).status_code == 200:
+                    return server, base
+            time.sleep(0.2)
+        raise RuntimeError("valuerank serve did not start")
+    except BaseException:
+        server.kill()
+        server.wait()
+        raise
 
 
-def _start_workers(env: dict[str, str], concurrency: int) -> dict[str, subprocess.Popen[bytes]]:
-    workers = {
-        f"worker-{i}": subprocess.Popen(
+def _start_workers(
+    env: dict[str, str], concurrency: int, workers: dict[str, subprocess.Popen[bytes]]
+) -> None:
+    """Start the worker processes into `workers` (each as soon as it exists, so a caller's
+    cleanup finds it), and wait until each is ready."""
+    for i in range(1, WORKERS + 1):
+        workers[f"worker-{i}"] = subprocess.Popen(
             vr_cmd("worker", "--concurrency", str(concurrency), "--id", f"scale-{i}", "--json"),
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )
-        for i in range(1, WORKERS + 1)
-    }
     for name, proc in workers.items():
         assert proc.stderr is not None
         line = proc.stderr.readline().decode()
@@ -210,7 +216,18 @@ def _start_workers(env: dict[str, str], concurrency: int) -> dict[str, subproces
             raise RuntimeError(f"{name} did not start: {line}{proc.stderr.read().decode()}")
         # Keep draining stderr so a chatty worker never blocks on a full pipe.
         threading.Thread(target=proc.stderr.read, daemon=True).start()
-    return workers
+
+
+def _end(proc: subprocess.Popen[bytes]) -> None:
+    """Stop a child still running (after an error or an interrupt)."""
+    if proc.returncode is None and proc.poll() is None:
+        proc.terminate()
+        proc.wait()
+
+
+def _end_all(procs: dict[str, subprocess.Popen[bytes]]) -> None:
+    for proc in procs.values():
+        _end(proc)
 
 
 def _table_sizes(url: str) -> dict[str, int]:
@@ -340,15 +357,25 @@ def run_size(jobs: int, args: argparse.Namespace) -> tuple[dict[str, Any], list[
             capture_output=True,
         )
         token = cli_json(env, "tokens", "create", "--user", EMAIL)["token"]
-        server, base = _start_server(env)
-        workers = _start_workers(env, args.concurrency)
-        database = url.rsplit("/", 1)[1].split("?", 1)[0]
-        sampler = Sampler(
-            url, database, {n: p.pid for n, p in workers.items()}, args.sample_seconds
-        )
-        thread = sampler.start()
-        api = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=60)
-        try:
+        stack = contextlib.ExitStack()
+        workers: dict[str, subprocess.Popen[bytes]] = {}
+        with stack:
+            server, base = _start_server(env)
+            stack.callback(_end, server)
+            stack.callback(_end_all, workers)
+            _start_workers(env, args.concurrency, workers)
+            database = url.rsplit("/", 1)[1].split("?", 1)[0]
+            sampler = Sampler(
+                url, database, {n: p.pid for n, p in workers.items()}, args.sample_seconds
+            )
+            thread = sampler.start()
+            stack.callback(thread.join)
+            stack.callback(sampler.stop.set)
+            api = stack.enter_context(
+                httpx.Client(
+                    base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=60
+                )
+            )
             t0 = time.perf_counter()
             model_args = [a for m in shape.models for a in ("--model", m)]
             created = cli_json(
@@ -385,15 +412,10 @@ def run_size(jobs: int, args: argparse.Namespace) -> tuple[dict[str, Any], list[
             analysis_seconds = _wait_idle(url, timeout=1800)
             for _ in range(args.after_probes):
                 probes.once("after", startup=True)
-        finally:
             sampler.stop.set()
-            thread.join()
-            api.close()
             for proc in workers.values():
                 proc.send_signal(signal.SIGTERM)
             peaks = {name: round(wait_rusage(proc)[1], 1) for name, proc in workers.items()}
-            server.terminate()
-            server.wait()
         backend_cpu = sum(sampler.backend_cpu.values())
         result = {
             "jobs": created["jobs"],
