@@ -16,7 +16,7 @@ from sqlalchemy import func, select
 from valuerank.db import Database
 from valuerank.db.tables import definitions, rubrics, runs
 from valuerank.definitions.service import export_markdown
-from valuerank.exchange import run_folder, zip_run_folder
+from valuerank.exchange import export_run
 from valuerank.orgs import ensure_org
 
 
@@ -53,7 +53,7 @@ async def test_exports_are_the_clis_bytes_as_downloads(
 ) -> None:
     run = await make_run(org_id, decisions={"scripted:utilitarian": [4, 5, None]})
     async with db.transaction() as conn:
-        expected_zip = zip_run_folder(await run_folder(conn, org_id, run.id))
+        expected_zip = await export_run(conn, org_id, run.id)
         expected_md = await export_markdown(conn, org_id, run.definition_id)
     async with live.client_for("default", "viewer") as viewer:
         exported = await viewer.post(f"/api/export/run/{run.id[:8]}")

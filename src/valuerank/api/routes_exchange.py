@@ -10,23 +10,31 @@ all or nothing (member role). Uploads have their own body limit (`max_upload_byt
 
 from __future__ import annotations
 
-from typing import Annotated
+import functools
+import tempfile
+from collections.abc import Awaitable, Callable
+from typing import IO, Annotated, TypeVar
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from starlette.background import BackgroundTask
 
 from valuerank.api.deps import Member, Viewer
 from valuerank.api.envelope import ok
 from valuerank.api.schemas import SuccessEnvelope, also
 from valuerank.api.uploads import read_upload, upload_openapi
-from valuerank.exchange import export_definition, export_workspace, run_folder, zip_run_folder
+from valuerank.exchange import export_definition, write_run_zip, write_workspace
 from valuerank.exchange.definition_export import ZIP
 from valuerank.exchange.naming import safe_part
+from valuerank.exchange.run_data import load_run
 from valuerank.exchange.upload import import_upload
 
 router = APIRouter(tags=["exchange"])
 
 WORKSPACE_FILE = "valuerank-workspace.zip"
+SPOOL_BYTES = 16 * 1024 * 1024  # a larger export goes to a temporary file, not memory
+CHUNK = 1 << 16
+T = TypeVar("T")
 
 
 def download(data: bytes, file_name: str, media_type: str) -> Response:
@@ -35,6 +43,33 @@ def download(data: bytes, file_name: str, media_type: str) -> Response:
         content=data,
         media_type=media_type,
         headers={"Content-Disposition": f'attachment; filename="{file_name}"'},
+    )
+
+
+async def spooled(write: Callable[[IO[bytes]], Awaitable[T]]) -> tuple[IO[bytes], T]:
+    """A temporary file (in memory up to SPOOL_BYTES) that `write` filled, read from its
+    start; closed at once if writing fails."""
+    spool: IO[bytes] = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)  # noqa: SIM115
+    try:
+        result = await write(spool)
+    except BaseException:
+        spool.close()
+        raise
+    return spool, result
+
+
+def attachment(spool: IO[bytes], file_name: str, media_type: str) -> StreamingResponse:
+    """A spooled export as an attachment, sent in chunks, the file closed once sent."""
+    size = spool.seek(0, 2)
+    spool.seek(0)
+    return StreamingResponse(
+        iter(functools.partial(spool.read, CHUNK), b""),
+        media_type=media_type,
+        headers={
+            "Content-Disposition": f'attachment; filename="{file_name}"',
+            "Content-Length": str(size),
+        },
+        background=BackgroundTask(spool.close),
     )
 
 
@@ -47,8 +82,9 @@ async def export_run_route(run_id: str, ctx: Viewer) -> Response:
     """The run (id or unique prefix) as the ZIP `valuerank export run` writes:
     run_manifest.yaml, scenarios/, transcripts/, definition.md, summary.csv, results.jsonl."""
     async with ctx.db.transaction() as conn:
-        folder = await run_folder(conn, ctx.org_id, run_id)
-    return download(zip_run_folder(folder), f"run-{safe_part(folder.run_id)}.zip", ZIP)
+        run = await load_run(conn, ctx.org_id, run_id)
+        spool, written = await spooled(functools.partial(write_run_zip, conn, ctx.org_id, run))
+    return attachment(spool, f"run-{safe_part(written.run_id)}.zip", ZIP)
 
 
 @router.post(
@@ -85,8 +121,8 @@ async def export_workspace_route(ctx: Viewer) -> Response:
     """Every definition and rubric version tree and every run of the organisation as one
     ZIP, as `valuerank export workspace`; `POST /api/import` restores it."""
     async with ctx.db.transaction() as conn:
-        data = await export_workspace(conn, ctx.org_id)
-    return download(data, WORKSPACE_FILE, ZIP)
+        spool, _ = await spooled(functools.partial(write_workspace, conn, ctx.org_id))
+    return attachment(spool, WORKSPACE_FILE, ZIP)
 
 
 @router.post(

@@ -7,11 +7,11 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import IO, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
@@ -152,18 +152,19 @@ class OutputNotWrittenError(ValueRankError):
 TEMP_SUFFIX = ".tmp"
 
 
-def write_atomically(path: Path, data: str | bytes) -> None:
-    """Write the whole file or nothing: a temporary file beside the target, flushed to disk,
-    then renamed over it. On any failure (a full disk, an unencodable character, a target
-    that is a folder, an interrupt) the temporary file is removed and the target is left as
-    it was; a failure of the file system is OUTPUT_NOT_WRITTEN, naming the file."""
-    raw = data.encode("utf-8") if isinstance(data, str) else data  # may raise: nothing made yet
+@contextmanager
+def atomic_output(path: Path) -> Iterator[IO[bytes]]:
+    """A binary file (seekable) that replaces `path` when the block ends, all at once: a
+    temporary file beside the target, flushed to disk, then renamed over it. On any failure
+    (a full disk, a target that is a folder, an error while writing, an interrupt) the
+    temporary file is removed and the target is left as it was; a failure of the file
+    system is OUTPUT_NOT_WRITTEN, naming the file."""
     tmp: str | None = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
         with os.fdopen(fd, "wb") as handle:
-            handle.write(raw)
+            yield handle
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
@@ -176,6 +177,13 @@ def write_atomically(path: Path, data: str | bytes) -> None:
     finally:
         if tmp is not None:
             Path(tmp).unlink(missing_ok=True)
+
+
+def write_atomically(path: Path, data: str | bytes) -> None:
+    """Write the whole file or nothing (see `atomic_output`)."""
+    raw = data.encode("utf-8") if isinstance(data, str) else data  # may raise: nothing made yet
+    with atomic_output(path) as handle:
+        handle.write(raw)
 
 
 def command_runner(as_json: bool) -> Callable[[Awaitable[T]], T]:

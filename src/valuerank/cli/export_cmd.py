@@ -9,14 +9,18 @@ from rich.markup import escape
 
 from valuerank.cli.common import (
     JsonOption,
+    atomic_output,
     console,
+    database,
     print_json,
     run,
     session,
     write_atomically,
 )
-from valuerank.exchange import export_definition, export_workspace, run_folder, zip_run_folder
+from valuerank.exchange import export_definition, write_run_zip, write_workspace
+from valuerank.exchange.manifest import export_run_id
 from valuerank.exchange.naming import safe_part
+from valuerank.exchange.run_data import load_run
 
 app = typer.Typer(
     help="Export runs, definitions and the workspace as the original CLI's files (ZIP/.md).",
@@ -28,12 +32,12 @@ OutputOption = typer.Option(
 )
 
 
-def _done(as_json: bool, path: Path, data: bytes, **facts: object) -> None:
+def _done(as_json: bool, path: Path, size: int, **facts: object) -> None:
     if as_json:
-        print_json({"file": str(path), "bytes": len(data), **facts})
+        print_json({"file": str(path), "bytes": size, **facts})
     else:
         details = ", ".join(f"{k}: {v}" for k, v in facts.items())
-        console.print(f"wrote [bold]{escape(str(path))}[/] ({len(data)} bytes; {escape(details)})")
+        console.print(f"wrote [bold]{escape(str(path))}[/] ({size} bytes; {escape(details)})")
 
 
 @app.command("run")
@@ -42,21 +46,26 @@ def run_(
     output: Path | None = OutputOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """A run as a ZIP: run_manifest.yaml, scenarios/, transcripts/, summary.csv, results.jsonl."""
+    """A run as a ZIP: run_manifest.yaml, scenarios/, transcripts/, summary.csv, results.jsonl.
+
+    The transcripts are streamed into the file: the memory it takes does not grow with the
+    run."""
 
     async def _go() -> None:
-        async with session() as s:
-            folder = await run_folder(s.conn, s.org_id, run_id)
-        data = zip_run_folder(folder)
-        path = output or Path(f"run-{safe_part(folder.run_id)}.zip")
-        write_atomically(path, data)
+        # One read-only transaction: a consistent snapshot, and on SQLite no write lock
+        # held against the workers while a large run is written out.
+        async with database() as opened, opened.db.transaction() as conn:
+            snapshot = await load_run(conn, opened.org_id, run_id)
+            path = output or Path(f"run-{safe_part(export_run_id(snapshot))}.zip")
+            with atomic_output(path) as out:
+                written = await write_run_zip(conn, opened.org_id, snapshot, out)
         _done(
             as_json,
             path,
-            data,
-            id=folder.db_id,
-            cli_run_id=folder.run_id,
-            transcripts=folder.transcript_count,
+            path.stat().st_size,
+            id=written.db_id,
+            cli_run_id=written.run_id,
+            transcripts=written.transcripts,
         )
 
     run(_go(), as_json=as_json)
@@ -82,20 +91,20 @@ def definition(
             )
         path = output or Path(exported.file_name)
         write_atomically(path, exported.data)
-        _done(as_json, path, exported.data, media_type=exported.media_type)
+        _done(as_json, path, len(exported.data), media_type=exported.media_type)
 
     run(_go(), as_json=as_json)
 
 
 @app.command("workspace")
 def workspace(output: Path | None = OutputOption, as_json: bool = JsonOption) -> None:
-    """Every definition, rubric and run of the workspace as one ZIP."""
+    """Every definition, rubric and run of the workspace as one ZIP (runs streamed)."""
 
     async def _go() -> None:
-        async with session() as s:
-            data = await export_workspace(s.conn, s.org_id)
         path = output or Path("valuerank-workspace.zip")
-        write_atomically(path, data)
-        _done(as_json, path, data, format="valuerank-workspace")
+        async with database() as opened, opened.db.transaction() as conn:
+            with atomic_output(path) as out:
+                await write_workspace(conn, opened.org_id, out)
+        _done(as_json, path, path.stat().st_size, format="valuerank-workspace")
 
     run(_go(), as_json=as_json)

@@ -286,6 +286,27 @@ judgments = Table(
     UniqueConstraint("transcript_id", "judge_model"),
 )
 
+# What a run's status and results read instead of its transcripts: per (run, model, decision
+# code; 0 when there is none) how many transcripts, refusals and synthetic ones, the sum and
+# count of the known costs, and the judges' costs. The statement that writes a transcript or
+# a judgment moves its row (runs/records.py), so a report reads a few rows per model at any
+# run size.
+run_tallies = Table(
+    "run_tallies",
+    metadata,
+    _org_id(),
+    Column("run_id", String(ID_LENGTH), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("model", String(300), nullable=False),
+    Column("decision_code", Integer, nullable=False),
+    Column("transcripts", Integer, nullable=False, server_default="0"),
+    Column("refusals", Integer, nullable=False, server_default="0"),
+    Column("synthetic", Integer, nullable=False, server_default="0"),
+    Column("cost_usd", Float, nullable=False, server_default="0"),
+    Column("costs_known", Integer, nullable=False, server_default="0"),
+    Column("judge_cost_usd", Float, nullable=False, server_default="0"),
+    PrimaryKeyConstraint("run_id", "model", "decision_code"),
+)
+
 # Responses kept for `--reuse-cache`, keyed by a canonical hash of the whole request.
 response_cache = Table(
     "response_cache",
@@ -566,6 +587,11 @@ Index(
     postgresql_where=QUEUED_WHERE,
     sqlite_where=QUEUED_WHERE,
 )
+
+# A run's jobs of one kind and status (probe, finalize, judge, summarize) without reading its
+# other jobs: bounded checks of the active probes at any run size, and the progress of a run
+# as its partition's counters minus its few jobs of other kinds (runs/progress.py).
+Index("ix_jobs_partition_kind_status", jobs.c.partition, jobs.c.kind, jobs.c.status)
 
 # --- Multi-model validation (valuerank.validation) ----------------------------------------
 # Tasks carry Response-Awareness tags (assumptions an assistant made, `#TYPE: text`); models

@@ -26,16 +26,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from valuerank.exchange.naming import cli_run_id
-from valuerank.exchange.run_data import RunSnapshot, TranscriptRow
+from valuerank.exchange.run_data import RunSnapshot
 from valuerank.formats import (
-    FormatError,
     ManifestModel,
     PromptTemplates,
     RunManifest,
     RuntimeConfigSnapshot,
     Transcript,
     VersionHashes,
-    parse_transcript,
 )
 from valuerank.providers.model_id import InvalidModelId, parse_model_id
 from valuerank.runs.config import RunConfig
@@ -72,29 +70,18 @@ def _number(value: Any) -> Any:
     return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
-def first_parsed(rows: Sequence[TranscriptRow]) -> Transcript | None:
-    for row in rows:
-        try:
-            return parse_transcript(row.content)
-        except FormatError:
-            continue
-    return None
-
-
 def build_manifest(
     run: RunSnapshot,
-    ordered: Sequence[TranscriptRow],
+    first: Transcript | None,
+    models: Sequence[str],
     scenarios_yaml: str,
     rubric_yaml: str | None,
 ) -> RunManifest:
-    """The manifest of `run`; `ordered` are its transcripts in export order."""
+    """The manifest of `run`. `first`: its first transcript in export order that parses;
+    `models`: the run's models, then those of its transcripts that the run does not list,
+    in the order their first transcripts are exported."""
     run_id = export_run_id(run)
-    first = first_parsed(ordered)
     followups = [turn.probe for turn in first.turns[1:]] if first else []
-    models = [str(m) for m in setting(run, "models") or ()]
-    for row in ordered:
-        if row.model not in models:
-            models.append(row.model)
     judges = [str(j) for j in setting(run, "judge_models") or ()]
     extra: tuple[tuple[str, Any], ...] = (("judge_models", judges),) if len(judges) > 1 else ()
     return RunManifest(
@@ -125,4 +112,4 @@ def build_manifest(
     )
 
 
-__all__ = ["build_manifest", "export_run_id", "first_parsed", "setting", "short_hash"]
+__all__ = ["build_manifest", "export_run_id", "setting", "short_hash"]

@@ -57,27 +57,38 @@ def consensus_level(consensus: Mapping[str, Any] | None) -> str | None:
     return None if level is None else str(level)
 
 
-def summary_csv(run_id: str, rows: Sequence[TranscriptRow]) -> str:
+def _csv_line(cells: Sequence[Any]) -> str:
     out = io.StringIO()
-    writer = csv.writer(out)
-    writer.writerow(SUMMARY_COLUMNS)
-    for row in rows:
-        writer.writerow(
-            [
-                run_id,
-                row.scenario_id,
-                row.model,
-                row.sample_index,
-                _cell(row.decision_code),
-                _cell(row.decision_reason),
-                _cell(consensus_level(row.consensus)),
-                row.input_tokens,
-                row.output_tokens,
-                _cell(row.cost_usd),
-                _cell(row.rationale),
-            ]
-        )
+    csv.writer(out).writerow(cells)
     return out.getvalue()
+
+
+def summary_header() -> str:
+    """The first line of `summary.csv`."""
+    return _csv_line(SUMMARY_COLUMNS)
+
+
+def summary_line(run_id: str, row: TranscriptRow) -> str:
+    """The line of `summary.csv` of one transcript."""
+    return _csv_line(
+        [
+            run_id,
+            row.scenario_id,
+            row.model,
+            row.sample_index,
+            _cell(row.decision_code),
+            _cell(row.decision_reason),
+            _cell(consensus_level(row.consensus)),
+            row.input_tokens,
+            row.output_tokens,
+            _cell(row.cost_usd),
+            _cell(row.rationale),
+        ]
+    )
+
+
+def summary_csv(run_id: str, rows: Sequence[TranscriptRow]) -> str:
+    return summary_header() + "".join(summary_line(run_id, row) for row in rows)
 
 
 def _canonical(value: Any) -> Any:
@@ -115,17 +126,22 @@ def result_record(run_id: str, file_name: str, row: TranscriptRow) -> dict[str, 
     }
 
 
+def result_line(record: Mapping[str, Any]) -> str:
+    """The line of `results.jsonl` of one transcript's record."""
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str) + "\n"
+
+
 def results_jsonl(records: Sequence[Mapping[str, Any]]) -> str:
-    return "".join(
-        json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str) + "\n"
-        for record in records
-    )
+    return "".join(result_line(record) for record in records)
 
 
 __all__ = [
     "SUMMARY_COLUMNS",
     "consensus_level",
+    "result_line",
     "result_record",
     "results_jsonl",
     "summary_csv",
+    "summary_header",
+    "summary_line",
 ]

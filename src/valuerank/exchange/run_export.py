@@ -10,29 +10,45 @@ Layout (paths relative to the run's folder; a run ZIP holds them at its top):
     definition.md                        when the run has a definition
     config/values_rubric.yaml            when the run has a rubric
     summary.csv, results.jsonl           see exchange.reports
+
+The export streams: transcripts are read a batch at a time in export order and written to
+the archive as they come, their lines of summary.csv and results.jsonl go to temporary
+files copied in at the end, so the memory an export needs does not grow with the run (a
+set of 8-byte digests keeps the file names unique: ~70 bytes per transcript).
 """
 
 from __future__ import annotations
 
+import hashlib
+import io
+import shutil
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import IO, Any
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from valuerank.db.tables import rubrics
+from valuerank.db.tables import rubrics, transcripts
 from valuerank.definitions.service import get_definition
 from valuerank.exchange.manifest import build_manifest, export_run_id, setting
 from valuerank.exchange.naming import scenarios_file_name, transcript_export_name
-from valuerank.exchange.reports import result_record, results_jsonl, summary_csv
-from valuerank.exchange.run_data import RunSnapshot, TranscriptRow, load_run
-from valuerank.exchange.zip_write import build_zip
+from valuerank.exchange.reports import result_line, result_record, summary_header, summary_line
+from valuerank.exchange.run_data import (
+    RunSnapshot,
+    TranscriptRow,
+    load_run,
+    ordered_rows,
+    transcript_batches,
+)
+from valuerank.exchange.zip_write import ZipStream
 from valuerank.formats import (
     FormatError,
     Rubric,
     ScenarioFile,
+    Transcript,
     parse_transcript,
     serialize_definition,
     serialize_rubric,
@@ -42,23 +58,17 @@ from valuerank.formats import (
 from valuerank.formats.scenarios_model import CORE_SCENARIO_KEYS, Scenario
 
 MANIFEST = "run_manifest.yaml"
+COPY_CHUNK = 1 << 20
 
 
 @dataclass(frozen=True)
-class RunFolder:
-    """The files of one exported run, in archive order."""
+class RunExport:
+    """What was written of one run."""
 
     run_id: str  # the CLI run id written in the manifest
     db_id: str
     created_at: datetime
-    files: tuple[tuple[str, bytes], ...]
-
-    def file(self, path: str) -> bytes:
-        return dict(self.files)[path]
-
-    @property
-    def transcript_count(self) -> int:
-        return sum(1 for path, _ in self.files if path.startswith("transcripts/"))
+    transcripts: int
 
 
 def scenario_from_content(scenario_id: str, content: Mapping[str, Any]) -> Scenario:
@@ -77,40 +87,64 @@ def scenario_from_content(scenario_id: str, content: Mapping[str, Any]) -> Scena
     )
 
 
-def _ordered(run: RunSnapshot, models: list[str]) -> list[TranscriptRow]:
-    rank = {sid: i for i, (sid, _) in enumerate(run.scenarios)}
-    model_rank = {m: i for i, m in enumerate(models)}
-    return sorted(
-        run.transcripts,
-        key=lambda r: (
-            rank.get(r.scenario_id, len(rank)),
-            r.scenario_id,
-            model_rank.get(r.model, len(model_rank)),
-            r.model,
-            r.sample_index,
-        ),
-    )
-
-
-def _probe_model(row: TranscriptRow) -> str | None:
+def _parsed(content: str) -> Transcript | None:
     try:
-        return parse_transcript(row.content).probe_model
+        return parse_transcript(content)
     except FormatError:
         return None
 
 
-def _transcript_names(run_id: str, rows: list[TranscriptRow]) -> list[str]:
-    names: list[str] = []
-    used: set[str] = set()
-    for row in rows:
+class _UniqueNames:
+    """Transcript file names, unique within the run: only ids that contain dots can make
+    two names equal; the later one then gets its transcript's id prefix (kept both)."""
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        self._seen: set[bytes] = set()
+
+    def take(self, row: TranscriptRow, probe_model: str | None) -> str:
         name = transcript_export_name(
-            row.scenario_id, row.model, _probe_model(row), row.sample_index, run_id
+            row.scenario_id, row.model, probe_model, row.sample_index, self.run_id
         )
-        if name in used:  # only ids that contain dots can collide; keep both files
+        if self._digest(name) in self._seen:
             name = name[: -len(".md")] + f".{row.id[:8]}.md"
-        used.add(name)
-        names.append(name)
-    return names
+        self._seen.add(self._digest(name))
+        return name
+
+    @staticmethod
+    def _digest(name: str) -> bytes:
+        return hashlib.blake2b(name.encode("utf-8"), digest_size=8).digest()
+
+
+async def _first_parsed(
+    conn: AsyncConnection, org_id: str, run_id: str, models: list[str]
+) -> Transcript | None:
+    """The first transcript in export order that parses (normally the very first)."""
+    async for rows in ordered_rows(conn, org_id, run_id, models, transcripts.c.content, batch=16):
+        for (content,) in rows:
+            if (parsed := _parsed(content)) is not None:
+                return parsed
+    return None
+
+
+async def _all_models(
+    conn: AsyncConnection, org_id: str, run_id: str, models: list[str]
+) -> list[str]:
+    """The run's models, then its transcripts' other models in the order they are exported."""
+    found = await conn.execute(
+        select(transcripts.c.model)
+        .where(transcripts.c.org_id == org_id, transcripts.c.run_id == run_id)
+        .distinct()
+    )
+    others = {str(m) for (m,) in found} - set(models)
+    if not others:
+        return models
+    ordered = list(models)
+    async for rows in ordered_rows(conn, org_id, run_id, models, transcripts.c.model):
+        for (model,) in rows:
+            if model in others and model not in ordered:
+                ordered.append(model)
+    return ordered
 
 
 async def _rubric_yaml(conn: AsyncConnection, org_id: str, rubric_id: str | None) -> str | None:
@@ -122,10 +156,24 @@ async def _rubric_yaml(conn: AsyncConnection, org_id: str, rubric_id: str | None
     return None if content is None else serialize_rubric(Rubric.from_dict(dict(content)))
 
 
-async def run_folder(conn: AsyncConnection, org_id: str, ref: str) -> RunFolder:
-    """Every file of the run's export (see the module docstring)."""
-    run = await load_run(conn, org_id, ref)
+def _copy_in(archive: ZipStream, path: str, spool: IO[bytes], moment: datetime) -> None:
+    spool.seek(0)
+    with archive.open(path, moment) as entry:
+        shutil.copyfileobj(spool, entry, COPY_CHUNK)
+
+
+async def write_run(
+    conn: AsyncConnection,
+    org_id: str,
+    run: RunSnapshot,
+    archive: ZipStream,
+    *,
+    prefix: str = "",
+) -> RunExport:
+    """Every file of the run's export (see the module docstring) into `archive`, under
+    `prefix` (a workspace's run folder, ending with `/`)."""
     run_id = export_run_id(run)
+    moment = run.created_at
     definition_md: str | None = None
     name = run.name or run_id
     if run.definition_id is not None:
@@ -140,35 +188,61 @@ async def run_folder(conn: AsyncConnection, org_id: str, ref: str) -> RunFolder:
     scenarios_yaml = serialize_scenarios(scenario_file)
     rubric_yaml = await _rubric_yaml(conn, org_id, run.rubric_id)
     models = [str(m) for m in setting(run, "models") or ()]
-    rows = _ordered(run, models)
-    manifest = build_manifest(run, rows, scenarios_yaml, rubric_yaml)
-    names = _transcript_names(run_id, rows)
-    files: list[tuple[str, bytes]] = [
-        (MANIFEST, serialize_run_manifest(manifest).encode("utf-8")),
-        (f"scenarios/{scenarios_file_name(name)}", scenarios_yaml.encode("utf-8")),
-    ]
-    files += [
-        (f"transcripts/{n}", row.content.encode("utf-8"))
-        for n, row in zip(names, rows, strict=True)
-    ]
-    if definition_md is not None:
-        files.append(("definition.md", definition_md.encode("utf-8")))
-    if rubric_yaml is not None:
-        files.append(("config/values_rubric.yaml", rubric_yaml.encode("utf-8")))
-    records = [result_record(run_id, n, row) for n, row in zip(names, rows, strict=True)]
-    files.append(("summary.csv", summary_csv(run_id, rows).encode("utf-8")))
-    files.append(("results.jsonl", results_jsonl(records).encode("utf-8")))
-    return RunFolder(run_id, run.id, run.created_at, tuple(files))
+    first = await _first_parsed(conn, org_id, run.id, models)
+    manifest = build_manifest(
+        run, first, await _all_models(conn, org_id, run.id, models), scenarios_yaml, rubric_yaml
+    )
+    archive.write(prefix + MANIFEST, serialize_run_manifest(manifest).encode("utf-8"), moment)
+    archive.write(
+        f"{prefix}scenarios/{scenarios_file_name(name)}", scenarios_yaml.encode("utf-8"), moment
+    )
+    names = _UniqueNames(run_id)
+    count = 0
+    with tempfile.TemporaryFile() as summary, tempfile.TemporaryFile() as results:
+        summary_text = io.TextIOWrapper(summary, encoding="utf-8", newline="")
+        results_text = io.TextIOWrapper(results, encoding="utf-8", newline="")
+        summary_text.write(summary_header())
+        async for batch in transcript_batches(conn, org_id, run, models):
+            for row in batch:
+                parsed = _parsed(row.content)
+                file_name = names.take(row, None if parsed is None else parsed.probe_model)
+                archive.write(f"{prefix}transcripts/{file_name}", row.content.encode(), moment)
+                summary_text.write(summary_line(run_id, row))
+                results_text.write(result_line(result_record(run_id, file_name, row)))
+                count += 1
+        summary_text.detach()  # flushed into the files, which stay open
+        results_text.detach()
+        if definition_md is not None:
+            archive.write(prefix + "definition.md", definition_md.encode("utf-8"), moment)
+        if rubric_yaml is not None:
+            archive.write(prefix + "config/values_rubric.yaml", rubric_yaml.encode("utf-8"), moment)
+        _copy_in(archive, prefix + "summary.csv", summary, moment)
+        _copy_in(archive, prefix + "results.jsonl", results, moment)
+    return RunExport(run_id, run.id, run.created_at, count)
 
 
-def zip_run_folder(folder: RunFolder) -> bytes:
-    """A run folder as a ZIP, its files at the top (the same bytes for the same folder)."""
-    return build_zip((path, data, folder.created_at) for path, data in folder.files)
+async def write_run_zip(
+    conn: AsyncConnection, org_id: str, run: RunSnapshot, out: IO[bytes]
+) -> RunExport:
+    """The run (`load_run`) as a ZIP in the CLI's layout, written into `out` (a seekable
+    binary file)."""
+    archive = ZipStream(out)
+    written = await write_run(conn, org_id, run, archive)
+    archive.close()
+    return written
 
 
-async def export_run(conn: AsyncConnection, org_id: str, run_id: str) -> bytes:
-    """The run (id or unique prefix) as a ZIP in the CLI's layout."""
-    return zip_run_folder(await run_folder(conn, org_id, run_id))
+async def export_run(conn: AsyncConnection, org_id: str, ref: str) -> bytes:
+    """The run (id or unique prefix) ZIP in memory (`write_run_zip` streams it)."""
+    buffer = io.BytesIO()
+    await write_run_zip(conn, org_id, await load_run(conn, org_id, ref), buffer)
+    return buffer.getvalue()
 
 
-__all__ = ["RunFolder", "export_run", "run_folder", "scenario_from_content", "zip_run_folder"]
+__all__ = [
+    "RunExport",
+    "export_run",
+    "scenario_from_content",
+    "write_run",
+    "write_run_zip",
+]

@@ -20,20 +20,22 @@ so the CLI (and `valuerank import run`) can read a run folder on its own.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import IO, Any
 
-from sqlalchemy import Table, select
+from sqlalchemy import Table
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank import versioning
-from valuerank.db.tables import definitions, rubrics, runs
+from valuerank.db.tables import definitions, rubrics
 from valuerank.exchange.definition_export import definition_markdown, version_entry
+from valuerank.exchange.manifest import export_run_id
 from valuerank.exchange.naming import safe_part
-from valuerank.exchange.run_data import org_run_ids
-from valuerank.exchange.run_export import RunFolder, run_folder
-from valuerank.exchange.zip_write import build_zip
+from valuerank.exchange.run_data import RunSnapshot, load_run, org_run_ids
+from valuerank.exchange.run_export import write_run
+from valuerank.exchange.zip_write import ZipStream
 from valuerank.formats import Rubric, serialize_rubric
 from valuerank.formats.yaml_io import dump_cli
 from valuerank.queue.dialect import as_utc
@@ -79,32 +81,23 @@ async def _versions(
     return entries, len(versions)
 
 
-async def _run_entry(conn: AsyncConnection, org_id: str, folder: RunFolder) -> dict[str, Any]:
-    row = (
-        await conn.execute(
-            select(
-                runs.c.name,
-                runs.c.status,
-                runs.c.origin,
-                runs.c.definition_id,
-                runs.c.rubric_id,
-            ).where(runs.c.org_id == org_id, runs.c.id == folder.db_id)
-        )
-    ).one()
+def _run_entry(folder: str, run: RunSnapshot) -> dict[str, Any]:
     return {
-        "id": folder.db_id,
-        "cli_run_id": folder.run_id,
-        "name": row.name,
-        "status": row.status,
-        "origin": row.origin,
-        "created_at": as_utc(folder.created_at).isoformat(),
-        "definition_id": row.definition_id,
-        "rubric_id": row.rubric_id,
+        "folder": folder,
+        "id": run.id,
+        "cli_run_id": export_run_id(run),
+        "name": run.name,
+        "status": run.status,
+        "origin": run.origin,
+        "created_at": as_utc(run.created_at).isoformat(),
+        "definition_id": run.definition_id,
+        "rubric_id": run.rubric_id,
     }
 
 
-async def export_workspace(conn: AsyncConnection, org_id: str) -> bytes:
-    """Every definition, rubric and run of the organisation as one ZIP (module docstring)."""
+async def write_workspace(conn: AsyncConnection, org_id: str, out: IO[bytes]) -> None:
+    """Every definition, rubric and run of the organisation as one ZIP (module docstring),
+    written into `out` (seekable); runs are streamed (see exchange.run_export)."""
     entries, definition_count = await _versions(
         conn, org_id, definitions, "definitions", "md", definition_markdown
     )
@@ -113,15 +106,16 @@ async def export_workspace(conn: AsyncConnection, org_id: str) -> bytes:
     )
     entries += rubric_entries
     index: list[dict[str, Any]] = []
+    folders: list[tuple[str, str]] = []  # (folder, run id)
     used: set[str] = set()
     for run_id in await org_run_ids(conn, org_id):
-        folder = await run_folder(conn, org_id, run_id)
-        name = safe_part(folder.run_id)
+        run = await load_run(conn, org_id, run_id)
+        name = safe_part(export_run_id(run))
         if name in used:
-            name = f"{name}-{folder.db_id[:8]}"
+            name = f"{name}-{run.id[:8]}"
         used.add(name)
-        index.append({"folder": f"runs/{name}", **await _run_entry(conn, org_id, folder)})
-        entries += [(f"runs/{name}/{path}", data, folder.created_at) for path, data in folder.files]
+        index.append(_run_entry(f"runs/{name}", run))
+        folders.append((f"runs/{name}", run.id))
     header = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -129,7 +123,21 @@ async def export_workspace(conn: AsyncConnection, org_id: str) -> bytes:
         "rubrics": rubric_count,
         "runs": index,
     }
-    return build_zip([("workspace.yaml", dump_cli(header).encode("utf-8"), None), *entries])
+    archive = ZipStream(out)
+    archive.write("workspace.yaml", dump_cli(header).encode("utf-8"))
+    for path, data, moment in entries:
+        archive.write(path, data, moment)
+    for folder, run_id in folders:
+        run = await load_run(conn, org_id, run_id)
+        await write_run(conn, org_id, run, archive, prefix=f"{folder}/")
+    archive.close()
 
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "export_workspace"]
+async def export_workspace(conn: AsyncConnection, org_id: str) -> bytes:
+    """The workspace ZIP in memory (`write_workspace` streams it into a file)."""
+    buffer = io.BytesIO()
+    await write_workspace(conn, org_id, buffer)
+    return buffer.getvalue()
+
+
+__all__ = ["FORMAT", "FORMAT_VERSION", "export_workspace", "write_workspace"]

@@ -22,6 +22,7 @@ from valuerank.providers.costs import (
     estimate_run_cost,
     estimate_tokens,
 )
+from valuerank.queue.states import JobStatus
 from valuerank.registry.check import check_models
 from valuerank.registry.service import prices_for, seed_models
 from valuerank.runs.config import RunConfig
@@ -123,14 +124,18 @@ async def _stalled(conn: AsyncConnection, run: Run) -> bool:
     """A run that should move on but has no job left that would move it."""
     if run.status not in (RunStatus.RUNNING, RunStatus.SUMMARIZING):
         return False
-    active = (
-        await conn.execute(
+    # One status at a time, so that each lookup is a range of its partial index (queued,
+    # running) rather than a walk through the run's finished jobs.
+    for status in (JobStatus.QUEUED, JobStatus.RUNNING):
+        found = await conn.execute(
             select(jobs.c.id)
-            .where(jobs.c.partition == run.id, jobs.c.status.in_(("queued", "running")))
+            .where(jobs.c.org_id == run.org_id, jobs.c.partition == run.id)
+            .where(jobs.c.status == status.value)
             .limit(1)
         )
-    ).first()
-    return active is None
+        if found.first() is not None:
+            return False
+    return True
 
 
 async def refresh_report(conn: AsyncConnection, org_id: str, ref: str) -> RunReport:

@@ -7,6 +7,7 @@ Counted from the queue's jobs, like `runs.progress`: a model of the run with no 
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -19,7 +20,7 @@ from valuerank.findings.keyset import newest_first
 from valuerank.providers.model_id import parse_model_id
 from valuerank.queue.dialect import iso
 from valuerank.queue.states import JobStatus
-from valuerank.runs.progress import Progress, progress_of
+from valuerank.runs.progress import Progress
 from valuerank.runs.service import PROBE, Run
 
 # A job's error as stored can be long (a provider's whole answer): a list shows this much.
@@ -72,8 +73,8 @@ async def run_breakdown(conn: AsyncConnection, run: Run) -> Breakdown:
         provider[status] = provider.get(status, 0) + int(n)
     return Breakdown(
         run.id,
-        [GroupProgress(m, progress_of(c)) for m, c in by_model.items()],
-        [GroupProgress(p, progress_of(by_provider[p])) for p in sorted(by_provider)],
+        [GroupProgress(m, Progress.of(Counter(c))) for m, c in by_model.items()],
+        [GroupProgress(p, Progress.of(Counter(by_provider[p]))) for p in sorted(by_provider)],
     )
 
 

@@ -1,18 +1,29 @@
-"""How far a run is: job counts per state, cost so far, and an ETA."""
+"""How far a run is: job counts per state, cost so far, and an ETA.
+
+A run's report is read often (every `runs status`, every poll of the API and the pages)
+and must cost the same for a run of 1,000 or 100,000 jobs: its job counts come from the
+partition's counters, which the queue moves with every job (`queue/events.py`), minus the
+run's jobs of other kinds than probe (finalize, judge, summarize), found through the
+(partition, kind, status) index without reading the probes. `job_progress` counts jobs one
+by one, for the decisions that must be exact (finalize, stale runs, completion).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import String, func, literal, or_, select, union_all
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from valuerank.db.tables import jobs, judgments, transcripts
+from valuerank.db.tables import jobs, queue_controls
 from valuerank.queue.dialect import as_utc
+from valuerank.queue.events import COUNTER_COLUMNS, PARTITION_SCOPE
+from valuerank.queue.states import JobStatus
 from valuerank.runs.service import JUDGE, PROBE, SUMMARIZE, Run, get_run
+from valuerank.runs.tallies import run_tally
 
 STATES = ("queued", "running", "completed", "failed", "cancelled")
 
@@ -44,21 +55,50 @@ class Progress:
             "cancelled": self.cancelled,
         }
 
+    @classmethod
+    def of(cls, by_status: Counter[str]) -> Progress:
+        """From job counts keyed by the queue's statuses (`succeeded` is `completed` here)."""
+        counts = {s: max(0, by_status[s]) for s in STATES if s != "completed"}
+        counts["completed"] = max(0, by_status[JobStatus.SUCCEEDED.value])
+        return cls(total=sum(counts.values()), **counts)
+
 
 async def job_progress(conn: AsyncConnection, run_id: str, kinds: tuple[str, ...]) -> Progress:
+    """The run's jobs of `kinds` counted one by one (exact; reads every such job)."""
     rows = await conn.execute(
         select(jobs.c.status, func.count())
         .where(jobs.c.partition == run_id, jobs.c.kind.in_(kinds))
         .group_by(jobs.c.status)
     )
-    return progress_of({status: int(n) for status, n in rows})
+    return Progress.of(Counter({str(status): int(n) for status, n in rows}))
 
 
-def progress_of(job_counts: Mapping[str, int]) -> Progress:
-    """Progress from jobs counted per queue status (`succeeded` is reported as completed)."""
-    counts = dict(job_counts)
-    counts["completed"] = counts.pop("succeeded", 0)
-    return Progress(total=sum(counts.values()), **{s: counts.get(s, 0) for s in STATES})
+async def run_progress(conn: AsyncConnection, run_id: str) -> tuple[Progress, Progress]:
+    """(probe jobs, judge and summarize jobs) of the run, without reading its probes: the
+    partition's counters minus its jobs of every other kind (see the module). One statement,
+    so both are read in one snapshot (a job finishing between two reads would be counted as
+    a probe)."""
+    others = (
+        select(jobs.c.kind, jobs.c.status, func.count())
+        .where(jobs.c.partition == run_id, or_(jobs.c.kind < PROBE, jobs.c.kind > PROBE))
+        .group_by(jobs.c.kind, jobs.c.status)
+    )
+    counters = [
+        select(
+            literal(None, String), literal(status.value, String), queue_controls.c[column]
+        ).where(queue_controls.c.scope == PARTITION_SCOPE, queue_controls.c.key == run_id)
+        for status, column in COUNTER_COLUMNS.items()
+    ]
+    probes: Counter[str] = Counter()
+    judging: Counter[str] = Counter()
+    for kind, status, n in await conn.execute(union_all(others, *counters)):
+        if kind is None:  # the partition's counter: jobs of every kind
+            probes[str(status)] += int(n)
+            continue
+        probes[str(status)] -= int(n)
+        if kind in (JUDGE, SUMMARIZE):
+            judging[str(status)] += int(n)
+    return Progress.of(probes), Progress.of(judging)
 
 
 @dataclass(frozen=True)
@@ -94,27 +134,13 @@ def _eta(run: Run, progress: Progress, now: datetime) -> float | None:
 
 async def run_report(conn: AsyncConnection, org_id: str, ref: str) -> RunReport:
     run = await get_run(conn, org_id, ref)
-    progress = await job_progress(conn, run.id, (PROBE,))
-    judging = await job_progress(conn, run.id, (JUDGE, SUMMARIZE))
-    count, probe_cost = (
-        await conn.execute(
-            select(func.count(), func.coalesce(func.sum(transcripts.c.cost_usd), 0.0)).where(
-                transcripts.c.org_id == org_id, transcripts.c.run_id == run.id
-            )
-        )
-    ).one()
-    judge_cost = (
-        await conn.execute(
-            select(func.coalesce(func.sum(judgments.c.cost_usd), 0.0))
-            .select_from(judgments.join(transcripts))
-            .where(transcripts.c.org_id == org_id, transcripts.c.run_id == run.id)
-        )
-    ).scalar_one()
+    progress, judging = await run_progress(conn, run.id)
+    tallies = await run_tally(conn, org_id, run.id)
     return RunReport(
         run=run,
         progress=progress,
         judging=judging,
-        transcripts=int(count),
-        cost_usd=float(probe_cost) + float(judge_cost),
+        transcripts=sum(t.transcripts for t in tallies),
+        cost_usd=sum(t.cost_usd + t.judge_cost_usd for t in tallies),
         eta_seconds=_eta(run, progress, datetime.now(UTC)),
     )

@@ -18,6 +18,7 @@ from valuerank.db.tables import judgments, run_scenarios, runs, transcripts
 from valuerank.formats.transcript_md import Transcript, serialize_transcript
 from valuerank.queue.dialect import to_db, upsert
 from valuerank.queue.ids import new_id
+from valuerank.runs.tallies import add_judge_cost, add_transcript
 
 
 @dataclass(frozen=True)
@@ -141,7 +142,10 @@ async def insert_judgment(
         .on_conflict_do_nothing(index_elements=["transcript_id", "judge_model"])
         .returning(judgments.c.id)
     )
-    return (await conn.execute(statement)).scalar_one_or_none() is not None
+    written = (await conn.execute(statement)).scalar_one_or_none() is not None
+    if written and record.cost_usd is not None:
+        await add_judge_cost(conn, transcript_id, record.cost_usd)
+    return written
 
 
 @dataclass(frozen=True)
@@ -212,6 +216,16 @@ async def insert_transcript(
     inserted = (await conn.execute(statement)).scalar_one_or_none()
     if inserted is None:
         return None
+    await add_transcript(
+        conn,
+        org_id,
+        run_id,
+        model=record.model,
+        decision_code=record.decision_code,
+        decision_reason=record.decision_reason,
+        cost_usd=record.cost_usd,
+        synthetic=record.synthetic,
+    )
     for judgment in record.judgments:
         await insert_judgment(conn, org_id, str(inserted), judgment)
     return str(inserted)

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import statistics
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from valuerank.db.tables import transcripts
-
-REFUSAL = "refusal"
+from valuerank.runs.tallies import Tally, run_tally
 
 
 @dataclass(frozen=True)
@@ -43,44 +40,47 @@ class ModelResult:
         }
 
 
-def summarise(
-    rows: Iterable[tuple[str, int | None, str | None, float | None, bool]],
-) -> list[ModelResult]:
-    """(model, decision_code, decision_reason, cost, synthetic) rows → one result per model."""
-    by_model: dict[str, list[tuple[int | None, str | None, float | None, bool]]] = {}
-    for model, code, reason, cost, synthetic in rows:
-        by_model.setdefault(model, []).append((code, reason, cost, synthetic))
+def _mean_stdev(counts: dict[int, int]) -> tuple[float | None, float | None]:
+    """Mean and sample standard deviation of the codes, from how often each occurs (exact
+    sums in integers, as `statistics` computes them)."""
+    n = sum(counts.values())
+    if n == 0:
+        return None, None
+    s1 = sum(code * k for code, k in counts.items())
+    s2 = sum(code * code * k for code, k in counts.items())
+    mean = s1 / n
+    if n < 2:
+        return mean, None
+    return mean, math.sqrt((n * s2 - s1 * s1) / (n * (n - 1)))
+
+
+def summarise(tallies: Iterable[Tally]) -> list[ModelResult]:
+    """A run's tallies (by model and decision code) → one result per model, by model name."""
+    by_model: dict[str, list[Tally]] = {}
+    for tally in tallies:
+        by_model.setdefault(tally.model, []).append(tally)
     results = []
     for model, items in sorted(by_model.items()):
-        codes = [c for c, _, _, _ in items if c is not None]
-        counts: dict[int, int] = {}
-        for c in codes:
-            counts[c] = counts.get(c, 0) + 1
-        costs = [cost for _, _, cost, _ in items if cost is not None]
+        counts = {g.decision_code: g.transcripts for g in items if g.decision_code is not None}
+        mean, stdev = _mean_stdev(counts)
+        total = sum(g.transcripts for g in items)
+        known = sum(g.costs_known for g in items)
         results.append(
             ModelResult(
                 model=model,
-                transcripts=len(items),
-                decided=len(codes),
-                refusals=sum(1 for _, reason, _, _ in items if reason == REFUSAL),
-                mean_decision=statistics.fmean(codes) if codes else None,
-                stdev_decision=statistics.stdev(codes) if len(codes) > 1 else None,
+                transcripts=total,
+                decided=sum(counts.values()),
+                refusals=sum(g.refusals for g in items),
+                mean_decision=mean,
+                stdev_decision=stdev,
                 decision_counts=counts,
-                cost_usd=round(sum(costs), 6) if len(costs) == len(items) else None,
-                synthetic=any(s for _, _, _, s in items),
+                cost_usd=round(sum(g.cost_usd for g in items), 6) if known == total else None,
+                synthetic=any(g.synthetic for g in items),
             )
         )
     return results
 
 
 async def model_results(conn: AsyncConnection, org_id: str, run_id: str) -> list[ModelResult]:
-    rows = await conn.execute(
-        select(
-            transcripts.c.model,
-            transcripts.c.decision_code,
-            transcripts.c.decision_reason,
-            transcripts.c.cost_usd,
-            transcripts.c.synthetic,
-        ).where(transcripts.c.org_id == org_id, transcripts.c.run_id == run_id)
-    )
-    return summarise((r[0], r[1], r[2], r[3], bool(r[4])) for r in rows)
+    """Per-model results from the run's tallies (a few rows per model, at any run size)."""
+    return summarise(await run_tally(conn, org_id, run_id))
