@@ -21,7 +21,10 @@ def _fast_worker(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _run(cli: Invoke, definition: str, *models: str) -> str:
+    # One seed for both runs: they sample the same 5 scenarios, so the comparison has pairs
+    # (two drawn seeds share none a third of the time).
     args = ["runs", "create", "--definition", definition, "--sample-percentage", "20"]
+    args += ["--sample-seed", "7"]
     for model in models:
         args += ["--model", model]
     created = cli(*args, "--judge", "scripted:centrist", "--followup-turns", "0", "--json")

@@ -20,10 +20,13 @@ from .conftest import Faults
 
 RESTART_ENV = "VALUERANK_FAULTS_RESTART_PG"
 
-pytestmark = pytest.mark.skipif(
-    not (os.environ.get("CI") or os.environ.get(RESTART_ENV) == "1"),
-    reason=f"restarts the shared PostgreSQL server: set CI or {RESTART_ENV}=1 to run",
-)
+pytestmark = [
+    pytest.mark.serial,
+    pytest.mark.skipif(
+        not (os.environ.get("CI") or os.environ.get(RESTART_ENV) == "1"),
+        reason=f"restarts the shared PostgreSQL server: set CI or {RESTART_ENV}=1 to run",
+    ),
+]
 
 
 def _cluster_version() -> str:
