@@ -96,3 +96,75 @@ async def test_check_applies_the_rule_of_run_creation(live: Any, assert_error: A
         )
     async with live.client(token=None) as anonymous:
         assert_error(await anonymous.get("/api/models"), 401, "UNAUTHORIZED")
+
+
+async def test_admins_of_the_install_register_and_change_models(
+    live: Any, assert_error: Any
+) -> None:
+    async with live.client() as admin:
+        added = await admin.put(
+            "/api/models/openai:gpt-house-tuned",
+            json={"display_name": "House tuned", "weight": 0.5, "input_price_per_mtok": 1.25},
+        )
+        assert added.status_code == 201, added.text
+        entry = added.json()["data"]
+        assert entry["id"] == "openai:gpt-house-tuned" and entry["display_name"] == "House tuned"
+        assert entry["weight"] == 0.5 and entry["active"] is True
+        assert entry["input_price_per_mtok"] == 1.25 and entry["output_price_per_mtok"] is None
+        listed = (await admin.get("/api/models", params={"limit": 500})).json()["data"]
+        ids = [m["id"] for m in listed["models"]]
+        assert "openai:gpt-house-tuned" in ids and "scripted:utilitarian" in ids  # catalog kept
+
+        again = await admin.put("/api/models/openai:gpt-house-tuned", json={"weight": 2})
+        assert again.status_code == 200 and again.json()["data"]["weight"] == 2.0
+        assert again.json()["data"]["display_name"] == "House tuned"  # left out: kept
+
+        changed = await admin.patch(
+            "/api/models/scripted:contrarian",
+            json={"active": False, "output_price_per_mtok": None, "category": "test"},
+        )
+        assert changed.status_code == 200, changed.text
+        shown = (await admin.get("/api/models/scripted:contrarian")).json()["data"]
+        assert shown["active"] is False and shown["category"] == "test"
+        assert shown["output_price_per_mtok"] is None
+        # An inactive model is refused by run creation's check.
+        refused = await admin.post("/api/models/check", json={"models": ["scripted:contrarian"]})
+        assert_error(refused, 422, "UNKNOWN_MODEL")
+
+        missing = await admin.patch("/api/models/openai:not-registered", json={"weight": 1})
+        assert_error(missing, 404, "MODEL_NOT_FOUND")
+        body = assert_error(
+            await admin.patch("/api/models/scripted:utilitarian", json={}), 422, "INVALID_INPUT"
+        )
+        assert "nothing to change" in body["error"]
+        body = assert_error(
+            await admin.patch("/api/models/scripted:utilitarian", json={"weight": None}),
+            422,
+            "INVALID_INPUT",
+        )
+        assert "weight" in body["error"]
+        for bad in ({"weight": -1}, {"weight": "heavy"}, {"colour": "red"}, {"active": "yes"}):
+            response = await admin.patch("/api/models/scripted:utilitarian", json=bad)
+            assert_error(response, 422, "VALIDATION_ERROR")
+        body = assert_error(
+            await admin.put("/api/models/nowhere:thing", json={}), 422, "INVALID_INPUT"
+        )
+        assert "unknown provider" in body["error"]
+        assert_error(await admin.put("/api/models/no-colon", json={}), 422, "INVALID_INPUT")
+        untouched = (await admin.get("/api/models/scripted:utilitarian")).json()["data"]
+        assert untouched["weight"] == 1.0 and untouched["active"] is True
+
+    # The registry is every organisation's: a member of the default organisation, or the
+    # admin of another one, may read it but not change it.
+    for org, role in (("default", "member"), ("tenant", "admin")):
+        async with live.client_for(org, role) as other:
+            for response in (
+                await other.patch("/api/models/scripted:utilitarian", json={"weight": 9}),
+                await other.put("/api/models/openai:theirs", json={}),
+            ):
+                assert_error(response, 403, "FORBIDDEN")
+            assert (await other.get("/api/models/scripted:utilitarian")).status_code == 200
+    async with live.client() as admin:
+        untouched = (await admin.get("/api/models/scripted:utilitarian")).json()["data"]
+        assert untouched["weight"] == 1.0
+        assert_error(await admin.get("/api/models/openai:theirs"), 404, "MODEL_NOT_FOUND")

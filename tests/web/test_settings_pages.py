@@ -36,6 +36,8 @@ async def test_settings_show_registry_credentials_members_tokens(
     assert "viewer&#39;s" in html and 'data-api="POST /api/tokens"' in html
     assert 'data-api="PUT /api/credentials/{provider}"' in html  # admin controls
     assert 'data-api="PATCH /api/users/{uid}"' in html
+    # The install's admin (of the default organisation) changes the shared registry.
+    assert 'data-api="PATCH /api/models/{mid}"' in html and 'id="model-form"' in html
 
     async with httpx.AsyncClient(
         base_url=str(browser.base_url), headers={"Accept": "text/html"}
@@ -44,6 +46,7 @@ async def test_settings_show_registry_credentials_members_tokens(
         seen = (await as_viewer.get("/settings")).text
     assert "Signed in as viewer" in seen
     assert "PUT /api/credentials" not in seen and "PATCH /api/users" not in seen
+    assert "/api/models/{mid}" not in seen and "an admin of the default organisation" in seen
     assert "viewer&#39;s" in seen and "web tests" not in seen  # only their own tokens
 
 
@@ -63,4 +66,26 @@ async def test_create_a_token_and_add_a_member_in_a_browser(ui: Browsing) -> Non
     await page.locator("#members", has_text="new.member@example.test").wait_for()
     await page.reload()
     assert "from the page" in await page.locator("#tokens").inner_text()
+
+    # The registry: a weight and the active flag changed in place, a model registered.
+    row = page.locator('tr[data-model="scripted:contrarian"]')
+    await row.get_by_label("Weight of scripted:contrarian").fill("0.25")
+    await row.get_by_label("active (scripted:contrarian)").uncheck()
+    await row.get_by_role("button", name="Save scripted:contrarian").click()
+    await page.wait_for_load_state("load")
+    await page.locator('tr[data-model="scripted:contrarian"]', has_text="0.25").wait_for()
+    cells = await page.locator('tr[data-model="scripted:contrarian"] td').all_inner_texts()
+    assert cells[2] == "0.25" and cells[3] == "no"
+    await page.fill("#model-id", "openai:gpt-house-tuned")
+    await page.fill("#model-weight", "0.5")
+    await page.get_by_role("button", name="Register").click()
+    await page.locator('tr[data-model="openai:gpt-house-tuned"]').wait_for()
+    await page.fill("#model-id", "nowhere:thing")
+    await page.get_by_role("button", name="Register").click()
+    error = page.locator("#model-form [data-error]")
+    await error.wait_for(state="visible")
+    assert "unknown provider" in await error.inner_text()
+    # The refused request is the one error the browser logged (the 422 it was shown).
+    assert len(ui.errors) == 1 and "422" in ui.errors[0], ui.errors
+    ui.errors.clear()
     await ui.screenshot("settings")

@@ -3,7 +3,10 @@
 List (by provider; active ones unless `include_inactive`), show one (`provider:name`, aliases
 allowed), and `POST /api/models/check`: the check run creation applies to its models
 (UNKNOWN_MODEL naming every problem), for a client that wants to know first. All reads: the
-viewer role. These paths are in the `models` rate-limit class.
+viewer role. Changing the registry (`PUT` registers or changes a model, `PATCH` changes a
+registered one, as `valuerank models add|set`) acts on every organisation's runs and
+consensus weights: an admin of the default organisation. These paths are in the `models`
+rate-limit class.
 """
 
 from __future__ import annotations
@@ -14,17 +17,66 @@ from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from valuerank.api.deps import Viewer
+from valuerank.api.deps import SystemAdmin, Viewer
 from valuerank.api.envelope import ok
 from valuerank.api.fields import NO_NUL
 from valuerank.api.pagination import Cursor, Limit, decode_cursor, page
-from valuerank.registry import get_model, list_models
+from valuerank.errors import InvalidInputError
+from valuerank.registry import get_model, list_models, update_model, upsert_model
 from valuerank.registry.check import check_model_specs
-from valuerank.registry.service import ensure_registry
+from valuerank.registry.service import (
+    MAX_CATEGORY,
+    MAX_DISPLAY_NAME,
+    ModelNotFoundError,
+    ensure_registry,
+)
 
 router = APIRouter(prefix="/api/models", tags=["models"])
 
 ModelSpec = Annotated[str, Field(min_length=3, max_length=500, pattern=NO_NUL)]
+Price = Annotated[
+    float | None, Field(ge=0, le=1e6, description="USD per million tokens; null: unknown.")
+]
+
+
+class ModelChanges(BaseModel):
+    """The fields to set; the ones left out keep their value (a new model starts from its
+    catalog entry, else from the model name, weight 1, active, prices unknown)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    display_name: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_DISPLAY_NAME,
+        pattern=NO_NUL,
+        description="Shown to people.",
+    )
+    category: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_CATEGORY,
+        pattern=NO_NUL,
+        description="frontier, small, open-weights, local, synthetic, …",
+    )
+    weight: float | None = Field(default=None, ge=0, le=1000, description="Consensus weight.")
+    active: bool | None = Field(default=None, description="Offered for runs, or hidden.")
+    input_price_per_mtok: Price = None
+    output_price_per_mtok: Price = None
+
+    def changes(self) -> dict[str, object]:
+        """The fields the client sent; a price sent as null means unknown, the other
+        fields sent as null are refused (they have no "unknown")."""
+        sent = {name: getattr(self, name) for name in self.model_fields_set}
+        nulls = sorted(
+            name for name, value in sent.items() if value is None and "price" not in name
+        )
+        if nulls:
+            raise InvalidInputError(
+                f"{', '.join(nulls)} cannot be null",
+                hint="leave a field out to keep its value",
+            )
+        return sent
 
 
 class CheckBody(BaseModel):
@@ -101,4 +153,38 @@ async def get_model_route(model_id: str, ctx: Viewer) -> JSONResponse:
     await ensure_registry(ctx.db)  # an empty registry gets the catalog
     async with ctx.db.transaction() as conn:
         model = await get_model(conn, model_id)
+    return ok(model.to_dict())
+
+
+@router.put("/{model_id:path}")
+async def put_model_route(model_id: str, body: ModelChanges, ctx: SystemAdmin) -> JSONResponse:
+    """Register a model the catalog lacks (201), or change the given fields of a registered
+    one (200), like `valuerank models add`. Its provider must be a known one."""
+    changes = body.changes()
+    await ensure_registry(ctx.db)  # the catalog first: a model added now is not the only one
+    async with ctx.db.transaction(immediate=True) as conn:
+        try:
+            await get_model(conn, model_id)
+            created = False
+        except ModelNotFoundError:
+            created = True
+        model = await upsert_model(conn, model_id, **changes)  # type: ignore[arg-type]
+    return ok(model.to_dict(), status_code=201 if created else 200)
+
+
+@router.patch("/{model_id:path}")
+async def patch_model_route(model_id: str, body: ModelChanges, ctx: SystemAdmin) -> JSONResponse:
+    """Change the given fields of a registered model (weight, active, prices, name,
+    category), like `valuerank models set`. 404 MODEL_NOT_FOUND when it is not registered;
+    422 when the body changes nothing."""
+    changes = body.changes()
+    if not changes:
+        raise InvalidInputError(
+            "nothing to change",
+            hint="send display_name, category, weight, active, input_price_per_mtok "
+            "or output_price_per_mtok",
+        )
+    await ensure_registry(ctx.db)  # an empty registry gets the catalog first
+    async with ctx.db.transaction(immediate=True) as conn:
+        model = await update_model(conn, model_id, **changes)  # type: ignore[arg-type]
     return ok(model.to_dict())

@@ -1,7 +1,8 @@
-"""The settings page: the models registry (weights, active), the organisation's provider
-credentials (masked; set and delete for admins), members and roles, API tokens (created and
-shown once, revoked). Reads call the services the API calls; every change goes through the
-JSON API from the page's JavaScript, which enforces the roles again."""
+"""The settings page: the models registry (weights, active; changed by the install's admins),
+the organisation's provider credentials (masked; set and delete for admins), members and
+roles, API tokens (created and shown once, revoked). Reads call the services the API calls;
+every change goes through the JSON API from the page's JavaScript, which enforces the roles
+again."""
 
 from __future__ import annotations
 
@@ -41,6 +42,8 @@ async def settings_page(request: Request, ctx: Viewer) -> Response:
         "settings.html",
         {
             "admin": admin,
+            # The registry is the install's: its admins (PUT/PATCH /api/models) change it.
+            "install_admin": admin and ctx.org_id == ctx.app.org_id,
             "principal": ctx.principal,
             "registry": registry,
             "credentials": credentials,
