@@ -124,6 +124,12 @@ class Settings(BaseSettings):
         "multi-model view, a task's consensus); a new validation invalidates it at once. "
         "0 turns the cache off.",
     )
+    webhook_private_targets: bool = Field(
+        default=False,
+        description="Let webhooks registered over the API (POST /api/webhooks) point at "
+        "loopback, private or link-local addresses. Off: an organisation's admin cannot make "
+        "the install's workers call its internal services.",
+    )
     max_upload_bytes: int = Field(
         default=50 * 1024 * 1024,
         ge=1024,

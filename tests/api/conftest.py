@@ -54,6 +54,7 @@ def api_settings(**overrides: Any) -> Settings:
         "public_read_prefixes": (),
         "rate_limits_enabled": False,
         "redis_url": None,
+        "webhook_private_targets": False,
     }
     values.update(overrides)
     return Settings(**values)
@@ -104,8 +105,9 @@ async def running(app: Any) -> AsyncIterator[str]:
     try:
         yield f"http://127.0.0.1:{port}"
     finally:
-        if isinstance(app, FastAPI):
-            app.state.valuerank.stopping.set()
+        context = getattr(app.state, "valuerank", None) if isinstance(app, FastAPI) else None
+        if context is not None:  # ValueRank's app: its open event streams end
+            context.stopping.set()
         server.should_exit = True
         await task
 

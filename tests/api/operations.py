@@ -120,6 +120,8 @@ BODIES: dict[str, Callable[[Ids], Any]] = {
     "POST /api/scenarios/expand": lambda ids: {"definition_id": ids["definition"]},
     "POST /api/models/check": lambda ids: {"models": [ids["validator"]]},
     "PATCH /api/models/{model_id}": lambda ids: {"active": True},
+    "POST /api/webhooks": lambda ids: {"url": "https://93.184.216.34/hook"},
+    "PATCH /api/webhooks/{webhook_id}": lambda ids: {"active": True},
     "POST /api/users": lambda ids: {"email": "new@x.test", "role": "viewer"},
     "PATCH /api/users/{user_id}": lambda ids: {"role": "admin"},
     "POST /api/tokens": lambda ids: {"name": "another", "user_id": ids["user"]},

@@ -31,6 +31,7 @@ from valuerank.api import (
     routes_transcripts,
     routes_updates,
     routes_users,
+    routes_webhooks,
 )
 from valuerank.api.auth import AccessPolicy, AuthMiddleware
 from valuerank.api.deps import AppContext
@@ -73,6 +74,7 @@ def create_app(
     app.state.rate_limiter = limiter
     app.state.login_throttle = LoginThrottle(limiter)
     app.state.access_policy = policy
+    app.state.webhook_private_targets = settings.webhook_private_targets
     install_error_handlers(app)
     app.include_router(routes_system.router)
     app.include_router(routes_auth.router)
@@ -95,6 +97,7 @@ def create_app(
     app.include_router(routes_transcripts.router)
     app.include_router(routes_progress.router)
     app.include_router(routes_ops.router)
+    app.include_router(routes_webhooks.router)
     pages.install(app)
     document_envelopes(app)
     app.add_middleware(RateLimitMiddleware, limiter=limiter)

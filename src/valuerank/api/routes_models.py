@@ -156,7 +156,11 @@ async def get_model_route(model_id: str, ctx: Viewer) -> JSONResponse:
     return ok(model.to_dict())
 
 
-@router.put("/{model_id:path}")
+@router.put(
+    "/{model_id:path}",
+    # The 201's envelope schema is filled in by document_envelopes, as the 200's.
+    responses={201: {"description": "Registered.", "content": {"application/json": {}}}},
+)
 async def put_model_route(model_id: str, body: ModelChanges, ctx: SystemAdmin) -> JSONResponse:
     """Register a model the catalog lacks (201), or change the given fields of a registered
     one (200), like `valuerank models add`. Its provider must be a known one."""

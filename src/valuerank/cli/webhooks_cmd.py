@@ -19,7 +19,6 @@ from valuerank.cli.common import JsonOption, console, fail, print_json, run, ses
 from valuerank.config import get_settings
 from valuerank.crypto import cipher_from_secret
 from valuerank.errors import ValueRankError
-from valuerank.queue import EventType
 from valuerank.queue.outbox import (
     SIGNATURE_HEADER,
     dead_letter_summary,
@@ -30,6 +29,7 @@ from valuerank.queue.outbox import (
     remove_webhook,
     retry_delivery,
 )
+from valuerank.runs.events import webhook_topics
 
 app = typer.Typer(
     help="Webhooks of this organisation: add, list, remove; deliveries, dead letters, retry.",
@@ -37,8 +37,8 @@ app = typer.Typer(
 )
 
 # A run's partition ends with `run_complete` (valuerank.runs.events), other partitions with
-# `partition_complete`.
-_EVENT_TYPES = ", ".join([*(e.value for e in EventType), "run_complete"])
+# `partition_complete`; schedule alerts are `maintenance.anomaly`.
+_EVENT_TYPES = ", ".join(webhook_topics())
 _ERROR_CHARS = 300  # of a last_error shown to people (--json has it whole)
 
 

@@ -29,6 +29,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.db.tables import events, run_scenarios, runs
 from valuerank.queue.events import Event, EventType, events_after, name_partition_completions
+from valuerank.queue.maintenance_schedule import ALERT_TOPIC
 from valuerank.runs.progress import job_progress
 from valuerank.runs.service import PROBE, Run
 
@@ -210,3 +211,9 @@ class RunEventReader:
                 messages.append(message)
                 self.last_type = message["type"]
         return messages, len(batch)
+
+
+def webhook_topics() -> list[str]:
+    """Every topic a webhook may subscribe to: the queue's event types, a run's end, and the
+    maintenance schedule's alerts."""
+    return [*(t.value for t in EventType), RUN_COMPLETE, ALERT_TOPIC]

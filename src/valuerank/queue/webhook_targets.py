@@ -1,0 +1,72 @@
+"""Where a webhook registered over HTTP may point: public addresses only, unless the install
+allows private ones (`VALUERANK_WEBHOOK_PRIVATE_TARGETS=true`).
+
+The workers POST every notification to the webhook's URL from inside the install's network,
+so a URL on loopback, a private network, link-local (cloud metadata at 169.254.169.254) or
+another reserved range would let an organisation's admin make the install call its own
+internal services. The check resolves the host name when the webhook is registered and
+refuses it if any address it resolves to is not global. (A name that later resolves
+elsewhere is not caught here: the deliveries do not resolve again.) The CLI, run by the
+install's operators, registers any http(s) URL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import socket
+from urllib.parse import urlsplit
+
+from valuerank.errors import InvalidInputError
+
+RESOLVE_TIMEOUT_SECONDS = 3.0
+
+
+class WebhookTargetError(InvalidInputError):
+    code = "WEBHOOK_TARGET_NOT_ALLOWED"
+
+
+def _refused(url: str, why: str) -> WebhookTargetError:
+    return WebhookTargetError(
+        f"webhook url {url!r} {why}",
+        hint="use a public http(s) address; an install that delivers to its own network sets "
+        "VALUERANK_WEBHOOK_PRIVATE_TARGETS=true",
+    )
+
+
+def non_global(addresses: list[str]) -> list[str]:
+    """The addresses that are not on the public internet (loopback, private, link-local,
+    multicast, reserved, unspecified; IPv4-mapped IPv6 judged by its IPv4 address)."""
+    found: list[str] = []
+    for text in addresses:
+        address = ipaddress.ip_address(text.split("%", 1)[0])  # drop an IPv6 zone
+        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+            address = address.ipv4_mapped
+        if not address.is_global or address.is_multicast:
+            found.append(text)
+    return found
+
+
+async def check_public_target(url: str) -> None:
+    """Refuse (WEBHOOK_TARGET_NOT_ALLOWED) a URL whose host does not resolve, or resolves
+    to any address that is not global."""
+    parts = urlsplit(url)
+    host = parts.hostname
+    if parts.scheme not in ("http", "https") or not host:
+        raise InvalidInputError(f"invalid webhook url {url!r}", hint="use an http(s):// URL")
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        raise InvalidInputError(f"invalid port in webhook url {url!r}") from None
+    loop = asyncio.get_running_loop()
+    try:
+        infos = await asyncio.wait_for(
+            loop.getaddrinfo(host, port, type=socket.SOCK_STREAM),
+            timeout=RESOLVE_TIMEOUT_SECONDS,
+        )
+    except (OSError, TimeoutError, UnicodeError):
+        raise _refused(url, f"has a host name that does not resolve ({host!r})") from None
+    addresses = sorted({str(info[4][0]) for info in infos})
+    private = non_global(addresses)
+    if private:
+        raise _refused(url, f"resolves to an address that is not public ({', '.join(private)})")
