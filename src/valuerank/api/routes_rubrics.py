@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from valuerank import rubrics as service
 from valuerank.api.deps import Member, Viewer
 from valuerank.api.envelope import ok
-from valuerank.api.fields import NO_NUL
+from valuerank.api.fields import NO_NUL, LabelFilter, NameFilter
 from valuerank.api.pagination import Cursor, Limit, after_created, page
 from valuerank.api.schemas import SuccessEnvelope, also
 from valuerank.api.uploads import read_upload, upload_openapi
@@ -57,13 +57,8 @@ async def list_rubrics_route(
     ctx: Viewer,
     limit: Limit = 50,
     cursor: Cursor = None,
-    name: Annotated[
-        str | None,
-        Query(max_length=300, pattern=NO_NUL, description="Part of the name (any case)."),
-    ] = None,
-    label: Annotated[
-        str | None, Query(max_length=100, pattern=NO_NUL, description="This version label.")
-    ] = None,
+    name: NameFilter = None,
+    label: LabelFilter = None,
 ) -> JSONResponse:
     """Rubric versions, newest first, with their value names (not their content)."""
     async with ctx.db.transaction() as conn:

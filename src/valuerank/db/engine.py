@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -10,6 +12,7 @@ from typing import Any
 
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.util.concurrency import await_only, in_greenlet
 
 from valuerank.db.url import DatabaseURL, normalize_database_url
 
@@ -73,6 +76,25 @@ def _install_sqlite_pragmas(engine: AsyncEngine, busy_timeout_ms: int, wal: bool
     def _on_begin(conn: Any) -> None:
         mode = conn.get_execution_options().get(SQLITE_BEGIN_OPTION, "DEFERRED")
         conn.exec_driver_sql(f"BEGIN {mode}")
+
+    @event.listens_for(engine.sync_engine.pool, "invalidate")
+    def _on_invalidate(dbapi_connection: Any, _record: Any, _exc: BaseException | None) -> None:
+        if dbapi_connection is not None:
+            _roll_back_before_close(engine.dialect.get_driver_connection(dbapi_connection))
+
+
+def _roll_back_before_close(driver: Any) -> None:
+    """Roll back the transaction of a connection SQLAlchemy is discarding (a task cancelled
+    mid-statement invalidates its connection). Closing alone is not enough: the cancelled
+    statement's cursor is still alive, so SQLite defers the close, and the open transaction
+    keeps the database's write lock until the garbage collector frees that cursor — every
+    other writer gets "database is locked" meanwhile. The rollback waits (on the driver's
+    thread) for the running statement, then ends the transaction at once."""
+    if driver is None or not in_greenlet():
+        return  # the garbage collector's clean-up: nothing to await on
+    # Already closed or broken: the close that follows does what can be done.
+    with contextlib.suppress(Exception):
+        await_only(asyncio.shield(driver.rollback()))
 
 
 def create_database(
