@@ -48,7 +48,7 @@ def missing_prerequisite(reason: str) -> None:
 _pg_checked: str | None = None
 
 
-def _require_postgres() -> None:
+def require_postgres() -> None:
     global _pg_checked
     if _pg_checked is None:
         try:
@@ -77,7 +77,7 @@ def fresh_database(backend: str, directory: Path) -> Iterator[TestDatabase]:
     if backend == "sqlite":
         yield TestDatabase("sqlite", f"sqlite:///{directory / 'valuerank.db'}")
         return
-    _require_postgres()
+    require_postgres()
     schema = f"vr_test_{uuid.uuid4().hex[:16]}"
     with psycopg.connect(_libpq_url(PG_URL), autocommit=True) as conn:
         conn.execute(f'CREATE SCHEMA "{schema}"')

@@ -9,13 +9,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import PG_URL, _require_postgres
+from tests.conftest import PG_URL, require_postgres
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_benchmark_measures_both_reads_in_both_modes() -> None:
-    _require_postgres()
+    require_postgres()
     done = subprocess.run(
         [sys.executable, "-m", "bench.validation_api", "--json", "--tasks", "2", "--tags", "2",
          "--models", "2", "--clients", "1", "2", "--seconds", "0.3"],

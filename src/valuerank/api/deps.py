@@ -82,6 +82,12 @@ class RequestContext:
     def stopping(self) -> asyncio.Event:
         return self.app.stopping
 
+    @property
+    def in_install_org(self) -> bool:
+        """Whether the caller acts in the install's default organisation, whose admins act
+        on what every organisation shares (the queue, providers, the model registry)."""
+        return self.org_id == self.app.org_id
+
 
 class ForbiddenError(ValueRankError):
     code = "FORBIDDEN"
@@ -130,7 +136,7 @@ Admin = Annotated[RequestContext, Depends(require(Role.ADMIN))]
 async def _install_admin(ctx: Admin) -> RequestContext:
     """An admin of the install's default organisation: the one who may act on what every
     organisation shares (the queue's maintenance, providers' limits and pauses)."""
-    if ctx.org_id != ctx.app.org_id:
+    if not ctx.in_install_org:
         raise ForbiddenError(
             "install-wide operations are for admins of the install's default organisation",
             hint="ask an admin of the default organisation; what belongs to your "

@@ -11,7 +11,7 @@ rate-limit class.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
@@ -64,7 +64,7 @@ class ModelChanges(BaseModel):
     input_price_per_mtok: Price = None
     output_price_per_mtok: Price = None
 
-    def changes(self) -> dict[str, object]:
+    def changes(self) -> dict[str, Any]:
         """The fields the client sent; a price sent as null means unknown, the other
         fields sent as null are refused (they have no "unknown")."""
         sent = {name: getattr(self, name) for name in self.model_fields_set}
@@ -172,7 +172,7 @@ async def put_model_route(model_id: str, body: ModelChanges, ctx: SystemAdmin) -
             created = False
         except ModelNotFoundError:
             created = True
-        model = await upsert_model(conn, model_id, **changes)  # type: ignore[arg-type]
+        model = await upsert_model(conn, model_id, **changes)
     return ok(model.to_dict(), status_code=201 if created else 200)
 
 
@@ -190,5 +190,5 @@ async def patch_model_route(model_id: str, body: ModelChanges, ctx: SystemAdmin)
         )
     await ensure_registry(ctx.db)  # an empty registry gets the catalog first
     async with ctx.db.transaction(immediate=True) as conn:
-        model = await update_model(conn, model_id, **changes)  # type: ignore[arg-type]
+        model = await update_model(conn, model_id, **changes)
     return ok(model.to_dict())

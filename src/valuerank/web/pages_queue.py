@@ -110,7 +110,7 @@ async def queue_page(request: Request, ctx: Viewer) -> Response:
     can = Abilities(
         member=role.allows(Role.MEMBER),
         admin=role.allows(Role.ADMIN),
-        install_admin=role.allows(Role.ADMIN) and ctx.org_id == ctx.app.org_id,
+        install_admin=role.allows(Role.ADMIN) and ctx.in_install_org,
     )
     async with ctx.db.transaction() as conn:
         view = await load_queue_view(conn, ctx.org_id, admin=can.admin)

@@ -43,7 +43,7 @@ async def settings_page(request: Request, ctx: Viewer) -> Response:
         {
             "admin": admin,
             # The registry is the install's: its admins (PUT/PATCH /api/models) change it.
-            "install_admin": admin and ctx.org_id == ctx.app.org_id,
+            "install_admin": admin and ctx.in_install_org,
             "principal": ctx.principal,
             "registry": registry,
             "credentials": credentials,
