@@ -20,6 +20,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Row, RowMapping, and_, case, literal, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from valuerank.db.streaming import stream_batches
 from valuerank.db.tables import judgments, run_scenarios, runs, transcripts
 from valuerank.queue.dialect import as_utc
 from valuerank.refs import find_by_ref
@@ -165,13 +166,8 @@ async def ordered_rows(
 ) -> AsyncIterator[Sequence[Row[Any]]]:
     """`columns` of the run's transcripts in export order, streamed `batch` rows at a time
     (a server-side cursor on PostgreSQL)."""
-    query = _ordered(conn, org_id, run_id, models, *columns).execution_options(yield_per=batch)
-    result = await conn.stream(query)
-    try:
-        async for rows in result.partitions(batch):
-            yield rows
-    finally:
-        await result.close()
+    async for rows in stream_batches(conn, _ordered(conn, org_id, run_id, models, *columns), batch):
+        yield rows
 
 
 async def _judgments_of(

@@ -11,19 +11,22 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.analysis import CODE_VERSION, AnalysisInput, SampleBasis, ScenarioInfo
+from valuerank.db.streaming import stream_rows
 from valuerank.db.tables import judgments, rubrics, run_scenarios, transcripts
 from valuerank.definitions.expansion import expand_with_scores
 from valuerank.definitions.service import get_definition
 from valuerank.errors import NotFoundError
 from valuerank.formats.rubric import Rubric
 from valuerank.runs.service import Run
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,22 @@ def input_hash(parts: Any) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
+class _StreamHash:
+    """The sha256 of a sequence of JSON documents, one line each, fed as they are read (so
+    the hash of a run never needs the run in memory)."""
+
+    def __init__(self) -> None:
+        self._sha = hashlib.sha256()
+        self.put(CODE_VERSION)
+
+    def put(self, part: Any) -> None:
+        line = json.dumps(part, sort_keys=True, separators=(",", ":")) + "\n"
+        self._sha.update(line.encode())
+
+    def hexdigest(self) -> str:
+        return self._sha.hexdigest()
+
+
 def _transcript_key(row: Any) -> list[Any]:
     """What of a transcript the analysis reads (its hash part)."""
     return [
@@ -95,23 +114,38 @@ def _transcript_key(row: Any) -> list[Any]:
     ]
 
 
+@dataclass
+class _Columns:
+    """The per-transcript columns `AnalysisInput.build` takes, filled row by row. Repeated
+    values (models, scenarios, value lists) are kept once and referenced, so a 100k-row
+    run costs a few pointers per row instead of its rows."""
+
+    models: list[str] = field(default_factory=list)
+    scenario_ids: list[str] = field(default_factory=list)
+    decisions: list[int | None] = field(default_factory=list)
+    reasons: list[str | None] = field(default_factory=list)
+    prioritized: list[tuple[str, ...]] = field(default_factory=list)
+    deprioritized: list[tuple[str, ...]] = field(default_factory=list)
+    judged: list[bool] = field(default_factory=list)
+    _known: dict[Any, Any] = field(default_factory=dict)
+
+    def _one(self, value: T) -> T:
+        known: T = self._known.setdefault(value, value)
+        return known
+
+    def add(self, row: Any) -> None:
+        self.models.append(self._one(row.model))
+        self.scenario_ids.append(self._one(row.scenario_id))
+        self.decisions.append(row.decision_code)
+        self.reasons.append(self._one(row.decision_reason))
+        self.prioritized.append(self._one(tuple(_values(row.consensus, "prioritized_values"))))
+        self.deprioritized.append(self._one(tuple(_values(row.consensus, "deprioritized_values"))))
+        self.judged.append(isinstance(row.consensus, dict))
+
+
 async def load_run(conn: AsyncConnection, run: Run) -> LoadedRun:
-    """The run's analysis input and its hash (every query scoped by the run's org)."""
-    rows = (
-        await conn.execute(
-            select(
-                transcripts.c.id,
-                transcripts.c.model,
-                transcripts.c.scenario_id,
-                transcripts.c.sample_index,
-                transcripts.c.decision_code,
-                transcripts.c.decision_reason,
-                transcripts.c.consensus,
-            )
-            .where(transcripts.c.org_id == run.org_id, transcripts.c.run_id == run.id)
-            .order_by(transcripts.c.id)
-        )
-    ).all()
+    """The run's analysis input and its hash (every query scoped by the run's org). The
+    transcripts and judgments are streamed: memory grows by a few pointers per transcript."""
     scenario_rows = (
         await conn.execute(
             select(
@@ -123,21 +157,6 @@ async def load_run(conn: AsyncConnection, run: Run) -> LoadedRun:
             .order_by(run_scenarios.c.scenario_id)
         )
     ).all()
-    judged_rows = (
-        await conn.execute(
-            select(
-                judgments.c.transcript_id,
-                judgments.c.judge_model,
-                judgments.c.decision,
-                judgments.c.prioritized_values,
-                judgments.c.deprioritized_values,
-                judgments.c.confidence,
-            )
-            .select_from(judgments.join(transcripts))
-            .where(transcripts.c.org_id == run.org_id, transcripts.c.run_id == run.id)
-            .order_by(judgments.c.transcript_id, judgments.c.judge_model)
-        )
-    ).all()
     universe = await _rubric_values(conn, run)
     sample = await sample_basis(conn, run)
     scenarios = {
@@ -147,26 +166,54 @@ async def load_run(conn: AsyncConnection, run: Run) -> LoadedRun:
         )
         for sid, content, scores in scenario_rows
     }
-    consensus = [r.consensus for r in rows]
+    digest = _StreamHash()
+    digest.put([[sid, scenarios[sid].name, scenarios[sid].levels] for sid in scenarios])
+    digest.put(universe)
+    digest.put(sample.to_dict())
+    columns = _Columns()
+    digest.put("transcripts")
+    transcript_query = (
+        select(
+            transcripts.c.id,
+            transcripts.c.model,
+            transcripts.c.scenario_id,
+            transcripts.c.sample_index,
+            transcripts.c.decision_code,
+            transcripts.c.decision_reason,
+            transcripts.c.consensus,
+        )
+        .where(transcripts.c.org_id == run.org_id, transcripts.c.run_id == run.id)
+        .order_by(transcripts.c.id)
+    )
+    async for row in stream_rows(conn, transcript_query):
+        columns.add(row)
+        digest.put(_transcript_key(row))
+    digest.put("judgments")
+    judgment_query = (
+        select(
+            judgments.c.transcript_id,
+            judgments.c.judge_model,
+            judgments.c.decision,
+            judgments.c.prioritized_values,
+            judgments.c.deprioritized_values,
+            judgments.c.confidence,
+        )
+        .select_from(judgments.join(transcripts))
+        .where(transcripts.c.org_id == run.org_id, transcripts.c.run_id == run.id)
+        .order_by(judgments.c.transcript_id, judgments.c.judge_model)
+    )
+    async for r in stream_rows(conn, judgment_query):
+        digest.put([*r[:3], list(r[3]), list(r[4]), float(r[5])])
     data = AnalysisInput.build(
-        models=[r.model for r in rows],
-        scenario_ids=[r.scenario_id for r in rows],
-        decisions=[r.decision_code for r in rows],
-        reasons=[r.decision_reason for r in rows],
+        models=columns.models,
+        scenario_ids=columns.scenario_ids,
+        decisions=columns.decisions,
+        reasons=columns.reasons,
         scenarios=scenarios,
-        prioritized=[_values(c, "prioritized_values") for c in consensus],
-        deprioritized=[_values(c, "deprioritized_values") for c in consensus],
-        judged=[isinstance(c, dict) for c in consensus],
+        prioritized=columns.prioritized,
+        deprioritized=columns.deprioritized,
+        judged=columns.judged,
         value_universe=universe,
         sample=sample,
     )
-    digest = input_hash(
-        {
-            "transcripts": [_transcript_key(r) for r in rows],
-            "judgments": [[*r[:3], list(r[3]), list(r[4]), float(r[5])] for r in judged_rows],
-            "scenarios": [[sid, scenarios[sid].name, scenarios[sid].levels] for sid in scenarios],
-            "values": universe,
-            "sample": sample.to_dict(),
-        }
-    )
-    return LoadedRun(run=run, data=data, input_hash=digest)
+    return LoadedRun(run=run, data=data, input_hash=digest.hexdigest())
