@@ -11,6 +11,7 @@ was reaped never ran the code that enqueues it).
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 from sqlalchemy import func, literal_column, select, update
@@ -34,6 +35,9 @@ from valuerank.runs.states import RunStatus, move_run
 # Probe jobs still active (besides the caller) at which the tail starts finalize: a few
 # concurrent last jobs may each see the others running, so the threshold is not 0.
 TAIL = 32
+# Transcripts a finalize step reads (and holds) at a time when it enqueues their judges or
+# stores their consensus.
+PAGE = 1000
 
 
 def finalize_spec(run: Run) -> JobSpec:
@@ -82,20 +86,35 @@ async def at_tail(conn: AsyncConnection, org_id: str, run_id: str) -> bool:
     return int(active) <= TAIL
 
 
-async def _enqueue_followers(conn: AsyncConnection, run: Run) -> int:
-    """Judge jobs (transcript × judge) and summarize jobs (per transcript) of the run."""
-    config = run.config
-    if not config.judge_models and config.summary_model is None:
-        return 0
-    ids = list(
-        (
-            await conn.execute(
-                select(transcripts.c.id).where(
-                    transcripts.c.org_id == run.org_id, transcripts.c.run_id == run.id
+async def transcript_pages(
+    conn: AsyncConnection, run: Run, page: int = PAGE
+) -> AsyncIterator[list[str]]:
+    """The run's transcript ids, `page` at a time in id order (keyset pages, each read whole, so
+    the caller may write between pages on either database): memory stays one page."""
+    after = ""
+    while True:
+        ids = list(
+            (
+                await conn.execute(
+                    select(transcripts.c.id)
+                    .where(
+                        transcripts.c.org_id == run.org_id,
+                        transcripts.c.run_id == run.id,
+                        transcripts.c.id > after,
+                    )
+                    .order_by(transcripts.c.id)
+                    .limit(page)
                 )
-            )
-        ).scalars()
-    )
+            ).scalars()
+        )
+        if not ids:
+            return
+        yield ids
+        after = ids[-1]
+
+
+def _follower_specs(run: Run, ids: list[str]) -> list[JobSpec]:
+    config = run.config
     specs = [
         JobSpec(
             kind=JUDGE,
@@ -128,40 +147,55 @@ async def _enqueue_followers(conn: AsyncConnection, run: Run) -> int:
             )
             for tid in ids
         ]
-    return sum(1 for r in await enqueue_many(conn, specs) if r.enqueued)
+    return specs
 
 
-async def _store_consensus(conn: AsyncConnection, run: Run) -> int:
-    """The judges' consensus per transcript (model weights from the registry)."""
+async def enqueue_followers(conn: AsyncConnection, run: Run, page: int = PAGE) -> int:
+    """Judge jobs (transcript × judge) and summarize jobs (per transcript) of the run, a page
+    of transcripts at a time."""
+    if not run.config.judge_models and run.config.summary_model is None:
+        return 0
+    enqueued = 0
+    async for ids in transcript_pages(conn, run, page):
+        results = await enqueue_many(conn, _follower_specs(run, ids))
+        enqueued += sum(1 for r in results if r.enqueued)
+    return enqueued
+
+
+async def _store_consensus(conn: AsyncConnection, run: Run, page: int) -> int:
+    """The judges' consensus per transcript (model weights from the registry), a page of
+    transcripts at a time."""
     weights = {
         f"{p}:{n}": float(w)
         for p, n, w in await conn.execute(select(models.c.provider, models.c.name, models.c.weight))
     }
-    rows = await conn.execute(
-        select(judgments)
-        .select_from(judgments.join(transcripts))
-        .where(transcripts.c.org_id == run.org_id, transcripts.c.run_id == run.id)
-        .order_by(judgments.c.transcript_id, judgments.c.judge_model)
-    )
-    by_transcript: dict[str, list[Judgement]] = {}
-    for row in rows:
-        by_transcript.setdefault(row.transcript_id, []).append(
-            Judgement(
-                model=row.judge_model,
-                decision=row.decision,
-                confidence=float(row.confidence),
-                weight=weights.get(row.judge_model, 1.0),
-                prioritized_values=tuple(row.prioritized_values),
-                deprioritized_values=tuple(row.deprioritized_values),
+    stored = 0
+    async for ids in transcript_pages(conn, run, page):
+        rows = await conn.execute(
+            select(judgments)
+            .where(judgments.c.org_id == run.org_id, judgments.c.transcript_id.in_(ids))
+            .order_by(judgments.c.transcript_id, judgments.c.judge_model)
+        )
+        by_transcript: dict[str, list[Judgement]] = {}
+        for row in rows:
+            by_transcript.setdefault(row.transcript_id, []).append(
+                Judgement(
+                    model=row.judge_model,
+                    decision=row.decision,
+                    confidence=float(row.confidence),
+                    weight=weights.get(row.judge_model, 1.0),
+                    prioritized_values=tuple(row.prioritized_values),
+                    deprioritized_values=tuple(row.deprioritized_values),
+                )
             )
-        )
-    for transcript_id, judged in by_transcript.items():
-        await conn.execute(
-            update(transcripts)
-            .where(transcripts.c.id == transcript_id)
-            .values(consensus=decision_consensus(judged).to_dict())
-        )
-    return len(by_transcript)
+        for transcript_id, judged in by_transcript.items():
+            await conn.execute(
+                update(transcripts)
+                .where(transcripts.c.id == transcript_id)
+                .values(consensus=decision_consensus(judged).to_dict())
+            )
+        stored += len(by_transcript)
+    return stored
 
 
 async def failure_reason(conn: AsyncConnection, run_id: str) -> str:
@@ -234,7 +268,7 @@ async def _advance(conn: AsyncConnection, job: Job) -> Run | str | None:
     if run.status is RunStatus.RUNNING:
         if (await job_progress(conn, run.id, (PROBE,))).active:
             return "probes still running"
-        followers = await _enqueue_followers(conn, run)
+        followers = await enqueue_followers(conn, run)
         if followers or (await job_progress(conn, run.id, (JUDGE, SUMMARIZE))).active:
             await move_run(conn, run.org_id, run.id, RunStatus.SUMMARIZING)
             return "judging"
@@ -265,9 +299,10 @@ async def close_run(
     return target, moved
 
 
-async def store_consensus(conn: AsyncConnection, run: Run) -> list[ModelResult]:
-    """The judges' consensus per transcript stored; the run's results per model."""
-    await _store_consensus(conn, run)
+async def store_consensus(conn: AsyncConnection, run: Run, page: int = PAGE) -> list[ModelResult]:
+    """The judges' consensus per transcript stored (`page` transcripts at a time); the run's
+    results per model."""
+    await _store_consensus(conn, run, page)
     return await model_results(conn, run.org_id, run.id)
 
 
