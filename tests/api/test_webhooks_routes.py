@@ -13,9 +13,11 @@ from typing import Any
 import pytest
 from cryptography.fernet import Fernet
 from fastapi import FastAPI, Request
+from sqlalchemy import select
 
 from valuerank.config import get_settings
 from valuerank.db import Database
+from valuerank.db.tables import webhooks
 from valuerank.queue.outbox import SIGNATURE_HEADER, enqueue_notifications
 
 from .conftest import provision_admin
@@ -23,7 +25,9 @@ from .conftest import provision_admin
 PUBLIC = "https://93.184.216.34/hooks/valuerank"  # a global address: nothing resolves it
 
 
-async def test_admins_register_list_pause_and_remove(live: Any, assert_error: Any) -> None:
+async def test_admins_register_list_pause_and_remove(
+    live: Any, assert_error: Any, db: Database
+) -> None:
     async with live.client() as admin:
         made = await admin.post(
             "/api/webhooks", json={"url": PUBLIC, "event_types": ["run_complete", "task_failed"]}
@@ -34,6 +38,8 @@ async def test_admins_register_list_pause_and_remove(live: Any, assert_error: An
         assert hook["event_types"] == ["run_complete", "task_failed"]
         second = (await admin.post("/api/webhooks", json={"url": PUBLIC + "/2"})).json()["data"]
         assert second["event_types"] == []  # all events
+        # Checked at registration, so every delivery checks again (the name may move).
+        assert await public_only(db, hook["id"]) is True
 
         listed = (await admin.get("/api/webhooks", params={"limit": 1})).json()["data"]
         assert listed["count"] == 1 and listed["next_cursor"] is not None
@@ -151,6 +157,7 @@ async def test_a_secret_is_write_only_and_signs_real_deliveries(
         )
         assert made.status_code == 201, made.text
         assert "s3cret-value" not in made.text and made.json()["data"]["has_secret"] is True
+        assert await public_only(db, made.json()["data"]["id"]) is False  # private allowed
         listed = await admin.get("/api/webhooks")
         assert "s3cret-value" not in listed.text
 
@@ -164,3 +171,9 @@ async def test_a_secret_is_write_only_and_signs_real_deliveries(
     expected = "sha256=" + hmac.new(b"s3cret-value", body, hashlib.sha256).hexdigest()
     assert headers[SIGNATURE_HEADER.lower()] == expected
     assert json.loads(body)["payload"] == {"run_id": "r-1"}
+
+
+async def public_only(db: Database, webhook_id: str) -> bool:
+    async with db.transaction() as conn:
+        value = await conn.scalar(select(webhooks.c.public_only).where(webhooks.c.id == webhook_id))
+    return bool(value)

@@ -10,6 +10,7 @@ import json
 import random
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import pytest
 from sqlalchemy import select, update
@@ -194,6 +195,33 @@ async def test_unreachable_receiver_is_a_failure_without_status(kit: Kit) -> Non
     async with kit.db.transaction() as conn:
         (row,) = await list_outbox(conn, kit.org_id)
     assert row.last_status_code is None and row.last_error
+
+
+async def test_a_public_only_webhook_never_reaches_an_address_inside(
+    kit: Kit, receiver: Receiver
+) -> None:
+    """A webhook checked at registration whose name resolves inside by the time it delivers
+    (DNS rebinding; here `localhost`, and the loopback literal) is not sent: a failed attempt
+    that says why. The same receiver, registered without the check, gets its delivery."""
+    port = urlsplit(receiver.url).port
+    inside = [receiver.url, f"http://localhost:{port}/hook", f"https://localhost:{port}/hook"]
+    for url in inside:
+        await _hook(kit, url, public_only=True)
+    await _event(kit)
+    report = await deliver_due(kit.db, limit=10, timeout=5)
+    assert (report.claimed, report.delivered, report.retried) == (3, 0, 3)
+    assert receiver.requests == []
+    async with kit.db.transaction() as conn:
+        rows = await list_outbox(conn, kit.org_id)
+    for row in rows:
+        assert row.last_status_code is None
+        assert row.last_error is not None and row.last_error.startswith("not sent: ")
+        assert "not public" in row.last_error and "127.0.0.1" in row.last_error
+
+    await _hook(kit, receiver.url)  # registered by an operator: any address
+    await _event(kit, EventType.TASK_COMPLETE)
+    assert (await deliver_due(kit.db, limit=10, timeout=5)).delivered == 1
+    assert len(receiver.requests) == 1
 
 
 async def test_listing_filters_and_never_shows_the_secret(kit: Kit, receiver: Receiver) -> None:

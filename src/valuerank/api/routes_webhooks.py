@@ -89,16 +89,23 @@ async def list_webhooks_route(ctx: Admin, limit: Limit = 50, cursor: Cursor = No
 async def create_webhook_route(body: NewWebhook, request: Request, ctx: Admin) -> JSONResponse:
     """Subscribe a URL to the organisation's notifications (201). 422
     WEBHOOK_TARGET_NOT_ALLOWED for a host on loopback, a private or link-local network, or
-    one that does not resolve (unless VALUERANK_WEBHOOK_PRIVATE_TARGETS); 422 for an unknown
-    event type."""
+    one that does not resolve (unless VALUERANK_WEBHOOK_PRIVATE_TARGETS; without it, every
+    delivery checks the host's addresses again); 422 for an unknown event type."""
     _check_topics(body.event_types)
-    if not request.app.state.webhook_private_targets:
+    public_only = not request.app.state.webhook_private_targets
+    if public_only:
         await check_public_target(body.url)
     secret = None if body.secret is None else body.secret.get_secret_value()
     cipher = optional_cipher(get_settings().secret_key) if secret is not None else None
     async with ctx.db.transaction(immediate=True) as conn:
         hook = await register_webhook(
-            conn, ctx.org_id, body.url, event_types=body.event_types, secret=secret, cipher=cipher
+            conn,
+            ctx.org_id,
+            body.url,
+            event_types=body.event_types,
+            secret=secret,
+            cipher=cipher,
+            public_only=public_only,
         )
     return ok(hook.to_dict(), status_code=201)
 

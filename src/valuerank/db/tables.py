@@ -497,6 +497,9 @@ webhooks = Table(
     Column("event_types", JSONDocument, nullable=False),  # list of event types, [] = all
     Column("active", Boolean, nullable=False, server_default=true()),
     _created_at(),
+    # Registered over HTTP where private targets are not allowed: every delivery resolves the
+    # host again and goes only to a public address (queue/webhook_targets.py).
+    Column("public_only", Boolean, nullable=False, server_default=false()),
 )
 
 # Notifications written in the same transaction as the state change that causes them.

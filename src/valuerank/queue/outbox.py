@@ -52,6 +52,7 @@ from valuerank.errors import InvalidInputError, NotFoundError
 from valuerank.queue.dialect import as_utc, db_now, db_now_plus, iso
 from valuerank.queue.errors import backoff_seconds
 from valuerank.queue.ids import new_id
+from valuerank.queue.webhook_targets import WebhookTargetError, public_only_handlers
 
 PENDING, DELIVERED, DEAD = "pending", "delivered", "dead"
 OUTBOX_STATUSES = (PENDING, DELIVERED, DEAD)
@@ -116,8 +117,11 @@ async def register_webhook(
     event_types: Sequence[str] = (),
     secret: str | None = None,
     cipher: SecretCipher | None = None,
+    public_only: bool = False,
 ) -> Webhook:
     """Subscribe `url` to the organisation's notifications of `event_types` (empty: all).
+    `public_only`: every delivery checks again that the host resolves to public addresses
+    only, and connects to the one it checked (see `webhook_targets`).
 
     `secret` is write-only: it signs deliveries, is stored only encrypted with `cipher` and is
     never returned (see `Webhook`). A secret without a cipher (no `VALUERANK_SECRET_KEY`) is
@@ -148,6 +152,7 @@ async def register_webhook(
             event_types=types,
             active=True,
             created_at=db_now(conn.dialect.name),
+            public_only=public_only,
         )
     )
     row = (await conn.execute(select(webhooks).where(webhooks.c.id == webhook_id))).one()
@@ -270,6 +275,7 @@ class Delivery:
     lease_token: str
     url: str
     secret_encrypted: str | None = field(default=None, repr=False)
+    public_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -366,9 +372,12 @@ async def claim_deliveries(
         hooks = {
             h.id: h
             for h in await conn.execute(
-                select(webhooks.c.id, webhooks.c.url, webhooks.c.secret_encrypted).where(
-                    webhooks.c.id.in_({r.webhook_id for r in rows})
-                )
+                select(
+                    webhooks.c.id,
+                    webhooks.c.url,
+                    webhooks.c.secret_encrypted,
+                    webhooks.c.public_only,
+                ).where(webhooks.c.id.in_({r.webhook_id for r in rows}))
             )
         }
     return [
@@ -383,6 +392,7 @@ async def claim_deliveries(
             lease_token=r.lease_token,
             url=hooks[r.webhook_id].url,
             secret_encrypted=hooks[r.webhook_id].secret_encrypted,
+            public_only=bool(hooks[r.webhook_id].public_only),
         )
         for r in sorted(rows, key=lambda r: r.id)
     ]
@@ -394,6 +404,7 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
 
 
 _OPENER = urllib.request.build_opener(_NoRedirect)
+_PUBLIC_OPENER = urllib.request.build_opener(_NoRedirect, *public_only_handlers())
 
 
 def _retry_after(value: str | None) -> float | None:
@@ -405,17 +416,22 @@ def _retry_after(value: str | None) -> float | None:
         return None  # an HTTP date: ignored, the backoff applies
 
 
-def _post(url: str, body: bytes, headers: Mapping[str, str], timeout: float) -> Response:
+def _post(
+    url: str, body: bytes, headers: Mapping[str, str], timeout: float, public_only: bool
+) -> Response:
     """Blocking POST (run in a thread). Never raises."""
     request = urllib.request.Request(url, data=body, headers=dict(headers), method="POST")
+    opener = _PUBLIC_OPENER if public_only else _OPENER
     try:
-        with _OPENER.open(request, timeout=timeout) as answer:
+        with opener.open(request, timeout=timeout) as answer:
             answer.read(_RESPONSE_PEEK_BYTES)
             return Response(status_code=answer.status, error=None)
     except urllib.error.HTTPError as exc:
         text = exc.read(_RESPONSE_PEEK_BYTES).decode("utf-8", "replace").strip()
         error = f"HTTP {exc.code}" + (f": {text}" if text else "")
         return Response(exc.code, error, _retry_after(exc.headers.get("Retry-After")))
+    except WebhookTargetError as exc:  # the name resolves to the inside now
+        return Response(None, f"not sent: {exc.message}")
     except Exception as exc:  # connection refused, timeout, TLS, bad URL…
         return Response(None, f"{type(exc).__name__}: {exc}")
 
@@ -463,7 +479,9 @@ async def send(
         return Response(None, str(exc))
     if signature is not None:
         headers[SIGNATURE_HEADER] = signature
-    response = await asyncio.to_thread(_post, delivery.url, delivery.body, headers, timeout)
+    response = await asyncio.to_thread(
+        _post, delivery.url, delivery.body, headers, timeout, delivery.public_only
+    )
     if response.error is None and not (
         response.status_code is not None and 200 <= response.status_code < 300
     ):

@@ -5,16 +5,22 @@ The workers POST every notification to the webhook's URL from inside the install
 so a URL on loopback, a private network, link-local (cloud metadata at 169.254.169.254) or
 another reserved range would let an organisation's admin make the install call its own
 internal services. The check resolves the host name when the webhook is registered and
-refuses it if any address it resolves to is not global. (A name that later resolves
-elsewhere is not caught here: the deliveries do not resolve again.) The CLI, run by the
-install's operators, registers any http(s) URL.
+refuses it if any address it resolves to is not global. Such a webhook is marked
+`public_only`, and each of its deliveries resolves the name again, checks every address the
+same way and connects to the address it checked (`PublicOnlyOpener`): a name that resolves
+elsewhere later (DNS rebinding) fails the delivery instead of reaching the inside. Those
+deliveries do not go through an HTTP proxy from the environment (the proxy would resolve the
+name itself). The CLI, run by the install's operators, registers any http(s) URL.
 """
 
 from __future__ import annotations
 
 import asyncio
+import http.client
 import ipaddress
 import socket
+import urllib.request
+from typing import Any
 from urllib.parse import urlsplit
 
 from valuerank.errors import InvalidInputError
@@ -47,6 +53,12 @@ def non_global(addresses: list[str]) -> list[str]:
     return found
 
 
+def _check_addresses(url: str, addresses: list[str]) -> None:
+    private = non_global(addresses)
+    if private:
+        raise _refused(url, f"resolves to an address that is not public ({', '.join(private)})")
+
+
 async def check_public_target(url: str) -> None:
     """Refuse (WEBHOOK_TARGET_NOT_ALLOWED) a URL whose host does not resolve, or resolves
     to any address that is not global."""
@@ -66,7 +78,49 @@ async def check_public_target(url: str) -> None:
         )
     except (OSError, TimeoutError, UnicodeError):
         raise _refused(url, f"has a host name that does not resolve ({host!r})") from None
-    addresses = sorted({str(info[4][0]) for info in infos})
-    private = non_global(addresses)
-    if private:
-        raise _refused(url, f"resolves to an address that is not public ({', '.join(private)})")
+    _check_addresses(url, sorted({str(info[4][0]) for info in infos}))
+
+
+def public_address(host: str, port: int) -> tuple[str, int]:
+    """The address (ip, port) of `host` to connect to, when every address it resolves to is
+    global; else WEBHOOK_TARGET_NOT_ALLOWED (blocking: for the delivery threads)."""
+    where = f"{host}:{port}"
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        raise _refused(where, f"has a host name that does not resolve ({host!r})") from None
+    _check_addresses(where, sorted({str(info[4][0]) for info in infos}))
+    return str(infos[0][4][0]), port
+
+
+def _connect_public(address: tuple[str, int], *args: Any) -> socket.socket:
+    """`socket.create_connection` to the address `public_address` checked; the host name
+    still names the server to HTTP and TLS (Host header, SNI, the certificate check)."""
+    return socket.create_connection(public_address(*address), *args)
+
+
+class _PublicHTTPConnection(http.client.HTTPConnection):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._create_connection = _connect_public  # what connect() opens the socket with
+
+
+class _PublicHTTPSConnection(http.client.HTTPSConnection):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._create_connection = _connect_public
+
+
+class _PublicHTTPHandler(urllib.request.HTTPHandler):
+    def http_open(self, req: urllib.request.Request) -> Any:
+        return self.do_open(_PublicHTTPConnection, req)
+
+
+class _PublicHTTPSHandler(urllib.request.HTTPSHandler):
+    def https_open(self, req: urllib.request.Request) -> Any:
+        return self.do_open(_PublicHTTPSConnection, req)
+
+
+def public_only_handlers() -> list[urllib.request.BaseHandler]:
+    """urllib handlers that connect only to checked public addresses, without proxies."""
+    return [urllib.request.ProxyHandler({}), _PublicHTTPHandler(), _PublicHTTPSHandler()]
