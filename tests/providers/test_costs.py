@@ -13,7 +13,11 @@ from valuerank.providers.base import Message
 from valuerank.providers.catalog import catalog_model
 from valuerank.providers.costs import (
     CHARS_PER_TOKEN,
+    JUDGE_ROLE,
     MESSAGE_OVERHEAD_TOKENS,
+    PROBE_ROLE,
+    SUMMARY_ROLE,
+    FollowerCalls,
     ModelPrice,
     Priced,
     conversation_tokens,
@@ -207,3 +211,37 @@ def test_run_total_is_the_exact_sum_rounded_once(
         Decimal(0),
     )
     assert estimate.cost_usd == float(exact.quantize(Decimal("0.000001"), rounding="ROUND_HALF_UP"))
+
+
+def test_judges_and_summaries_are_estimated_per_conversation() -> None:
+    target = ModelPrice("p:target", 2.0, 8.0)
+    judges = [ModelPrice("p:judge", 1.0, 4.0), ModelPrice("p:unpriced", None, None)]
+    estimate = estimate_run_cost(
+        prompts=10,
+        models=[target],
+        samples=3,
+        turns=2,
+        prompt_tokens=500,
+        output_tokens_per_turn=1000,
+        followup_tokens=300,
+        followers=[
+            FollowerCalls(JUDGE_ROLE, judges, input_tokens=3_000, output_tokens=600),
+            FollowerCalls(SUMMARY_ROLE, [ModelPrice("p:judge", 1.0, 4.0)], 2_900, 200),
+        ],
+    )
+    rows = [(m.model, m.role, m.calls, m.input_tokens, m.output_tokens) for m in estimate.models]
+    assert rows == [
+        ("p:target", PROBE_ROLE, 60, 30 * 2_300, 30 * 2_000),
+        ("p:judge", JUDGE_ROLE, 30, 30 * 3_000, 30 * 600),
+        ("p:unpriced", JUDGE_ROLE, 30, 30 * 3_000, 30 * 600),
+        ("p:judge", SUMMARY_ROLE, 30, 30 * 2_900, 30 * 200),
+    ]
+    probe_cost = (69_000 * 2 + 60_000 * 8) / 1e6
+    judge_cost = (90_000 * 1 + 18_000 * 4) / 1e6
+    summary_cost = (87_000 * 1 + 6_000 * 4) / 1e6
+    assert estimate.known_cost_usd == pytest.approx(probe_cost + judge_cost + summary_cost)
+    assert estimate.cost_usd is None and estimate.unknown_price_models == ("p:unpriced",)
+    assert estimate.calls == 60 + 30 + 30 + 30
+    assert [m["role"] for m in estimate.to_dict()["models"]] == [
+        "probe", "judge", "judge", "summary",
+    ]  # fmt: skip

@@ -458,7 +458,10 @@ async def test_start_watch_pause_resume_and_read_a_run_in_a_browser(
     plan = await page.locator("#est-plan").inner_text()
     assert "8 of 27 scenarios" in plan and "seed 11" in plan and "16 probe jobs" in plan
     assert "At most $" in await page.locator("#est-cost").inner_text()
-    assert await page.locator("#est-models tbody tr").count() == 2
+    rows = page.locator("#est-models tbody tr")
+    assert await rows.count() == 4  # the two models answer, the two judges read each answer
+    roles = [await rows.nth(i).locator("td").nth(1).inner_text() for i in range(4)]
+    assert roles == ["answers", "answers", "judges each transcript", "judges each transcript"]
     # The estimate is of these settings: they are locked until it is discarded or started.
     assert await page.evaluate("document.getElementById('run-settings').disabled")
     await ui.screenshot("run-new-estimate")

@@ -109,8 +109,11 @@ def create(
         f" (sample {data['sample_percentage']:g}%, seed {data['sample_seed']})"
     )
     estimate = "unknown" if cost is None else f"≤ ${cost:.4f}"
+    roles = sorted({m["role"] for m in data["estimate"]["models"]} - {"probe"})
     console.print(
-        f"estimated cost: {estimate}" + (f" (no price for {', '.join(unknown)})" if unknown else "")
+        f"estimated cost: {estimate}"
+        + (f", {' and '.join(roles)} calls included" if roles else "")
+        + (f" (no price for {', '.join(unknown)})" if unknown else "")
     )
     if data["status"] == "pending":
         console.print(f"not started: valuerank runs start {data['id'][:8]}")

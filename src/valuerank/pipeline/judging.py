@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.db.tables import judgments, rubrics, transcripts
 from valuerank.failpoints import JUDGE_AFTER_JUDGMENT, failpoint
@@ -27,7 +28,7 @@ from valuerank.providers.base import CompletionRequest
 from valuerank.providers.model_id import parse_model_id
 from valuerank.queue import HandlerResult, Job, Permanent
 from valuerank.runs.records import JudgmentRecord, insert_judgment
-from valuerank.runs.service import get_run
+from valuerank.runs.service import Run, get_run
 
 JUDGE_MAX_TOKENS = 600
 SUMMARY_MAX_TOKENS = 200
@@ -54,15 +55,19 @@ async def _transcript(ctx: PipelineContext, org_id: str, transcript_id: str) -> 
     return row
 
 
+async def run_rubric(conn: AsyncConnection, run: Run) -> Rubric | None:
+    """The values rubric the run's judges read (None: the run has none)."""
+    if run.rubric_id is None:
+        return None
+    content = (
+        await conn.execute(select(rubrics.c.content).where(rubrics.c.id == run.rubric_id))
+    ).scalar_one_or_none()
+    return None if content is None else Rubric.from_dict(content)
+
+
 async def _rubric(ctx: PipelineContext, org_id: str, run_id: str) -> Rubric | None:
     async with ctx.db.transaction() as conn:
-        run = await get_run(conn, org_id, run_id)
-        if run.rubric_id is None:
-            return None
-        content = (
-            await conn.execute(select(rubrics.c.content).where(rubrics.c.id == run.rubric_id))
-        ).scalar_one_or_none()
-    return None if content is None else Rubric.from_dict(content)
+        return await run_rubric(conn, await get_run(conn, org_id, run_id))
 
 
 async def run_judge(ctx: PipelineContext, job: Job) -> HandlerResult:

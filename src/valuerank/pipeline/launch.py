@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import statistics
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,10 +15,20 @@ from valuerank.credentials.store import require_credentials
 from valuerank.db.engine import Database
 from valuerank.db.tables import jobs, rubrics, run_scenarios
 from valuerank.pipeline.finalize import ensure_finalize
-from valuerank.pipeline.prompts import DEFAULT_FOLLOWUPS, first_prompt
+from valuerank.pipeline.judging import JUDGE_MAX_TOKENS, SUMMARY_MAX_TOKENS, run_rubric
+from valuerank.pipeline.prompts import (
+    DEFAULT_FOLLOWUPS,
+    first_prompt,
+    judge_messages,
+    summary_messages,
+)
 from valuerank.providers.costs import (
+    JUDGE_ROLE,
+    SUMMARY_ROLE,
+    FollowerCalls,
     ModelPrice,
     RunCostEstimate,
+    estimate_message_tokens,
     estimate_run_cost,
     estimate_tokens,
 )
@@ -31,29 +41,63 @@ from valuerank.runs.service import CreatedRun, Run, Started, create_run, start_r
 from valuerank.runs.states import RunStatus
 
 
+async def _priced(conn: AsyncConnection, models: Sequence[str]) -> list[ModelPrice]:
+    priced = []
+    for model in models:
+        prices = await prices_for(conn, model)
+        priced.append(ModelPrice(model, *(prices if prices is not None else (None, None))))
+    return priced
+
+
 async def estimate_cost(conn: AsyncConnection, run: Run) -> RunCostEstimate:
     """The run's cost before it starts: its prompts' sizes, max_tokens per answer (an upper
-    bound), registry prices; a model without a price is reported, never counted as free."""
+    bound), registry prices; a model without a price is reported, never counted as free.
+    Each judge reads, and the summary model summarises, every transcript: their prompt and
+    the transcript at its largest (every answer at max_tokens), their answers at their own
+    max_tokens. (The run's one narrative call is left out.)"""
+    config = run.config
     bodies = (
         await conn.execute(select(run_scenarios.c.content).where(run_scenarios.c.run_id == run.id))
     ).scalars()
-    sizes = [estimate_tokens(first_prompt(run.config.preamble, str(c["body"]))) for c in bodies]
-    priced = []
-    for model in run.config.models:
-        prices = await prices_for(conn, model)
-        priced.append(ModelPrice(model, *(prices if prices is not None else (None, None))))
-    followups = DEFAULT_FOLLOWUPS[: run.config.followup_turns]
+    sizes = [estimate_tokens(first_prompt(config.preamble, str(c["body"]))) for c in bodies]
+    followups = DEFAULT_FOLLOWUPS[: config.followup_turns]
+    prompt_tokens = round(statistics.fmean(sizes)) if sizes else 0
+    followup_tokens = (
+        round(statistics.fmean([estimate_tokens(f.prompt) for f in followups])) if followups else 0
+    )
+    turns = 1 + len(followups)
+    transcript_tokens = prompt_tokens + len(followups) * followup_tokens + turns * config.max_tokens
+    followers = []
+    if config.judge_models:
+        instructions = estimate_message_tokens(judge_messages("", await run_rubric(conn, run)))
+        followers.append(
+            FollowerCalls(
+                JUDGE_ROLE,
+                await _priced(conn, config.judge_models),
+                instructions + transcript_tokens,
+                JUDGE_MAX_TOKENS,
+            )
+        )
+    if config.summary_model is not None:
+        instructions = estimate_message_tokens(summary_messages("", None))
+        followers.append(
+            FollowerCalls(
+                SUMMARY_ROLE,
+                await _priced(conn, [config.summary_model]),
+                instructions + transcript_tokens,
+                SUMMARY_MAX_TOKENS,
+            )
+        )
     return estimate_run_cost(
         prompts=len(sizes),
-        models=priced,
-        samples=run.config.samples_per_scenario,
-        turns=1 + len(followups),
-        prompt_tokens=round(statistics.fmean(sizes)) if sizes else 0,
-        output_tokens_per_turn=run.config.max_tokens,
-        followup_tokens=round(statistics.fmean([estimate_tokens(f.prompt) for f in followups]))
-        if followups
-        else 0,
-        system_tokens=estimate_tokens(run.config.system_prompt or ""),
+        models=await _priced(conn, config.models),
+        samples=config.samples_per_scenario,
+        turns=turns,
+        prompt_tokens=prompt_tokens,
+        output_tokens_per_turn=config.max_tokens,
+        followup_tokens=followup_tokens,
+        system_tokens=estimate_tokens(config.system_prompt or ""),
+        followers=followers,
     )
 
 

@@ -96,6 +96,11 @@ class ModelPrice:
     output_price_per_mtok: float | None
 
 
+# What a model does in a run: answers the scenarios (`probe`), reads each transcript
+# (`judge`) or writes each transcript's rationale (`summary`).
+PROBE_ROLE, JUDGE_ROLE, SUMMARY_ROLE = "probe", "judge", "summary"
+
+
 @dataclass(frozen=True)
 class ModelCostEstimate:
     model: str
@@ -103,6 +108,7 @@ class ModelCostEstimate:
     input_tokens: int
     output_tokens: int
     cost_usd: float | None
+    role: str = PROBE_ROLE
 
     @property
     def price_known(self) -> bool:
@@ -137,6 +143,7 @@ class RunCostEstimate:
             "models": [
                 {
                     "model": m.model,
+                    "role": m.role,
                     "calls": m.calls,
                     "input_tokens": m.input_tokens,
                     "output_tokens": m.output_tokens,
@@ -167,6 +174,28 @@ def conversation_tokens(
     return t * repeated + growth * t * (t - 1) // 2, t * answer
 
 
+@dataclass(frozen=True)
+class FollowerCalls:
+    """One call per conversation by each of `models`, after the probing: the judges reading
+    each transcript, the summary model writing each rationale. Tokens are per call."""
+
+    role: str
+    models: Sequence[Priced]
+    input_tokens: int
+    output_tokens: int
+
+
+def _model_estimate(
+    model: Priced, role: str, calls: int, input_tokens: int, output_tokens: int
+) -> tuple[ModelCostEstimate, Decimal | None]:
+    pin, pout = model.input_price_per_mtok, model.output_price_per_mtok
+    if pin is None or pout is None:
+        return ModelCostEstimate(model.id, calls, input_tokens, output_tokens, None, role), None
+    exact = _exact_cost(input_tokens, output_tokens, pin, pout)
+    estimate = ModelCostEstimate(model.id, calls, input_tokens, output_tokens, _usd(exact), role)
+    return estimate, exact
+
+
 def estimate_run_cost(
     *,
     prompts: int,
@@ -177,8 +206,10 @@ def estimate_run_cost(
     output_tokens_per_turn: int,
     followup_tokens: int = 0,
     system_tokens: int = 0,
+    followers: Sequence[FollowerCalls] = (),
 ) -> RunCostEstimate:
-    """Estimate a run of `prompts` scenarios × `models` × `samples` conversations of `turns`.
+    """Estimate a run of `prompts` scenarios × `models` × `samples` conversations of `turns`,
+    and the `followers`' calls on each of those conversations.
 
     `prompt_tokens` is the mean size of a first prompt (see `estimate_tokens`),
     `output_tokens_per_turn` the expected answer size (e.g. the run's max_tokens for an
@@ -188,21 +219,28 @@ def estimate_run_cost(
     per_in, per_out = conversation_tokens(
         turns, prompt_tokens, output_tokens_per_turn, followup_tokens, system_tokens
     )
+    shapes = [
+        (model, PROBE_ROLE, conversations * turns, conversations * per_in, conversations * per_out)
+        for model in models
+    ]
+    for group in followers:
+        per_call_in = _count("input_tokens", group.input_tokens)
+        per_call_out = _count("output_tokens", group.output_tokens)
+        shapes += [
+            (model, group.role, conversations, conversations * per_call_in,
+             conversations * per_call_out)
+            for model in group.models
+        ]  # fmt: skip
     estimates: list[ModelCostEstimate] = []
     unknown: list[str] = []
     known_total = Decimal(0)
-    for model in models:
-        input_tokens, output_tokens = conversations * per_in, conversations * per_out
-        pin, pout = model.input_price_per_mtok, model.output_price_per_mtok
-        cost: float | None = None
-        if pin is None or pout is None:
-            unknown.append(model.id)
+    for shape in shapes:
+        estimate, exact = _model_estimate(*shape)
+        estimates.append(estimate)
+        if exact is None:
+            unknown.append(estimate.model)
         else:
-            exact = _exact_cost(input_tokens, output_tokens, pin, pout)
             known_total += exact
-            cost = _usd(exact)
-        calls = conversations * turns
-        estimates.append(ModelCostEstimate(model.id, calls, input_tokens, output_tokens, cost))
     known = _usd(known_total)
     return RunCostEstimate(
         models=tuple(estimates),
@@ -211,13 +249,17 @@ def estimate_run_cost(
         output_tokens=sum(e.output_tokens for e in estimates),
         cost_usd=None if unknown else known,
         known_cost_usd=known,
-        unknown_price_models=tuple(unknown),
+        unknown_price_models=tuple(dict.fromkeys(unknown)),
     )
 
 
 __all__ = [
     "CHARS_PER_TOKEN",
+    "JUDGE_ROLE",
     "MESSAGE_OVERHEAD_TOKENS",
+    "PROBE_ROLE",
+    "SUMMARY_ROLE",
+    "FollowerCalls",
     "ModelCostEstimate",
     "ModelPrice",
     "Priced",

@@ -185,6 +185,10 @@ class EventPage(Out):
 
 class ModelCost(Out):
     model: str
+    role: Literal["probe", "judge", "summary"] = Field(
+        description="probe: answers the scenarios; judge: reads each transcript; summary: "
+        "writes each transcript's rationale."
+    )
     calls: int
     input_tokens: int
     output_tokens: int

@@ -125,6 +125,8 @@
   }
   function count(n) { return Number(n).toLocaleString("en"); }
 
+  var ROLES = {probe: "answers", judge: "judges each transcript", summary: "summarises each transcript"};
+
   function showEstimate(run) {
     var est = run.estimate;
     var sampled = run.scenarios < run.total_scenarios;
@@ -146,6 +148,7 @@
     est.models.forEach(function (m) {
       var row = document.createElement("tr");
       cell(row, m.model, false);
+      cell(row, ROLES[m.role] || m.role, false);
       cell(row, count(m.calls), true);
       cell(row, count(m.input_tokens), true);
       cell(row, count(m.output_tokens), true);
@@ -153,7 +156,7 @@
       body.appendChild(row);
     });
     byId("est-note").textContent = "Saved as a pending run (" + run.id.slice(0, 8) +
-      "): nothing is queued until you start it. Judges and summaries are not in the estimate.";
+      "): nothing is queued until you start it. Judges and summaries read every transcript at its largest.";
     var box = byId("estimate");
     box.hidden = false;
     box.focus();
