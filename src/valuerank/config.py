@@ -124,6 +124,12 @@ class Settings(BaseSettings):
         "multi-model view, a task's consensus); a new validation invalidates it at once. "
         "0 turns the cache off.",
     )
+    response_cache_days: float = Field(
+        default=90.0,
+        ge=0,
+        description="Cached model answers (what runs with --reuse-cache reuse) older than this "
+        "are deleted by maintenance, counted from when each was first cached; 0 keeps them.",
+    )
     webhook_private_targets: bool = Field(
         default=False,
         description="Let webhooks registered over the API (POST /api/webhooks) point at "

@@ -55,6 +55,7 @@ def test_run_reports_the_stale_runs_it_closed(
     text = cli("maintenance", "run")
     assert text.exit_code == 0
     assert "stale runs: 0 reaped (0 completed, 0 failed), 0 resumed" in text.stdout
+    assert "response cache: 0 cached answers deleted (older than 90 days)" in text.stdout
 
 
 def test_history_lists_passes_newest_first(cli: Invoke) -> None:

@@ -44,6 +44,10 @@ def _summary_line(action: str, value: Any) -> str:
             f"  stale runs: {value.get('reaped', 0)} reaped ({value.get('completed', 0)} "
             f"completed, {value.get('failed', 0)} failed), {value.get('resumed', 0)} resumed"
         )
+    if isinstance(value, dict) and action == "response_cache":
+        days = value.get("retention_days")
+        kept = "kept forever" if days is None else f"older than {days:g} days"
+        return f"  response cache: {value.get('pruned', 0)} cached answers deleted ({kept})"
     return f"  {action}: {value}"
 
 
@@ -51,7 +55,8 @@ def _summary_line(action: str, value: Any) -> str:
 def run_(as_json: bool = JsonOption) -> None:
     """Run maintenance once, now (workers also run it every
     VALUERANK_WORKER_MAINTENANCE_INTERVAL_SECONDS). Stale runs (running, nothing of them
-    queued or running) are closed as completed or failed; `stale_runs` counts them."""
+    queued or running) are closed as completed or failed; `stale_runs` counts them. Cached
+    model answers older than VALUERANK_RESPONSE_CACHE_DAYS (default 90) are deleted."""
 
     async def _go(db: Database) -> dict[str, Any] | None:
         done = await maintain(db, worker_settings().queue_settings(), trigger="cli", wait=False)

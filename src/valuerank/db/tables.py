@@ -317,6 +317,7 @@ response_cache = Table(
     Column("completion", JSONDocument, nullable=False),
     _created_at(),
     PrimaryKeyConstraint("org_id", "key"),
+    Index("ix_response_cache_created_at", "created_at"),  # maintenance prunes the oldest
 )
 
 # The model registry: global, editable; prices are USD per million tokens.

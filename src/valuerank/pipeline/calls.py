@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import delete, select, tuple_
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.credentials.store import resolve_api_key
@@ -34,7 +34,7 @@ from valuerank.providers.costs import cost_usd
 from valuerank.providers.factory import build_provider
 from valuerank.providers.model_id import ModelId, parse_model_id
 from valuerank.queue import Permanent, RateLimited, Transient
-from valuerank.queue.dialect import upsert
+from valuerank.queue.dialect import db_now_plus, upsert
 from valuerank.registry.service import prices_for
 
 
@@ -119,6 +119,26 @@ async def store_in_cache(conn: AsyncConnection, entries: Sequence[CacheEntry]) -
         )
         .on_conflict_do_nothing(index_elements=["org_id", "key"])
     )
+
+
+async def prune_response_cache(conn: AsyncConnection, *, older_than_days: float, batch: int) -> int:
+    """Delete up to `batch` of the oldest cached answers first cached before the cutoff."""
+    cutoff = db_now_plus(conn.dialect.name, -older_than_days * 86400.0)
+    oldest = (
+        select(response_cache.c.org_id, response_cache.c.key)
+        .where(response_cache.c.created_at < cutoff)
+        .order_by(response_cache.c.created_at)
+        .limit(batch)
+    )
+    keys = [tuple(row) for row in await conn.execute(oldest)]
+    if not keys:
+        return 0
+    gone = await conn.execute(
+        delete(response_cache).where(
+            tuple_(response_cache.c.org_id, response_cache.c.key).in_(keys)
+        )
+    )
+    return int(gone.rowcount or 0)
 
 
 def _completion_json(completion: Completion) -> dict[str, Any]:

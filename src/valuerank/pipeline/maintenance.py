@@ -3,7 +3,9 @@ chores, the same from every entry point — the workers' periodic pass (the chor
 each worker by `register_pipeline_handlers`), `valuerank maintenance run`, and the system API.
 
 The queue knows nothing about runs; the pipeline adds what it needs to every pass here:
-`stale_runs`, reaping runs left open with no live job (`pipeline/stale.py`).
+`stale_runs`, reaping runs left open with no live job (`pipeline/stale.py`), and
+`response_cache`, deleting cached model answers older than `VALUERANK_RESPONSE_CACHE_DAYS`
+(a batch per pass, oldest first; 0 keeps them).
 """
 
 from __future__ import annotations
@@ -13,14 +15,24 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from valuerank.config import get_settings
 from valuerank.db.engine import Database
+from valuerank.pipeline.calls import prune_response_cache
 from valuerank.pipeline.stale import reap_stale_runs
-from valuerank.queue.maintenance import FULL, Chore, MaintenanceRun, run_maintenance, run_pass
+from valuerank.queue.maintenance import (
+    DEFAULT_BATCH,
+    FULL,
+    Chore,
+    MaintenanceRun,
+    run_maintenance,
+    run_pass,
+)
 from valuerank.queue.maintenance_history import database_now, recent_runs
 from valuerank.queue.maintenance_schedule import ScheduleSummary, summarize_schedule
 from valuerank.queue.settings import QueueSettings
 
 STALE_RUNS = "stale_runs"
+RESPONSE_CACHE = "response_cache"
 REAP_STALE_RUNS = "reap_stale_runs"  # the kind of a pass that only reaps stale runs
 SCHEDULE_WINDOW_INTERVALS = 100  # full passes looked at for the schedule's anomalies
 
@@ -29,9 +41,17 @@ async def _stale_runs(conn: AsyncConnection) -> dict[str, Any]:
     return await reap_stale_runs(conn)
 
 
+async def _response_cache(conn: AsyncConnection) -> dict[str, Any]:
+    days = get_settings().response_cache_days
+    if not days:
+        return {"pruned": 0, "more": False, "retention_days": None}
+    pruned = await prune_response_cache(conn, older_than_days=days, batch=DEFAULT_BATCH)
+    return {"pruned": pruned, "more": pruned == DEFAULT_BATCH, "retention_days": days}
+
+
 def maintenance_chores() -> dict[str, Chore]:
     """What the pipeline adds to every full maintenance pass."""
-    return {STALE_RUNS: _stale_runs}
+    return {STALE_RUNS: _stale_runs, RESPONSE_CACHE: _response_cache}
 
 
 async def maintain(
