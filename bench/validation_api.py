@@ -8,16 +8,22 @@ access log off); a second one runs with VALUERANK_VALIDATION_CACHE_SECONDS=0 for
 figures. `--clients` concurrent clients (httpx, keep-alive, one connection each) request
 random tags or tasks for `--seconds` per measurement; latency is measured by the clients, and
 the server's CPU time per request is read from /proc (what a request costs the server,
-whatever else shares the machine).
+whatever else shares the machine). These closed loops find the throughput: each client sends
+its next request when the last one answers, so with many clients the latency is mostly the
+queue for the CPU. `--rates` then measures latency at a given load, open loop (as wrk2 does):
+requests are sent at a fixed rate (Poisson arrivals, seeded) whether or not earlier ones have
+answered, over as many connections as are needed at once (`max_in_flight`), and each latency
+counts from the moment its request was due — a server that falls behind is charged for it.
 Goals: p95 < 10 ms cached, < 50 ms uncached; `p95_to_goal` is p95 / goal (<= 1 meets it).
 
-    python -m bench.validation_api --json [--clients 1 16 64 --seconds 5]
+    python -m bench.validation_api --json [--clients 1 16 64 --rates 50 100 200 --seconds 5]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import json
 import os
 import random
@@ -41,6 +47,8 @@ from valuerank.validation.store import NewValidation, add_tag, create_task, reco
 URL = os.environ.get("VALUERANK_BENCH_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test")
 TOKEN = new_api_token()  # of an admin the seeding makes
 GOALS_MS = {"cached": 10.0, "uncached": 50.0}
+KEEP_ALIVE_SECONDS = 3.0  # reuse a free connection only this long (uvicorn keeps 5 s)
+PREOPENED = 32  # open-loop connections ready before the clock starts
 PERSONAS = ("utilitarian", "deontologist", "contrarian", "centrist", "agreeable", "neutral")
 OUTCOMES = ("validated", "partial", "rejected")
 
@@ -193,6 +201,94 @@ async def _load(
     }
 
 
+async def _open_loop(
+    base: str, server_pid: int, paths: list[str], rate: float, seconds: float, cached: bool
+) -> dict[str, Any]:
+    """Requests due at Poisson arrivals of `rate` a second for `seconds`; latency from when
+    each was due. Connections are opened as needed and reused when free."""
+    marker = b'"cached":true}' if cached else b'"cached":false}'
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    one = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+    # Free connections, oldest-used first (each stays warm), and when each was last used: one
+    # idle longer than the server's keep-alive (uvicorn: 5 s) may be closed under the request,
+    # so it is not reused. Opening one costs the load generator milliseconds of CPU (httpx
+    # builds a client), so PREOPENED are connected before the clock starts.
+    idle: collections.deque[tuple[httpx.AsyncClient, float]] = collections.deque()
+    opened: list[httpx.AsyncClient] = []
+    latencies: list[float] = []
+    wrong: list[str] = []
+    retried: list[str] = []
+    in_flight = 0
+    most_in_flight = 0
+    rng = random.Random(7)
+
+    async def one_request(path: str, due: float) -> None:
+        nonlocal in_flight, most_in_flight
+        in_flight += 1
+        most_in_flight = max(most_in_flight, in_flight)
+        while idle and time.perf_counter() - idle[0][1] > KEEP_ALIVE_SECONDS:
+            idle.popleft()  # stale: left for aclose at the end
+        if idle:
+            client = idle.popleft()[0]
+        else:
+            client = httpx.AsyncClient(base_url=base, headers=headers, timeout=60, limits=one)
+            opened.append(client)
+        try:
+            try:
+                response = await client.get(path)
+            except httpx.RemoteProtocolError:  # a keep-alive connection the server closed
+                retried.append(path)  # as browsers and urllib3 do for a GET: once, anew
+                client = httpx.AsyncClient(base_url=base, headers=headers, timeout=60, limits=one)
+                opened.append(client)
+                response = await client.get(path)
+            latencies.append(time.perf_counter() - due)
+            if response.status_code != 200 or not response.content.endswith(marker):
+                wrong.append(f"{path}: {response.status_code} {response.text[:200]}")
+        finally:
+            idle.append((client, time.perf_counter()))
+            in_flight -= 1
+
+    try:
+        for _ in range(PREOPENED):
+            opened.append(httpx.AsyncClient(base_url=base, headers=headers, timeout=60, limits=one))
+        for path in paths if cached else paths[:1]:  # warm every cache entry once
+            assert (await opened[0].get(path)).status_code == 200
+        await asyncio.gather(*(c.get(paths[0]) for c in opened))  # connected
+        idle.extend((c, time.perf_counter()) for c in opened)
+        tasks: list[asyncio.Task[None]] = []
+        cpu = _cpu_seconds(server_pid)
+        started = time.perf_counter()
+        due = started
+        while due < started + seconds:
+            due += rng.expovariate(rate)
+            delay = due - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            tasks.append(asyncio.create_task(one_request(rng.choice(paths), due)))
+        await asyncio.gather(*tasks)
+        elapsed = time.perf_counter() - started
+        cpu = _cpu_seconds(server_pid) - cpu
+    finally:
+        await asyncio.gather(*(c.aclose() for c in opened))
+    if wrong:
+        raise RuntimeError(f"{len(wrong)} unexpected answers, e.g. {wrong[0]}")
+    ms = [x * 1000 for x in latencies]
+    goal = GOALS_MS["cached" if cached else "uncached"]
+    p95 = _percentile(ms, 95)
+    return {
+        "rate_per_s": rate,
+        "requests": len(ms),
+        "requests_per_s": round(len(ms) / elapsed, 1),
+        "max_in_flight": most_in_flight,
+        "retried_on_a_closed_connection": len(retried),
+        "p50_ms": round(_percentile(ms, 50), 2),
+        "p95_ms": round(p95, 2),
+        "goal_p95_ms": goal,
+        "p95_to_goal": round(p95 / goal, 2),
+        "server_cpu_ms_per_request": round(cpu * 1000 / len(ms), 3),
+    }
+
+
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     with Schema(URL, "validation") as schema:
         return await _run(schema.url, args)
@@ -205,6 +301,7 @@ async def _run(url: str, args: argparse.Namespace) -> dict[str, Any]:
         views = [f"/api/assumptions/multi-model/{t}/{g}" for t, g in tags]
         summaries = sorted({f"/api/assumptions/consensus/{t}" for t, _ in tags})
         results: list[dict[str, Any]] = []
+        open_loop: list[dict[str, Any]] = []
         for mode, cache_seconds in (("cached", 300.0), ("uncached", 0.0)):
             child, base = _start(url, cache_seconds)
             children.append(child)
@@ -214,6 +311,11 @@ async def _run(url: str, args: argparse.Namespace) -> dict[str, Any]:
                         base, child.pid, paths, clients, args.seconds, mode == "cached"
                     )
                     results.append({"endpoint": endpoint, "mode": mode, **figures})
+                for rate in args.rates:
+                    figures = await _open_loop(
+                        base, child.pid, paths, rate, args.seconds, mode == "cached"
+                    )
+                    open_loop.append({"endpoint": endpoint, "mode": mode, **figures})
             child.terminate()
             child.wait(timeout=30)
         return {
@@ -225,6 +327,7 @@ async def _run(url: str, args: argparse.Namespace) -> dict[str, Any]:
             "validations_per_tag": args.models,
             "seconds_per_measurement": args.seconds,
             "results": results,
+            "open_loop": open_loop,
         }
     finally:
         for child in children:
@@ -239,6 +342,9 @@ def main() -> None:
     parser.add_argument("--tags", type=int, default=5)
     parser.add_argument("--models", type=int, default=4, choices=range(1, len(PERSONAS) + 1))
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 16, 64])
+    parser.add_argument(
+        "--rates", type=float, nargs="*", default=[50, 100, 200], help="open-loop requests/s"
+    )
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
@@ -251,6 +357,12 @@ def main() -> None:
             f"{r['endpoint']:<17} {r['mode']:<8} clients={r['clients']:<3} "
             f"p50={r['p50_ms']:.2f} ms p95={r['p95_ms']:.2f} ms ({r['p95_to_goal']}× goal) "
             f"{r['requests_per_s']:.0f} req/s, server {r['server_cpu_ms_per_request']} ms CPU/req"
+        )
+    for r in result["open_loop"]:
+        print(
+            f"{r['endpoint']:<17} {r['mode']:<8} at {r['rate_per_s']:g}/s "
+            f"p50={r['p50_ms']:.2f} ms p95={r['p95_ms']:.2f} ms ({r['p95_to_goal']}× goal), "
+            f"at most {r['max_in_flight']} in flight"
         )
 
 
