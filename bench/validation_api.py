@@ -145,51 +145,39 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def _load(
-    base: str, server_pid: int, paths: list[str], clients: int, seconds: float, cached: bool
-) -> dict[str, Any]:
-    latencies: list[float] = []
-    wrong: list[str] = []
-    marker = b'"cached":true}' if cached else b'"cached":false}'
-    headers = {"Authorization": f"Bearer {TOKEN}"}
-    # One client (one connection) per simulated client: one pool of many connections costs
-    # httpx a scan of the pool per request, which would be measured as server latency.
+def _client(base: str) -> httpx.AsyncClient:
+    """One simulated client: one keep-alive connection (one pool of many connections costs
+    httpx a scan of the pool per request, which would be measured as server latency)."""
     one = httpx.Limits(max_connections=1, max_keepalive_connections=1)
-    sessions = [
-        httpx.AsyncClient(base_url=base, headers=headers, timeout=60, limits=one)
-        for _ in range(clients)
-    ]
-    try:
-        if cached:  # warm every entry once
-            for path in paths:
-                assert (await sessions[0].get(path)).status_code == 200
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    return httpx.AsyncClient(base_url=base, headers=headers, timeout=60, limits=one)
 
-        async def client_loop(client: httpx.AsyncClient, seed: int, stop: float) -> None:
-            rng = random.Random(seed)
-            while time.perf_counter() < stop:
-                path = rng.choice(paths)
-                started = time.perf_counter()
-                response = await client.get(path)
-                latencies.append(time.perf_counter() - started)
-                if response.status_code != 200 or not response.content.endswith(marker):
-                    wrong.append(f"{path}: {response.status_code} {response.text[:200]}")
 
-        await asyncio.gather(*(c.get(paths[0]) for c in sessions))  # connect first
-        cpu = _cpu_seconds(server_pid)
-        started = time.perf_counter()
-        stop = started + seconds
-        await asyncio.gather(*(client_loop(c, i, stop) for i, c in enumerate(sessions)))
-        elapsed = time.perf_counter() - started
-        cpu = _cpu_seconds(server_pid) - cpu
-    finally:
-        await asyncio.gather(*(c.aclose() for c in sessions))
+def _wrong_answer(path: str, response: httpx.Response, cached: bool) -> str | None:
+    """Why an answer is not the one measured (an error, or a cache hit where none is due)."""
+    marker = b'"cached":true}' if cached else b'"cached":false}'
+    if response.status_code == 200 and response.content.endswith(marker):
+        return None
+    return f"{path}: {response.status_code} {response.text[:200]}"
+
+
+async def _warm(clients: list[httpx.AsyncClient], paths: list[str], cached: bool) -> None:
+    """Fill every cache entry once (cached), then connect every client."""
+    for path in paths if cached else ():
+        assert (await clients[0].get(path)).status_code == 200
+    await asyncio.gather(*(c.get(paths[0]) for c in clients))
+
+
+def _figures(
+    latencies: list[float], wrong: list[str], elapsed: float, cpu: float, cached: bool
+) -> dict[str, Any]:
+    """Percentiles, throughput and the server's CPU per request of one measurement."""
     if wrong:
         raise RuntimeError(f"{len(wrong)} unexpected answers, e.g. {wrong[0]}")
     ms = [x * 1000 for x in latencies]
     goal = GOALS_MS["cached" if cached else "uncached"]
     p95 = _percentile(ms, 95)
     return {
-        "clients": clients,
         "requests": len(ms),
         "requests_per_s": round(len(ms) / elapsed, 1),
         "p50_ms": round(_percentile(ms, 50), 2),
@@ -201,20 +189,48 @@ async def _load(
     }
 
 
+async def _load(
+    base: str, server_pid: int, paths: list[str], clients: int, seconds: float, cached: bool
+) -> dict[str, Any]:
+    """Closed loop: each of `clients` sends its next request when the last one answers."""
+    latencies: list[float] = []
+    wrong: list[str] = []
+    sessions = [_client(base) for _ in range(clients)]
+    try:
+        await _warm(sessions, paths, cached)
+
+        async def client_loop(client: httpx.AsyncClient, seed: int, stop: float) -> None:
+            rng = random.Random(seed)
+            while time.perf_counter() < stop:
+                path = rng.choice(paths)
+                started = time.perf_counter()
+                response = await client.get(path)
+                latencies.append(time.perf_counter() - started)
+                if why := _wrong_answer(path, response, cached):
+                    wrong.append(why)
+
+        cpu = _cpu_seconds(server_pid)
+        started = time.perf_counter()
+        stop = started + seconds
+        await asyncio.gather(*(client_loop(c, i, stop) for i, c in enumerate(sessions)))
+        elapsed = time.perf_counter() - started
+        cpu = _cpu_seconds(server_pid) - cpu
+    finally:
+        await asyncio.gather(*(c.aclose() for c in sessions))
+    return {"clients": clients, **_figures(latencies, wrong, elapsed, cpu, cached)}
+
+
 async def _open_loop(
     base: str, server_pid: int, paths: list[str], rate: float, seconds: float, cached: bool
 ) -> dict[str, Any]:
     """Requests due at Poisson arrivals of `rate` a second for `seconds`; latency from when
     each was due. Connections are opened as needed and reused when free."""
-    marker = b'"cached":true}' if cached else b'"cached":false}'
-    headers = {"Authorization": f"Bearer {TOKEN}"}
-    one = httpx.Limits(max_connections=1, max_keepalive_connections=1)
     # Free connections, oldest-used first (each stays warm), and when each was last used: one
     # idle longer than the server's keep-alive (uvicorn: 5 s) may be closed under the request,
     # so it is not reused. Opening one costs the load generator milliseconds of CPU (httpx
     # builds a client), so PREOPENED are connected before the clock starts.
     idle: collections.deque[tuple[httpx.AsyncClient, float]] = collections.deque()
-    opened: list[httpx.AsyncClient] = []
+    opened = [_client(base) for _ in range(PREOPENED)]
     latencies: list[float] = []
     wrong: list[str] = []
     retried: list[str] = []
@@ -222,38 +238,33 @@ async def _open_loop(
     most_in_flight = 0
     rng = random.Random(7)
 
+    def fresh() -> httpx.AsyncClient:
+        opened.append(_client(base))
+        return opened[-1]
+
     async def one_request(path: str, due: float) -> None:
         nonlocal in_flight, most_in_flight
         in_flight += 1
         most_in_flight = max(most_in_flight, in_flight)
         while idle and time.perf_counter() - idle[0][1] > KEEP_ALIVE_SECONDS:
             idle.popleft()  # stale: left for aclose at the end
-        if idle:
-            client = idle.popleft()[0]
-        else:
-            client = httpx.AsyncClient(base_url=base, headers=headers, timeout=60, limits=one)
-            opened.append(client)
+        client = idle.popleft()[0] if idle else fresh()
         try:
             try:
                 response = await client.get(path)
             except httpx.RemoteProtocolError:  # a keep-alive connection the server closed
                 retried.append(path)  # as browsers and urllib3 do for a GET: once, anew
-                client = httpx.AsyncClient(base_url=base, headers=headers, timeout=60, limits=one)
-                opened.append(client)
+                client = fresh()
                 response = await client.get(path)
             latencies.append(time.perf_counter() - due)
-            if response.status_code != 200 or not response.content.endswith(marker):
-                wrong.append(f"{path}: {response.status_code} {response.text[:200]}")
+            if why := _wrong_answer(path, response, cached):
+                wrong.append(why)
         finally:
             idle.append((client, time.perf_counter()))
             in_flight -= 1
 
     try:
-        for _ in range(PREOPENED):
-            opened.append(httpx.AsyncClient(base_url=base, headers=headers, timeout=60, limits=one))
-        for path in paths if cached else paths[:1]:  # warm every cache entry once
-            assert (await opened[0].get(path)).status_code == 200
-        await asyncio.gather(*(c.get(paths[0]) for c in opened))  # connected
+        await _warm(opened, paths, cached)
         idle.extend((c, time.perf_counter()) for c in opened)
         tasks: list[asyncio.Task[None]] = []
         cpu = _cpu_seconds(server_pid)
@@ -270,22 +281,11 @@ async def _open_loop(
         cpu = _cpu_seconds(server_pid) - cpu
     finally:
         await asyncio.gather(*(c.aclose() for c in opened))
-    if wrong:
-        raise RuntimeError(f"{len(wrong)} unexpected answers, e.g. {wrong[0]}")
-    ms = [x * 1000 for x in latencies]
-    goal = GOALS_MS["cached" if cached else "uncached"]
-    p95 = _percentile(ms, 95)
     return {
         "rate_per_s": rate,
-        "requests": len(ms),
-        "requests_per_s": round(len(ms) / elapsed, 1),
         "max_in_flight": most_in_flight,
         "retried_on_a_closed_connection": len(retried),
-        "p50_ms": round(_percentile(ms, 50), 2),
-        "p95_ms": round(p95, 2),
-        "goal_p95_ms": goal,
-        "p95_to_goal": round(p95 / goal, 2),
-        "server_cpu_ms_per_request": round(cpu * 1000 / len(ms), 3),
+        **_figures(latencies, wrong, elapsed, cpu, cached),
     }
 
 
