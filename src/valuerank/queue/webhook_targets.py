@@ -53,10 +53,16 @@ def non_global(addresses: list[str]) -> list[str]:
     return found
 
 
-def _check_addresses(url: str, addresses: list[str]) -> None:
-    private = non_global(addresses)
+def _unresolvable(where: str, host: str) -> WebhookTargetError:
+    return _refused(where, f"has a host name that does not resolve ({host!r})")
+
+
+def _first_public(where: str, infos: list[Any]) -> str:
+    """The first address of a `getaddrinfo` answer, when every address in it is global."""
+    private = non_global(sorted({str(info[4][0]) for info in infos}))
     if private:
-        raise _refused(url, f"resolves to an address that is not public ({', '.join(private)})")
+        raise _refused(where, f"resolves to an address that is not public ({', '.join(private)})")
+    return str(infos[0][4][0])
 
 
 async def check_public_target(url: str) -> None:
@@ -77,8 +83,8 @@ async def check_public_target(url: str) -> None:
             timeout=RESOLVE_TIMEOUT_SECONDS,
         )
     except (OSError, TimeoutError, UnicodeError):
-        raise _refused(url, f"has a host name that does not resolve ({host!r})") from None
-    _check_addresses(url, sorted({str(info[4][0]) for info in infos}))
+        raise _unresolvable(url, host) from None
+    _first_public(url, infos)
 
 
 def public_address(host: str, port: int) -> tuple[str, int]:
@@ -88,9 +94,8 @@ def public_address(host: str, port: int) -> tuple[str, int]:
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError):
-        raise _refused(where, f"has a host name that does not resolve ({host!r})") from None
-    _check_addresses(where, sorted({str(info[4][0]) for info in infos}))
-    return str(infos[0][4][0]), port
+        raise _unresolvable(where, host) from None
+    return _first_public(where, infos), port
 
 
 def _connect_public(address: tuple[str, int], *args: Any) -> socket.socket:
