@@ -99,7 +99,7 @@ class _StreamHash:
         return self._sha.hexdigest()
 
 
-def _transcript_key(row: Any) -> list[Any]:
+def _transcript_key(row: Any, prioritized: list[str], deprioritized: list[str]) -> list[Any]:
     """What of a transcript the analysis reads (its hash part)."""
     return [
         row.id,
@@ -108,8 +108,8 @@ def _transcript_key(row: Any) -> list[Any]:
         row.sample_index,
         row.decision_code,
         row.decision_reason,
-        _values(row.consensus, "prioritized_values"),
-        _values(row.consensus, "deprioritized_values"),
+        prioritized,
+        deprioritized,
         isinstance(row.consensus, dict),
     ]
 
@@ -133,13 +133,13 @@ class _Columns:
         known: T = self._known.setdefault(value, value)
         return known
 
-    def add(self, row: Any) -> None:
+    def add(self, row: Any, prioritized: list[str], deprioritized: list[str]) -> None:
         self.models.append(self._one(row.model))
         self.scenario_ids.append(self._one(row.scenario_id))
         self.decisions.append(row.decision_code)
         self.reasons.append(self._one(row.decision_reason))
-        self.prioritized.append(self._one(tuple(_values(row.consensus, "prioritized_values"))))
-        self.deprioritized.append(self._one(tuple(_values(row.consensus, "deprioritized_values"))))
+        self.prioritized.append(self._one(tuple(prioritized)))
+        self.deprioritized.append(self._one(tuple(deprioritized)))
         self.judged.append(isinstance(row.consensus, dict))
 
 
@@ -186,8 +186,12 @@ async def load_run(conn: AsyncConnection, run: Run) -> LoadedRun:
         .order_by(transcripts.c.id)
     )
     async for row in stream_rows(conn, transcript_query):
-        columns.add(row)
-        digest.put(_transcript_key(row))
+        values = (
+            _values(row.consensus, "prioritized_values"),
+            _values(row.consensus, "deprioritized_values"),
+        )
+        columns.add(row, *values)
+        digest.put(_transcript_key(row, *values))
     digest.put("judgments")
     judgment_query = (
         select(
