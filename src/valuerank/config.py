@@ -124,6 +124,14 @@ class Settings(BaseSettings):
         "multi-model view, a task's consensus); a new validation invalidates it at once. "
         "0 turns the cache off.",
     )
+    token_cache_seconds: float = Field(
+        default=30.0,
+        ge=0,
+        description="How long an API process keeps an API token's identity after reading it, "
+        "on PostgreSQL only: a revocation, a role change or a removal still takes effect at "
+        "once in every process (triggers NOTIFY them, and the cache is bypassed while its "
+        "listener is disconnected). 0 reads the token from the database on every request.",
+    )
     response_cache_days: float = Field(
         default=90.0,
         ge=0,

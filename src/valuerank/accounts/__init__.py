@@ -22,8 +22,10 @@ from valuerank.accounts.sessions import (
 )
 from valuerank.accounts.tokens import (
     NewToken,
+    TokenCheck,
     TokenInfo,
     authenticate_token,
+    check_token,
     create_token,
     get_token,
     list_tokens,
@@ -67,6 +69,7 @@ __all__ = [
     "NewToken",
     "NoMembershipError",
     "Role",
+    "TokenCheck",
     "TokenInfo",
     "User",
     "WhoAmI",
@@ -74,6 +77,7 @@ __all__ = [
     "authenticate_session",
     "authenticate_token",
     "check_password",
+    "check_token",
     "choose_org",
     "count_users",
     "create_org_with_admin",

@@ -2,7 +2,8 @@
 organisation, with the role the user holds there at the time of each request.
 
 A token stops working at once when it is revoked, when it expires, or when its user leaves
-the organisation. `last_used_at` is kept to the minute (one write a minute at most per token).
+the organisation. `last_used_at` is kept to the minute (one write a minute at most per token;
+an API process that serves a token from its cache notes its use when it next reads it).
 """
 
 from __future__ import annotations
@@ -243,7 +244,16 @@ def token_usable(dialect: str) -> Any:
     )
 
 
-async def authenticate_token(db: Database, token: str) -> Identity | None:
+@dataclass(frozen=True)
+class TokenCheck:
+    """A usable token's identity, and for how long it stays usable unless changed: seconds
+    until it expires by the database's clock (None: it never expires)."""
+
+    identity: Identity
+    seconds_left: float | None
+
+
+async def check_token(db: Database, token: str) -> TokenCheck | None:
     """The identity of a usable token, or None (unknown, revoked, expired, or its user left
     the organisation). Notes when it was last used, to the minute."""
     if not is_api_token(token):
@@ -256,6 +266,7 @@ async def authenticate_token(db: Database, token: str) -> Identity | None:
                     api_tokens.c.org_id,
                     api_tokens.c.user_id,
                     api_tokens.c.last_used_at,
+                    api_tokens.c.expires_at,
                     memberships.c.role,
                     db_now(conn.dialect.name).label("now"),
                 )
@@ -275,4 +286,13 @@ async def authenticate_token(db: Database, token: str) -> Identity | None:
                 .where(api_tokens.c.id == row.id)
                 .values(last_used_at=to_db(conn.dialect.name, now))
             )
-    return Identity(row.org_id, row.user_id, Role(row.role), token_id=row.id)
+    identity = Identity(row.org_id, row.user_id, Role(row.role), token_id=row.id)
+    expires = row.expires_at
+    left = None if expires is None else (as_utc(expires) - now).total_seconds()
+    return TokenCheck(identity, left)
+
+
+async def authenticate_token(db: Database, token: str) -> Identity | None:
+    """The identity of a usable token, or None (see `check_token`)."""
+    check = await check_token(db, token)
+    return None if check is None else check.identity

@@ -68,7 +68,8 @@ def create_app(
         openapi_url="/openapi.json",
         responses=ERROR_RESPONSES,  # every route: its failures in the error envelope
     )
-    app.state.valuerank = AppContext(db=db, org_id=org_id)
+    context = AppContext(db=db, org_id=org_id, token_cache_seconds=settings.token_cache_seconds)
+    app.state.valuerank = context
     limiter = RateLimiter(settings)
     policy = AccessPolicy.from_settings(settings)
     app.state.rate_limiter = limiter
@@ -101,7 +102,14 @@ def create_app(
     pages.install(app)
     document_envelopes(app)
     app.add_middleware(RateLimitMiddleware, limiter=limiter)
-    app.add_middleware(AuthMiddleware, db=db, org_id=org_id, policy=policy, limiter=limiter)
+    app.add_middleware(
+        AuthMiddleware,
+        db=db,
+        org_id=org_id,
+        policy=policy,
+        limiter=limiter,
+        tokens=context.tokens,
+    )
     app.add_middleware(
         BodyLimitMiddleware,
         max_body_bytes=max_body_bytes,

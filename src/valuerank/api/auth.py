@@ -59,6 +59,7 @@ from valuerank.api.ratelimit import (
     client_host,
     rate_limited_response,
 )
+from valuerank.api.token_cache import TokenCache
 from valuerank.config import Settings
 from valuerank.db import Database
 
@@ -256,12 +257,14 @@ class AuthMiddleware:
         org_id: str,
         policy: AccessPolicy,
         limiter: RateLimiter,
+        tokens: TokenCache,
     ) -> None:
         self.app = app
         self.db = db
         self.org_id = org_id  # the install's default organisation
         self.policy = policy
         self.limiter = limiter
+        self.tokens = tokens
         self._local_admin_id: str | None = None
 
     async def _local_admin(self) -> Principal:
@@ -364,7 +367,7 @@ class AuthMiddleware:
 
         bearer = bearer_token(request)
         if bearer is not None:
-            identity = await authenticate_token(self.db, bearer)
+            identity = await self.tokens.authenticate(bearer)
             if identity is None:
                 await refuse("invalid credentials", failed_credential=True)
                 return

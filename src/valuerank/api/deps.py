@@ -19,6 +19,7 @@ from starlette.requests import HTTPConnection
 
 from valuerank.accounts.roles import Role
 from valuerank.api.listener import EventWaker
+from valuerank.api.token_cache import TokenCache
 from valuerank.db import Database
 from valuerank.errors import ValueRankError
 
@@ -27,12 +28,15 @@ from valuerank.errors import ValueRankError
 class AppContext:
     """Shared by every request of one app. `stopping` is set when the server shuts down, so
     long-lived streams end instead of holding the shutdown up. `org_id` is the install's
-    default organisation (auto-login and public reads act in it)."""
+    default organisation (auto-login and public reads act in it). `token_cache_seconds`:
+    see `tokens` (0: no cache)."""
 
     db: Database
     org_id: str
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
+    token_cache_seconds: float = 0.0
     _waker: EventWaker | None = field(default=None, repr=False)
+    _tokens: TokenCache | None = field(default=None, repr=False)
 
     @property
     def waker(self) -> EventWaker:
@@ -41,6 +45,16 @@ class AppContext:
         if self._waker is None:
             self._waker = EventWaker(self.db, stopping=self.stopping)
         return self._waker
+
+    @property
+    def tokens(self) -> TokenCache:
+        """The process's cache of API tokens' identities (see api/token_cache.py). Routes
+        that change credentials call `tokens.forget()` once they have committed."""
+        if self._tokens is None:
+            self._tokens = TokenCache(
+                self.db, lambda: self.waker, ttl_seconds=self.token_cache_seconds
+            )
+        return self._tokens
 
 
 Via = Literal["token", "session", "local", "anonymous"]

@@ -8,6 +8,10 @@ while it was away is lost. Streams still poll, slowly, as a safety net: polling 
 truth, NOTIFY only makes it early. On SQLite there is nothing to listen to and streams poll
 often.
 
+The same connection LISTENs on `valuerank_auth` (sent by triggers when a token or a
+membership changes, schema 0014) and tells the token cache (api/token_cache.py) to forget
+what it holds, as it does whenever the connection drops or is made again.
+
 A stream subscribes first, then loops: `arm()`, read the database, send, `wait()`. A NOTIFY
 that arrives while it reads sets its event, so the wait returns at once and nothing is
 missed between a read and the wait.
@@ -18,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import psycopg
@@ -28,6 +32,8 @@ from valuerank.db.engine import PG_CONNECT_ARGS
 from valuerank.queue.events import NOTIFY_CHANNEL
 
 log = logging.getLogger("valuerank.api")
+
+AUTH_CHANNEL = "valuerank_auth"  # the triggers of schema 0014_auth_change_notify
 
 SQLITE_POLL_SECONDS = 0.25
 # With LISTEN working a stream is woken at once; this poll only covers a lost NOTIFY.
@@ -78,6 +84,7 @@ class EventWaker:
         self.connected = asyncio.Event()  # set while LISTEN is in place
         self.backend_pid: int | None = None  # of the listening connection (for operators)
         self._subscriptions: set[Subscription] = set()
+        self._auth_watchers: list[Callable[[], None]] = []
         self._task: asyncio.Task[None] | None = None
 
     @contextlib.contextmanager
@@ -90,6 +97,18 @@ class EventWaker:
             yield sub
         finally:
             self._subscriptions.discard(sub)
+
+    def watch_auth(self, forget: Callable[[], None]) -> None:
+        """Call `forget` whenever credentials may have changed unseen: on every auth notice,
+        and whenever the listening connection is lost or made (a notice sent while nobody
+        listened is lost). Starts listening."""
+        if forget not in self._auth_watchers:
+            self._auth_watchers.append(forget)
+        self._ensure_listening()
+
+    def _auth_changed(self) -> None:
+        for forget in self._auth_watchers:
+            forget()
 
     def _ensure_listening(self) -> None:
         idle = self._task is None or self._task.done()
@@ -127,6 +146,7 @@ class EventWaker:
             finally:
                 self.connected.clear()
                 self.backend_pid = None
+                self._auth_changed()
             await asyncio.sleep(delay)
             delay = min(delay * 2, RECONNECT_SECONDS[1])
 
@@ -136,8 +156,13 @@ class EventWaker:
         )
         async with conn:
             await conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
+            await conn.execute(f"LISTEN {AUTH_CHANNEL}")
             self.backend_pid = conn.info.backend_pid
+            self._auth_changed()  # before `connected`: nothing cached survives an outage
             self.connected.set()
             self.wake()  # anything written while nobody listened: every stream reads again
             async for notice in conn.notifies():
-                self.wake(notice.payload)
+                if notice.channel == AUTH_CHANNEL:
+                    self._auth_changed()
+                else:
+                    self.wake(notice.payload)

@@ -80,4 +80,5 @@ async def revoke_token_route(token_id: str, ctx: Viewer) -> JSONResponse:
     """Revoke a token now: requests with it (and sessions opened from it) are refused."""
     async with ctx.db.transaction(immediate=True) as conn:
         info = await revoke_token(conn, ctx.org_id, token_id, user_id=_owner_scope(ctx))
+    ctx.app.tokens.forget()  # committed: refused from the next request on, here too
     return ok(info.to_dict())

@@ -79,6 +79,7 @@ async def set_role_route(user_id: str, body: RoleBody, ctx: Admin) -> JSONRespon
     admin cannot be demoted (409 LAST_ADMIN)."""
     async with ctx.db.transaction(immediate=True) as conn:
         member = await set_role(conn, ctx.org_id, user_id, body.role)
+    ctx.app.tokens.forget()  # committed: their tokens act with the new role from now on
     return ok(member.to_dict())
 
 
@@ -87,4 +88,5 @@ async def remove_member_route(user_id: str, ctx: Admin) -> JSONResponse:
     """Remove a member from the organisation: their tokens and sessions here are revoked."""
     async with ctx.db.transaction(immediate=True) as conn:
         member = await remove_member(conn, ctx.org_id, user_id)
+    ctx.app.tokens.forget()  # committed: their tokens are refused from now on
     return ok({**member.to_dict(), "removed": True})
