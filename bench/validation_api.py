@@ -5,10 +5,13 @@ The data (`--tasks` tasks of `--tags` RA tags, each validated by `--models` scri
 is written through the services into a fresh schema of VALUERANK_BENCH_DATABASE_URL (dropped
 afterwards). The server is `valuerank serve --no-work` in a child process (the same `serve()`,
 access log off); a second one runs with VALUERANK_VALIDATION_CACHE_SECONDS=0 for the uncached
-figures. `--clients` concurrent clients (httpx, keep-alive, one connection each) request
-random tags or tasks for `--seconds` per measurement; latency is measured by the clients, and
-the server's CPU time per request is read from /proc (what a request costs the server,
-whatever else shares the machine). These closed loops find the throughput: each client sends
+figures. `--clients` concurrent clients (aiohttp on uvloop, keep-alive, one connection each)
+request random tags or tasks for `--seconds` per measurement; latency is measured by the
+clients, and the server's CPU time per request is read from /proc (what a request costs the
+server, whatever else shares the machine). The load generator shares the machine's cores with
+the server and PostgreSQL, so it is kept light: aiohttp costs it about 0.25 ms of CPU a
+request where httpx costs 1 ms (measured here), and its own CPU per request is reported
+(`client_cpu_ms_per_request`). These closed loops find the throughput: each client sends
 its next request when the last one answers, so with many clients the latency is mostly the
 queue for the CPU. `--rates` then measures latency at a given load, open loop (as wrk2 does):
 requests are sent at a fixed rate (Poisson arrivals, seeded) whether or not earlier ones have
@@ -32,9 +35,12 @@ import statistics
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from typing import Any
 
-import httpx
+import aiohttp
+import uvloop
 
 from bench.queue import Schema
 from valuerank.accounts import Role, add_member, create_token
@@ -121,9 +127,10 @@ def _start(url: str, cache_seconds: float) -> tuple[subprocess.Popen[bytes], str
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
-            if httpx.get(f"{base}/health", timeout=1).status_code == 200:
-                return child, base
-        except httpx.HTTPError:
+            with urllib.request.urlopen(f"{base}/health", timeout=1) as answer:
+                if answer.status == 200:
+                    return child, base
+        except (urllib.error.URLError, OSError):
             pass
         time.sleep(0.1)
     child.kill()
@@ -145,33 +152,44 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _client(base: str) -> httpx.AsyncClient:
-    """One simulated client: one keep-alive connection (one pool of many connections costs
-    httpx a scan of the pool per request, which would be measured as server latency)."""
-    one = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+def _client(base: str) -> aiohttp.ClientSession:
+    """One simulated client: one keep-alive connection."""
+    one = aiohttp.TCPConnector(limit=1, keepalive_timeout=KEEP_ALIVE_SECONDS)
     headers = {"Authorization": f"Bearer {TOKEN}"}
-    return httpx.AsyncClient(base_url=base, headers=headers, timeout=60, limits=one)
+    timeout = aiohttp.ClientTimeout(total=60)
+    return aiohttp.ClientSession(base, headers=headers, connector=one, timeout=timeout)
 
 
-def _wrong_answer(path: str, response: httpx.Response, cached: bool) -> str | None:
+async def _get(client: aiohttp.ClientSession, path: str) -> tuple[int, bytes]:
+    async with client.get(path) as response:
+        return response.status, await response.read()
+
+
+def _wrong_answer(path: str, answer: tuple[int, bytes], cached: bool) -> str | None:
     """Why an answer is not the one measured (an error, or a cache hit where none is due)."""
+    status, body = answer
     marker = b'"cached":true}' if cached else b'"cached":false}'
-    if response.status_code == 200 and response.content.endswith(marker):
+    if status == 200 and body.endswith(marker):
         return None
-    return f"{path}: {response.status_code} {response.text[:200]}"
+    return f"{path}: {status} {body[:200]!r}"
 
 
-async def _warm(clients: list[httpx.AsyncClient], paths: list[str], cached: bool) -> None:
+async def _warm(clients: list[aiohttp.ClientSession], paths: list[str], cached: bool) -> None:
     """Fill every cache entry once (cached), then connect every client."""
     for path in paths if cached else ():
-        assert (await clients[0].get(path)).status_code == 200
-    await asyncio.gather(*(c.get(paths[0]) for c in clients))
+        assert (await _get(clients[0], path))[0] == 200
+    await asyncio.gather(*(_get(c, paths[0]) for c in clients))
 
 
 def _figures(
-    latencies: list[float], wrong: list[str], elapsed: float, cpu: float, cached: bool
+    latencies: list[float],
+    wrong: list[str],
+    elapsed: float,
+    cpu: tuple[float, float],
+    cached: bool,
 ) -> dict[str, Any]:
-    """Percentiles, throughput and the server's CPU per request of one measurement."""
+    """Percentiles, throughput, and the CPU per request of the server and of the load
+    generator (`cpu`: seconds of each over the measurement) of one measurement."""
     if wrong:
         raise RuntimeError(f"{len(wrong)} unexpected answers, e.g. {wrong[0]}")
     ms = [x * 1000 for x in latencies]
@@ -185,8 +203,19 @@ def _figures(
         "goal_p95_ms": goal,
         "p95_to_goal": round(p95 / goal, 2),
         # The server's own CPU per request: what the figures would be on an idle core.
-        "server_cpu_ms_per_request": round(cpu * 1000 / len(ms), 3),
+        "server_cpu_ms_per_request": round(cpu[0] * 1000 / len(ms), 3),
+        "client_cpu_ms_per_request": round(cpu[1] * 1000 / len(ms), 3),
     }
+
+
+def _cpu(server_pid: int) -> tuple[float, float]:
+    """CPU seconds so far of the server and of this process (the load generator)."""
+    return _cpu_seconds(server_pid), time.process_time()
+
+
+def _spent(server_pid: int, since: tuple[float, float]) -> tuple[float, float]:
+    now = _cpu(server_pid)
+    return now[0] - since[0], now[1] - since[1]
 
 
 async def _load(
@@ -199,24 +228,24 @@ async def _load(
     try:
         await _warm(sessions, paths, cached)
 
-        async def client_loop(client: httpx.AsyncClient, seed: int, stop: float) -> None:
+        async def client_loop(client: aiohttp.ClientSession, seed: int, stop: float) -> None:
             rng = random.Random(seed)
             while time.perf_counter() < stop:
                 path = rng.choice(paths)
                 started = time.perf_counter()
-                response = await client.get(path)
+                answer = await _get(client, path)
                 latencies.append(time.perf_counter() - started)
-                if why := _wrong_answer(path, response, cached):
+                if why := _wrong_answer(path, answer, cached):
                     wrong.append(why)
 
-        cpu = _cpu_seconds(server_pid)
+        before = _cpu(server_pid)
         started = time.perf_counter()
         stop = started + seconds
         await asyncio.gather(*(client_loop(c, i, stop) for i, c in enumerate(sessions)))
         elapsed = time.perf_counter() - started
-        cpu = _cpu_seconds(server_pid) - cpu
+        cpu = _spent(server_pid, before)
     finally:
-        await asyncio.gather(*(c.aclose() for c in sessions))
+        await asyncio.gather(*(c.close() for c in sessions))
     return {"clients": clients, **_figures(latencies, wrong, elapsed, cpu, cached)}
 
 
@@ -227,9 +256,9 @@ async def _open_loop(
     each was due. Connections are opened as needed and reused when free."""
     # Free connections, oldest-used first (each stays warm), and when each was last used: one
     # idle longer than the server's keep-alive (uvicorn: 5 s) may be closed under the request,
-    # so it is not reused. Opening one costs the load generator milliseconds of CPU (httpx
-    # builds a client), so PREOPENED are connected before the clock starts.
-    idle: collections.deque[tuple[httpx.AsyncClient, float]] = collections.deque()
+    # so it is not reused. Opening one costs the load generator a connection set-up, so
+    # PREOPENED are connected before the clock starts.
+    idle: collections.deque[tuple[aiohttp.ClientSession, float]] = collections.deque()
     opened = [_client(base) for _ in range(PREOPENED)]
     latencies: list[float] = []
     wrong: list[str] = []
@@ -238,7 +267,7 @@ async def _open_loop(
     most_in_flight = 0
     rng = random.Random(7)
 
-    def fresh() -> httpx.AsyncClient:
+    def fresh() -> aiohttp.ClientSession:
         opened.append(_client(base))
         return opened[-1]
 
@@ -251,13 +280,13 @@ async def _open_loop(
         client = idle.popleft()[0] if idle else fresh()
         try:
             try:
-                response = await client.get(path)
-            except httpx.RemoteProtocolError:  # a keep-alive connection the server closed
+                answer = await _get(client, path)
+            except aiohttp.ServerDisconnectedError:  # a keep-alive connection the server closed
                 retried.append(path)  # as browsers and urllib3 do for a GET: once, anew
                 client = fresh()
-                response = await client.get(path)
+                answer = await _get(client, path)
             latencies.append(time.perf_counter() - due)
-            if why := _wrong_answer(path, response, cached):
+            if why := _wrong_answer(path, answer, cached):
                 wrong.append(why)
         finally:
             idle.append((client, time.perf_counter()))
@@ -267,7 +296,7 @@ async def _open_loop(
         await _warm(opened, paths, cached)
         idle.extend((c, time.perf_counter()) for c in opened)
         tasks: list[asyncio.Task[None]] = []
-        cpu = _cpu_seconds(server_pid)
+        before = _cpu(server_pid)
         started = time.perf_counter()
         due = started
         while due < started + seconds:
@@ -278,9 +307,9 @@ async def _open_loop(
             tasks.append(asyncio.create_task(one_request(rng.choice(paths), due)))
         await asyncio.gather(*tasks)
         elapsed = time.perf_counter() - started
-        cpu = _cpu_seconds(server_pid) - cpu
+        cpu = _spent(server_pid, before)
     finally:
-        await asyncio.gather(*(c.aclose() for c in opened))
+        await asyncio.gather(*(c.close() for c in opened))
     return {
         "rate_per_s": rate,
         "max_in_flight": most_in_flight,
@@ -348,7 +377,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
-    result = asyncio.run(run(args))
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        result = runner.run(run(args))
     if args.json:
         print(json.dumps(result, indent=2))
         return
@@ -362,7 +392,8 @@ def main() -> None:
         print(
             f"{r['endpoint']:<17} {r['mode']:<8} at {r['rate_per_s']:g}/s "
             f"p50={r['p50_ms']:.2f} ms p95={r['p95_ms']:.2f} ms ({r['p95_to_goal']}× goal), "
-            f"at most {r['max_in_flight']} in flight"
+            f"at most {r['max_in_flight']} in flight, server {r['server_cpu_ms_per_request']} "
+            f"ms CPU/req, load generator {r['client_cpu_ms_per_request']} ms CPU/req"
         )
 
 

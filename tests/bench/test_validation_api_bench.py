@@ -21,6 +21,7 @@ def test_the_benchmark_measures_both_reads_in_both_modes() -> None:
     for row in report["results"]:
         assert row["requests"] > 0 and row["p95_ms"] >= row["p50_ms"] > 0
         assert row["server_cpu_ms_per_request"] > 0
+        assert row["client_cpu_ms_per_request"] > 0
     opened = {(r["endpoint"], r["mode"], r["rate_per_s"]) for r in report["open_loop"]}
     assert opened == {
         (endpoint, mode, 20.0)
