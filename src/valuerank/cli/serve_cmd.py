@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import ipaddress
 import logging
 import os
@@ -171,6 +172,11 @@ async def serve(
     settings = settings or get_settings()
     check_auto_login(settings, host)
     app = create_app(db, org_id=org_id, settings=settings)
+    # Everything made so far (the imports, the app: ~300,000 objects) lives as long as the
+    # process: out of the collector's sight, a full collection no longer walks it all in the
+    # middle of a request (it took 157 ms on the benchmark machine).
+    gc.collect()
+    gc.freeze()
     sock = bind_socket(host, port)
     config = uvicorn.Config(
         app,
