@@ -1,20 +1,45 @@
 """Start-up: the CLI and the worker's pipeline load without the statistics and the web API
 (numpy/scipy/scikit-learn/statsmodels/matplotlib/FastAPI cost seconds and ~150 MB), which
-only `analyze`, `compare`, `serve` and the analysis jobs need; and those still get them."""
+only `analyze`, `compare`, `serve` and the analysis jobs need; and those still get them.
+`valuerank runs status` also starts without Alembic, the job handlers and the worker."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import subprocess
 import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from valuerank.db import create_database
+from valuerank.db.migrate import upgrade
 
 HEAVY = ("numpy", "scipy", "sklearn", "statsmodels", "matplotlib", "pandas", "fastapi")
+# What a short command that reads a run does not need: Alembic (0.15–0.3 s; the schema check
+# reads the version table), psycopg on SQLite (0.1 s), the job handlers (only `runs wait
+# --work` runs jobs), the definitions' expansion (only creating a run plans one).
+NOT_FOR_STATUS = (
+    *HEAVY,
+    "alembic",
+    "psycopg",
+    "valuerank.pipeline.handlers",
+    "valuerank.pipeline.probe",
+    "valuerank.cli.worker_settings",
+    "valuerank.definitions.expansion",
+    "valuerank.definitions.service",
+)
 
 
-def _loaded(code: str) -> list[str]:
-    report = f"print(json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)))"
+def _loaded(
+    code: str, modules: tuple[str, ...] = HEAVY, env: Mapping[str, str] | None = None
+) -> list[str]:
+    report = f"print(json.dumps(sorted(m for m in {modules!r} if m in sys.modules)))"
     probe = f"{code}\nimport json, sys\n{report}"
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, env=env
+    )
     loaded: list[str] = json.loads(out.stdout.strip().splitlines()[-1])
     return loaded
 
@@ -32,3 +57,27 @@ def test_the_commands_and_jobs_that_analyse_load_them_when_they_run() -> None:
         "import valuerank.findings.analyses"
     )
     assert {"numpy", "scipy", "sklearn", "matplotlib"} <= set(loaded)
+
+
+def test_runs_status_starts_without_alembic_or_the_job_handlers(tmp_path: Path) -> None:
+    assert _loaded("import valuerank.cli.runs_cmd", NOT_FOR_STATUS) == []
+    # …nor loads them when it runs: the schema check on a database at the head, then the
+    # run's lookup (an unknown run here: NOT_FOUND, after both).
+    url = f"sqlite:///{tmp_path / 'valuerank.db'}"
+
+    async def _migrate() -> None:
+        db = create_database(url)
+        try:
+            await upgrade(db)
+        finally:
+            await db.dispose()
+
+    asyncio.run(_migrate())
+    status = (
+        "from typer.testing import CliRunner\n"
+        "from valuerank.cli import app\n"
+        "out = CliRunner().invoke(app, ['runs', 'status', 'no-such-run', '--json']).output\n"
+        "assert 'NOT_FOUND' in out, out"
+    )
+    env = {**os.environ, "VALUERANK_DATABASE_URL": url}
+    assert _loaded(status, NOT_FOR_STATUS, env) == []

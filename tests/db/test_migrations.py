@@ -7,14 +7,19 @@ from pathlib import Path
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy import inspect, text
 
 from valuerank.db import Database, create_database
 from valuerank.db.migrate import (
+    SchemaNotReadyError,
     SchemaOutOfDateError,
+    alembic_config,
+    check_ready,
     current_revision,
     ensure_schema,
     head_revision,
+    script_head,
     upgrade,
 )
 from valuerank.db.tables import metadata
@@ -70,6 +75,32 @@ async def test_ensure_schema_migrates_sqlite_but_never_postgresql_silently(
         with pytest.raises(SchemaOutOfDateError, match="valuerank db upgrade"):
             await ensure_schema(empty_db)
         assert await current_revision(empty_db) is None
+
+
+def test_the_scripts_head_read_as_text_is_alembics_head() -> None:
+    # The start-up check tells a database at the head without importing Alembic, from the
+    # revision ids the scripts declare: the same head Alembic computes from them.
+    assert script_head() == head_revision()
+
+
+async def test_the_start_up_check_tells_each_revision_from_the_head(empty_db: Database) -> None:
+    head = head_revision()
+    previous = ScriptDirectory.from_config(alembic_config()).get_revision(head).down_revision
+    assert isinstance(previous, str)
+    with pytest.raises(SchemaNotReadyError, match="revision none"):
+        await check_ready(empty_db)
+    await upgrade(empty_db, previous)
+    with pytest.raises(SchemaNotReadyError, match=f"revision {previous},.* needs {head}"):
+        await check_ready(empty_db)
+    if empty_db.url.is_sqlite:
+        await ensure_schema(empty_db)  # an embedded database behind the head is upgraded
+    else:
+        with pytest.raises(SchemaOutOfDateError, match=f"revision {previous},"):
+            await ensure_schema(empty_db)
+        await upgrade(empty_db)
+    assert await check_ready(empty_db) == {"revision": head, "head": head}
+    await ensure_schema(empty_db)
+    assert await current_revision(empty_db) == head
 
 
 async def test_sqlite_runs_in_wal_mode_with_busy_timeout(tmp_path: Path) -> None:

@@ -11,24 +11,22 @@ import contextlib
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from valuerank.cli.common import console
-from valuerank.cli.worker_settings import worker_settings
 from valuerank.config import get_settings
-from valuerank.crypto import optional_cipher
 from valuerank.db import Database
-from valuerank.pipeline.calls import ProviderPool
-from valuerank.pipeline.context import PipelineContext
-from valuerank.pipeline.handlers import register_pipeline_handlers
 from valuerank.pipeline.launch import watch_report
-from valuerank.queue import QueueSettings, Worker
 from valuerank.runs.progress import RunReport
 from valuerank.runs.results import ModelResult
 from valuerank.runs.states import RunStatus
+
+if TYPE_CHECKING:
+    from valuerank.pipeline.calls import ProviderPool
+    from valuerank.queue import QueueSettings, Worker
 
 POLL_SECONDS = 0.5
 # Queued work with nothing running this long: say that a worker may be missing.
@@ -46,6 +44,14 @@ async def in_process_worker(
     """A worker running the pipeline's jobs in this process until the block ends; it signs
     webhook deliveries with secrets decrypted with VALUERANK_SECRET_KEY when that is set.
     `settings` default to VALUERANK_WORKER_*, `providers` to keys from the environment."""
+    # The job handlers and the worker load here, not with the module: `runs status` and the
+    # other commands that only read need none of them.
+    from valuerank.cli.worker_settings import worker_settings
+    from valuerank.crypto import optional_cipher
+    from valuerank.pipeline.context import PipelineContext
+    from valuerank.pipeline.handlers import register_pipeline_handlers
+    from valuerank.queue import Worker
+
     ws = worker_settings()
     worker = Worker(
         db,

@@ -17,8 +17,6 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import psycopg
-from psycopg.rows import dict_row
 from sqlalchemy import DateTime, Float, cast, extract, func, literal
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError
@@ -104,6 +102,10 @@ async def pg_rows(
     result machinery costs about 0.3 ms per statement, as much as the round trip. Errors
     come out as SQLAlchemy's (`DBAPIError` subclasses, the connection invalidated when it
     broke), exactly as from `conn.execute`."""
+    # Here, not with the module: a process on SQLite never loads psycopg (0.1 s).
+    import psycopg
+    from psycopg.rows import dict_row
+
     raw = await conn.get_raw_connection()
     driver: psycopg.AsyncConnection[Any] = raw.driver_connection  # type: ignore[assignment]
     try:

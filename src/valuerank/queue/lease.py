@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
-from psycopg.types.json import Jsonb
 from sqlalchemy import case, null, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -292,6 +291,8 @@ async def _complete_fast(
     conn: AsyncConnection, batch: Sequence[Completion]
 ) -> dict[str, bool | None]:
     """`_PG_COMPLETE_*` for a batch: {job id: True done, False lease lost, None general path}."""
+    from psycopg.types.json import Jsonb  # PostgreSQL only: SQLite never loads psycopg
+
     extras = {
         c.lease.job_id: {k: v for k, v in (c.event_data or {}).items() if v is not None}
         for c in batch

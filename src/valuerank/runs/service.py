@@ -5,6 +5,10 @@ A run's jobs live in the queue partition named by the run id: one `probe` job pe
 (scenario, model, sample), then `judge`/`summarize` jobs per transcript, and one `finalize`
 job per generation that moves the run on when a phase is done (see pipeline/finalize.py).
 Every function takes a connection inside the caller's transaction and is scoped by org.
+
+The definitions (their store, expansion and sampling) are imported by the two functions that
+plan a run's scenarios, not with this module: reading a run (`get_run`, every status and
+progress) needs none of them.
 """
 
 from __future__ import annotations
@@ -19,9 +23,6 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.db.tables import events, jobs, queue_controls, run_scenarios, runs
-from valuerank.definitions.expansion import expand_with_scores
-from valuerank.definitions.sampling import draw_seed, rank_order, sample_size
-from valuerank.definitions.service import get_definition
 from valuerank.errors import ConflictError, InvalidInputError
 from valuerank.providers.costs import conversation_tokens, estimate_tokens
 from valuerank.providers.model_id import parse_model_id
@@ -141,6 +142,10 @@ async def plan_scenarios(
     conn: AsyncConnection, org_id: str, definition_id: str, config: RunConfig
 ) -> tuple[ScenarioPlan, str]:
     """Expand the definition and take the nested sample: the first k in rank order."""
+    from valuerank.definitions.expansion import expand_with_scores
+    from valuerank.definitions.sampling import rank_order, sample_size
+    from valuerank.definitions.service import get_definition
+
     stored = await get_definition(conn, org_id, definition_id)
     expansion = expand_with_scores(stored.definition)
     scenarios = list(expansion.scenarios)
@@ -181,6 +186,9 @@ async def create_run(
 ) -> CreatedRun:
     """A pending run of a definition version with its sampled scenarios frozen in; a sample
     asked for without a seed gets a random one, stored in the run's config."""
+    from valuerank.definitions.sampling import draw_seed
+    from valuerank.definitions.service import get_definition
+
     if config.sample_seed is None:
         config = config.model_copy(update={"sample_seed": draw_seed()})
     stored = await get_definition(conn, org_id, definition_ref)
