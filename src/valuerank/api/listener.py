@@ -8,9 +8,12 @@ while it was away is lost. Streams still poll, slowly, as a safety net: polling 
 truth, NOTIFY only makes it early. On SQLite there is nothing to listen to and streams poll
 often.
 
-The same connection LISTENs on `valuerank_auth` (sent by triggers when a token or a
-membership changes, schema 0014) and tells the token cache (api/token_cache.py) to forget
-what it holds, as it does whenever the connection drops or is made again.
+The same connection LISTENs on the channels of the process's caches, which triggers notify
+at commit: `valuerank_auth` when a token or a membership changes (schema 0014; the token
+cache, api/token_cache.py) and `valuerank_validation` when a validation task changes (schema
+0015, with the task's id; the consensus reads' cache, validation/cache.py). Each cache is told
+what changed, and told that anything may have changed whenever the connection drops or is
+made again (a notice sent while nobody listened is lost).
 
 A stream subscribes first, then loops: `arm()`, read the database, send, `wait()`. A NOTIFY
 that arrives while it reads sets its event, so the wait returns at once and nothing is
@@ -34,6 +37,10 @@ from valuerank.queue.events import NOTIFY_CHANNEL
 log = logging.getLogger("valuerank.api")
 
 AUTH_CHANNEL = "valuerank_auth"  # the triggers of schema 0014_auth_change_notify
+VALIDATION_CHANNEL = "valuerank_validation"  # of schema 0015_validation_change_notify
+CACHE_CHANNELS = (AUTH_CHANNEL, VALIDATION_CHANNEL)
+# Told a notice's payload, or None: anything may have changed unseen.
+Forget = Callable[[str | None], None]
 
 SQLITE_POLL_SECONDS = 0.25
 # With LISTEN working a stream is woken at once; this poll only covers a lost NOTIFY.
@@ -84,7 +91,7 @@ class EventWaker:
         self.connected = asyncio.Event()  # set while LISTEN is in place
         self.backend_pid: int | None = None  # of the listening connection (for operators)
         self._subscriptions: set[Subscription] = set()
-        self._auth_watchers: list[Callable[[], None]] = []
+        self._watchers: dict[str, list[Forget]] = {channel: [] for channel in CACHE_CHANNELS}
         self._task: asyncio.Task[None] | None = None
 
     @contextlib.contextmanager
@@ -98,17 +105,19 @@ class EventWaker:
         finally:
             self._subscriptions.discard(sub)
 
-    def watch_auth(self, forget: Callable[[], None]) -> None:
-        """Call `forget` whenever credentials may have changed unseen: on every auth notice,
-        and whenever the listening connection is lost or made (a notice sent while nobody
-        listened is lost). Starts listening."""
-        if forget not in self._auth_watchers:
-            self._auth_watchers.append(forget)
+    def watch(self, channel: str, forget: Forget) -> None:
+        """Call `forget(payload)` on every notice of `channel` (one of CACHE_CHANNELS), and
+        `forget(None)` whenever the listening connection is lost or made. Starts listening."""
+        if forget not in self._watchers[channel]:
+            self._watchers[channel].append(forget)
         self._ensure_listening()
 
-    def _auth_changed(self) -> None:
-        for forget in self._auth_watchers:
-            forget()
+    def _changed(self, channel: str | None, payload: str | None = None) -> None:
+        """Tell the watchers of `channel` (None: of every channel) what changed."""
+        for name, watchers in self._watchers.items():
+            if channel is None or name == channel:
+                for forget in watchers:
+                    forget(payload)
 
     def _ensure_listening(self) -> None:
         idle = self._task is None or self._task.done()
@@ -146,7 +155,7 @@ class EventWaker:
             finally:
                 self.connected.clear()
                 self.backend_pid = None
-                self._auth_changed()
+                self._changed(None)
             await asyncio.sleep(delay)
             delay = min(delay * 2, RECONNECT_SECONDS[1])
 
@@ -155,14 +164,14 @@ class EventWaker:
             self._dsn(), autocommit=True, **PG_CONNECT_ARGS
         )
         async with conn:
-            await conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
-            await conn.execute(f"LISTEN {AUTH_CHANNEL}")
+            for channel in (NOTIFY_CHANNEL, *CACHE_CHANNELS):
+                await conn.execute(f"LISTEN {channel}")
             self.backend_pid = conn.info.backend_pid
-            self._auth_changed()  # before `connected`: nothing cached survives an outage
+            self._changed(None)  # before `connected`: nothing cached survives an outage
             self.connected.set()
             self.wake()  # anything written while nobody listened: every stream reads again
             async for notice in conn.notifies():
-                if notice.channel == AUTH_CHANNEL:
-                    self._auth_changed()
-                else:
+                if notice.channel == NOTIFY_CHANNEL:
                     self.wake(notice.payload)
+                else:
+                    self._changed(notice.channel, notice.payload)

@@ -22,8 +22,9 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.exc import DBAPIError, OperationalError
 
-from valuerank.api.deps import Member, Viewer
+from valuerank.api.deps import Member, Viewer, get_app_context
 from valuerank.api.envelope import ok, success_json
+from valuerank.api.listener import VALIDATION_CHANNEL
 from valuerank.api.pagination import Cursor, InvalidCursorError, Limit, decode_cursor, page
 from valuerank.api.schemas import Debugged, Envelope, also
 from valuerank.api.schemas.assumptions import (
@@ -105,9 +106,16 @@ async def read_cache(request: Request) -> ReadCache | None:
     state = request.app.state
     if not hasattr(state, "validation_cache"):
         seconds = get_settings().validation_cache_seconds
-        state.validation_cache = ReadCache(ttl_seconds=seconds) if seconds > 0 else None
-    cache: ReadCache | None = state.validation_cache
-    return cache
+        state.validation_cache = None
+        if seconds > 0:
+            # Tasks' heads are kept while the listener hears every change (PostgreSQL).
+            waker = get_app_context(request).waker
+            cache = ReadCache(ttl_seconds=seconds, trusted=waker.connected.is_set)
+            if waker.listens:
+                waker.watch(VALIDATION_CHANNEL, cache.forget)
+            state.validation_cache = cache
+    found: ReadCache | None = state.validation_cache
+    return found
 
 
 Cache = Annotated[ReadCache | None, Depends(read_cache)]
@@ -118,6 +126,13 @@ CacheControl = Annotated[
         description="`only-if-cached`: answer from the cache or fail with CACHE_ERROR.",
     ),
 ]
+
+
+def _changed(cache: ReadCache | None, task_id: int) -> None:
+    """After a write to the task has committed: this process's next read reads its head
+    again (other processes are told by NOTIFY, within milliseconds)."""
+    if cache is not None:
+        cache.forget(str(task_id))
 
 
 def _only_if_cached(header: str | None) -> bool:
@@ -269,10 +284,12 @@ async def add_tag_route(
     ctx: Member,
     task_id: TaskId,
     body: TagIn,
+    cache: Cache,
 ) -> JSONResponse:
     """Add an RA tag (201); the same id and text again returns the tag (200)."""
     async with ctx.db.transaction(immediate=True) as conn:
         tag, created = await add_tag(conn, ctx.org_id, task_id, body.text, body.id)
+    _changed(cache, task_id)
     return ok(tag.to_dict(), status_code=201 if created else 200)
 
 
@@ -297,11 +314,13 @@ async def record_validation_route(
     task_id: TaskId,
     ra_tag_id: str,
     body: ValidationIn,
+    cache: Cache,
 ) -> JSONResponse:
     """Record a model's validation of the tag; its consensus is recalculated at once."""
     new = NewValidation(body.validator_id, body.outcome, body.confidence, body.notes)
     async with ctx.db.transaction(immediate=True) as conn:
         recorded = await record_validation(conn, ctx.org_id, task_id, ra_tag_id, new)
+    _changed(cache, task_id)
     data = {
         "validation": recorded.validation.to_dict(),
         "consensus": consensus_dict(recorded.consensus),

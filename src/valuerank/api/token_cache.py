@@ -22,7 +22,7 @@ from cachetools import TTLCache
 
 from valuerank.accounts import Identity, check_token
 from valuerank.accounts.hashing import digest
-from valuerank.api.listener import EventWaker
+from valuerank.api.listener import AUTH_CHANNEL, EventWaker
 from valuerank.db import Database
 
 MAX_TOKENS = 10_000  # distinct tokens kept; the least recently used go first
@@ -42,8 +42,8 @@ class TokenCache:
         self._generation = 0
         self._entries: TTLCache[str, Identity] = TTLCache(MAX_TOKENS, ttl_seconds or 1)
 
-    def forget(self) -> None:
-        """Drop every entry (credentials may have changed)."""
+    def forget(self, _changed: str | None = None) -> None:
+        """Drop every entry (credentials may have changed; which ones does not matter)."""
         self._generation += 1
         self._entries.clear()
 
@@ -52,7 +52,7 @@ class TokenCache:
             return False
         waker = self._waker()
         if not self._watching:
-            waker.watch_auth(self.forget)
+            waker.watch(AUTH_CHANNEL, self.forget)
             self._watching = True
         return waker.connected.is_set()
 

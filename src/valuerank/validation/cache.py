@@ -4,6 +4,13 @@ every write to the task bumps in its own transaction: a reader that finds a newe
 finds no entry, so a new validation is seen at once by every API process, each with its own
 cache and no message between them. The TTL only bounds memory and how long a changed model
 weight in the registry (which bumps no task) can take to show.
+
+Reading the version is a query per request, half the cost of a hit. So the cache also keeps
+each task's head (version and name) while it is told of every change: on PostgreSQL a trigger
+NOTIFYs `valuerank_validation` with the task's id when its version, name or organisation
+changes or it goes (schema 0015), and the API's listener calls `forget`. `trusted()` (the
+listener is connected) decides whether a kept head may stand in for the query; a head read
+before a change is never kept after the change was heard (`generation`).
 """
 
 from __future__ import annotations
@@ -28,6 +35,15 @@ class CachedRead:
     models: int
 
 
+@dataclass(frozen=True)
+class TaskHead:
+    """What a read needs to know of its task first: whose it is, its version and name."""
+
+    org_id: str
+    version: int
+    name: str
+
+
 class ReadCache:
     def __init__(
         self,
@@ -35,10 +51,36 @@ class ReadCache:
         ttl_seconds: float = TTL_SECONDS,
         max_entries: int = MAX_ENTRIES,
         timer: Callable[[], float] = time.monotonic,
+        trusted: Callable[[], bool] = lambda: False,
     ) -> None:
         self._entries: TTLCache[Hashable, CachedRead] = TTLCache(
             maxsize=max_entries, ttl=ttl_seconds, timer=timer
         )
+        self._heads: TTLCache[int, TaskHead] = TTLCache(
+            maxsize=max_entries, ttl=ttl_seconds, timer=timer
+        )
+        self._trusted = trusted
+        self.generation = 0  # bumped by every `forget`
+
+    def head(self, org_id: str, task_id: int) -> TaskHead | None:
+        """The task's kept head, if it may be trusted and is the organisation's."""
+        if not self._trusted():
+            return None
+        found = self._heads.get(task_id)
+        return found if found is not None and found.org_id == org_id else None
+
+    def keep_head(self, task_id: int, head: TaskHead, generation: int) -> None:
+        """Keep a head read from the database while `generation` was current."""
+        if generation == self.generation and self._trusted():
+            self._heads[task_id] = head
+
+    def forget(self, task_id: str | None) -> None:
+        """A task changed (its id as the notice says it), or anything may have (None)."""
+        self.generation += 1
+        if task_id is None or not task_id.isdigit():
+            self._heads.clear()
+        else:
+            self._heads.pop(int(task_id), None)
 
     def get(self, key: Hashable) -> CachedRead | None:
         return self._entries.get(key)
@@ -51,6 +93,7 @@ class ReadCache:
 
     def clear(self) -> None:
         self._entries.clear()
+        self.forget(None)
 
 
 def view_key(org_id: str, task_id: int, tag_id: str, version: int) -> tuple[Any, ...]:

@@ -27,7 +27,7 @@ from valuerank.db.tables import validation_tasks
 from valuerank.providers.catalog import catalog_model
 from valuerank.queue.dialect import iso
 from valuerank.registry import list_models, seed_models
-from valuerank.validation.cache import CachedRead, ReadCache, summary_key, view_key
+from valuerank.validation.cache import CachedRead, ReadCache, TaskHead, summary_key, view_key
 from valuerank.validation.errors import CacheError
 from valuerank.validation.model import Validation
 from valuerank.validation.rules import (
@@ -151,12 +151,20 @@ async def _cached_read(
     cache: ReadCache | None,
     only_if_cached: bool,
 ) -> Read:
-    """The task's version, then the cached entry of `key_of(version)`, else the data
-    (`load`, then its builder), filed under that key."""
+    """The task's version (kept by the cache while trusted, else read), then the cached
+    entry of `key_of(version)`, else the data (`load`, then its builder), filed under that
+    key."""
     stats = ReadStats()
     clock = _Clock(stats)
+    kept = cache.head(org_id, task_id) if cache is not None else None
+    if kept is not None and (hit := _hit(cache, key_of(kept.version), stats)) is not None:
+        clock.queried()
+        return hit  # no query at all: the cache was told of every change since
+    generation = cache.generation if cache is not None else 0
     async with db.transaction() as conn:
         version, task_name = await _head(conn, org_id, task_id)
+        if cache is not None:
+            cache.keep_head(task_id, TaskHead(org_id, version, task_name), generation)
         key = key_of(version)
         hit = _hit(cache, key, stats)
         if hit is not None:
