@@ -19,7 +19,7 @@ answered, over as many connections as are needed at once (`max_in_flight`), and 
 counts from the moment its request was due — a server that falls behind is charged for it.
 Goals: p95 < 10 ms cached, < 50 ms uncached; `p95_to_goal` is p95 / goal (<= 1 meets it).
 
-    python -m bench.validation_api --json [--clients 1 16 64 --rates 50 100 200 --seconds 5]
+    python -m bench.validation_api --json [--clients 1 4 16 64 --rates 50 100 200 --seconds 5]
 """
 
 from __future__ import annotations
@@ -370,7 +370,7 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=20)
     parser.add_argument("--tags", type=int, default=5)
     parser.add_argument("--models", type=int, default=4, choices=range(1, len(PERSONAS) + 1))
-    parser.add_argument("--clients", type=int, nargs="+", default=[1, 16, 64])
+    parser.add_argument("--clients", type=int, nargs="+", default=[1, 4, 16, 64])
     parser.add_argument(
         "--rates", type=float, nargs="*", default=[50, 100, 200], help="open-loop requests/s"
     )
