@@ -25,8 +25,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import psycopg
 
@@ -46,6 +48,7 @@ SQLITE_POLL_SECONDS = 0.25
 # With LISTEN working a stream is woken at once; this poll only covers a lost NOTIFY.
 POSTGRES_POLL_SECONDS = 5.0
 RECONNECT_SECONDS = (0.2, 10.0)  # first and longest wait between connection attempts
+HEAR_CHECK_SECONDS = 5.0  # for the listener's own test notice to come back
 
 
 @dataclass(eq=False)
@@ -167,11 +170,30 @@ class EventWaker:
             for channel in (NOTIFY_CHANNEL, *CACHE_CHANNELS):
                 await conn.execute(f"LISTEN {channel}")
             self.backend_pid = conn.info.backend_pid
+            await self._hears(conn)
             self._changed(None)  # before `connected`: nothing cached survives an outage
             self.connected.set()
             self.wake()  # anything written while nobody listened: every stream reads again
             async for notice in conn.notifies():
-                if notice.channel == NOTIFY_CHANNEL:
-                    self.wake(notice.payload)
-                else:
-                    self._changed(notice.channel, notice.payload)
+                self._dispatch(notice)
+
+    def _dispatch(self, notice: psycopg.Notify) -> None:
+        if notice.channel == NOTIFY_CHANNEL:
+            self.wake(notice.payload)
+        else:
+            self._changed(notice.channel, notice.payload)
+
+    async def _hears(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        """Prove the connection receives notices before anything trusts it: a pooler in
+        transaction mode (PgBouncer's default) accepts LISTEN and delivers nothing, and the
+        caches would then never be told of a change. Raises if its own NOTIFY never comes."""
+        probe = f"listener-check-{uuid.uuid4().hex}"
+        await conn.execute("SELECT pg_notify(%s, %s)", (NOTIFY_CHANNEL, probe))
+        async for notice in conn.notifies(timeout=HEAR_CHECK_SECONDS):
+            if notice.channel == NOTIFY_CHANNEL and notice.payload == probe:
+                return
+            self._dispatch(notice)
+        raise psycopg.OperationalError(
+            f"LISTEN hears no NOTIFY within {HEAR_CHECK_SECONDS:g} s (a connection pooler in "
+            "transaction mode?): event streams poll and nothing is cached until it does"
+        )
