@@ -42,13 +42,19 @@ async def _reads(live: Live, client: Any, url: str, times: int) -> list[str]:
     return seen
 
 
+async def _first_read(client: Any) -> str:
+    """A new task's tag, read once (a miss); its view's URL."""
+    task_id = await _task(client)
+    await _tag(client, task_id, "ra_1", JWT)
+    url = f"/api/assumptions/multi-model/{task_id}/ra_1"
+    assert (await client.get(url)).json()["cached"] is False
+    return url
+
+
 @postgresql
 async def test_a_cached_read_runs_no_query(live: Live) -> None:
     async with live.client() as client:
-        task_id = await _task(client)
-        await _tag(client, task_id, "ra_1", JWT)
-        url = f"/api/assumptions/multi-model/{task_id}/ra_1"
-        assert (await client.get(url)).json()["cached"] is False
+        url = await _first_read(client)
         await asyncio.wait_for(live.context.waker.connected.wait(), 5)
         assert (await client.get(url)).json()["cached"] is True  # the head is kept now
         assert await _reads(live, client, url, 3) == []
@@ -57,11 +63,7 @@ async def test_a_cached_read_runs_no_query(live: Live) -> None:
 @sqlite
 async def test_sqlite_reads_the_head_every_time(live: Live) -> None:
     async with live.client() as client:
-        task_id = await _task(client)
-        await _tag(client, task_id, "ra_1", JWT)
-        url = f"/api/assumptions/multi-model/{task_id}/ra_1"
-        assert (await client.get(url)).json()["cached"] is False
-        statements = await _reads(live, client, url, 3)
+        statements = await _reads(live, client, await _first_read(client), 3)
     heads = [s for s in statements if s.lstrip().startswith("SELECT") and "validation_tasks" in s]
     assert len(heads) == 3
 
