@@ -5,7 +5,6 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Annotated, Any
 
-import limits
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
@@ -109,6 +108,10 @@ class Settings(BaseSettings):
     )
     @classmethod
     def _rate(cls, value: str) -> str:
+        # Here, not with the module: `limits` loads its storages (~20 ms), and `--help` and
+        # the modules that only import the settings need none of it.
+        import limits
+
         try:
             limits.parse(value)
         except ValueError:

@@ -16,7 +16,7 @@ from valuerank.db import Database
 from valuerank.db.tables import jobs, runs
 from valuerank.orgs import ensure_org
 from valuerank.pipeline.calls import ProviderPool
-from valuerank.pipeline.launch import watch_report
+from valuerank.pipeline.run_status import watch_report
 from valuerank.queue import QueueSettings
 from valuerank.runs import service
 

@@ -1,7 +1,8 @@
 """Start-up: the CLI and the worker's pipeline load without the statistics and the web API
 (numpy/scipy/scikit-learn/statsmodels/matplotlib/FastAPI cost seconds and ~150 MB), which
 only `analyze`, `compare`, `serve` and the analysis jobs need; and those still get them.
-`valuerank runs status` also starts without Alembic, the job handlers and the worker."""
+`valuerank runs status` also starts without Alembic, the job handlers, the worker, the
+launch of runs, the finalize step and the file formats."""
 
 from __future__ import annotations
 
@@ -19,7 +20,9 @@ from valuerank.db.migrate import upgrade
 HEAVY = ("numpy", "scipy", "sklearn", "statsmodels", "matplotlib", "pandas", "fastapi")
 # What a short command that reads a run does not need: Alembic (0.15–0.3 s; the schema check
 # reads the version table), psycopg on SQLite (0.1 s), the job handlers (only `runs wait
-# --work` runs jobs), the definitions' expansion (only creating a run plans one).
+# --work` runs jobs), the definitions' expansion and the launch's checks and estimate (only
+# creating a run needs them), the finalize step (only a stalled run gets one), YAML and the
+# file formats (only their errors are caught).
 NOT_FOR_STATUS = (
     *HEAVY,
     "alembic",
@@ -29,7 +32,15 @@ NOT_FOR_STATUS = (
     "valuerank.cli.worker_settings",
     "valuerank.definitions.expansion",
     "valuerank.definitions.service",
+    "valuerank.pipeline.launch",
+    "valuerank.pipeline.finalize",
+    "valuerank.credentials.store",
+    "yaml",
+    "valuerank.formats.transcript_md",
 )
+# …nor, until it reads the settings, `limits` (~20 ms): their rates are validated with it,
+# the defaults too (pydantic-settings validates defaults), so the command itself loads it.
+NOT_AT_IMPORT = (*NOT_FOR_STATUS, "limits")
 
 
 def _loaded(
@@ -60,7 +71,13 @@ def test_the_commands_and_jobs_that_analyse_load_them_when_they_run() -> None:
 
 
 def test_runs_status_starts_without_alembic_or_the_job_handlers(tmp_path: Path) -> None:
-    assert _loaded("import valuerank.cli.runs_cmd", NOT_FOR_STATUS) == []
+    # Its module, imported to show its help.
+    help_ = (
+        "from typer.testing import CliRunner\n"
+        "from valuerank.cli import app\n"
+        "assert CliRunner().invoke(app, ['runs', 'status', '--help']).exit_code == 0"
+    )
+    assert _loaded(help_, NOT_AT_IMPORT) == []
     # …nor loads them when it runs: the schema check on a database at the head, then the
     # run's lookup (an unknown run here: NOT_FOUND, after both).
     url = f"sqlite:///{tmp_path / 'valuerank.db'}"

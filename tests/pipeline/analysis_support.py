@@ -17,7 +17,8 @@ from valuerank.findings.analyses import stored_analysis
 from valuerank.pipeline.calls import ProviderPool
 from valuerank.pipeline.context import PipelineContext
 from valuerank.pipeline.handlers import register_pipeline_handlers
-from valuerank.pipeline.launch import launch_run, watch_report
+from valuerank.pipeline.launch import launch_run
+from valuerank.pipeline.run_status import watch_report
 from valuerank.queue import QueueSettings, Worker
 from valuerank.rubrics import import_rubric
 from valuerank.runs.config import RunConfig

@@ -27,7 +27,8 @@ from valuerank.orgs import ensure_org
 from valuerank.pipeline.calls import ProviderPool
 from valuerank.pipeline.context import PipelineContext
 from valuerank.pipeline.handlers import register_pipeline_handlers
-from valuerank.pipeline.launch import launch_run, watch_report
+from valuerank.pipeline.launch import launch_run
+from valuerank.pipeline.run_status import watch_report
 from valuerank.queue import QueueSettings, Worker, events_after
 from valuerank.runs import service
 from valuerank.runs.config import RunConfig

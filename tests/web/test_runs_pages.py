@@ -25,7 +25,8 @@ from valuerank.formats import parse_definition
 from valuerank.formats.transcript_md import Transcript, Turn
 from valuerank.orgs import ensure_org
 from valuerank.pipeline.calls import ProviderPool
-from valuerank.pipeline.launch import launch_run, watch_report
+from valuerank.pipeline.launch import launch_run
+from valuerank.pipeline.run_status import watch_report
 from valuerank.queue import QueueSettings
 from valuerank.rubrics import import_rubric
 from valuerank.runs import service

@@ -23,7 +23,7 @@ from valuerank.api.run_bodies import RunSettingsBody, launch_from_body
 from valuerank.api.schemas import Envelope
 from valuerank.api.schemas.runs import EventPage, LaunchedRun, RunReport, RunSummary, StartedRun
 from valuerank.api.views import event_page
-from valuerank.pipeline.launch import watch_report
+from valuerank.pipeline.run_status import watch_report
 from valuerank.runs.service import cancel_run
 from valuerank.runs.starting import enqueue_run
 

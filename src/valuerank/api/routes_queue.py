@@ -36,7 +36,7 @@ from valuerank.api.schemas.runs import (
     RunSummary,
 )
 from valuerank.pipeline.dead_jobs import dead_jobs
-from valuerank.pipeline.launch import watch_report
+from valuerank.pipeline.run_status import watch_report
 from valuerank.queue import pause_org, queue_status, resume_org
 from valuerank.runs import service
 

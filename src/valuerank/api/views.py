@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from valuerank.db import Database
-from valuerank.pipeline.launch import watch_report
+from valuerank.pipeline.run_status import watch_report
 from valuerank.queue.dialect import iso
 from valuerank.queue.events import Event, events_after
 from valuerank.runs.actions import run_actions

@@ -19,7 +19,7 @@ from rich.table import Table
 from valuerank.cli.common import console
 from valuerank.config import get_settings
 from valuerank.db import Database
-from valuerank.pipeline.launch import watch_report
+from valuerank.pipeline.run_status import watch_report
 from valuerank.runs.progress import RunReport
 from valuerank.runs.results import ModelResult
 from valuerank.runs.states import RunStatus

@@ -10,7 +10,7 @@ from rich.table import Table
 
 from valuerank.cli.common import JsonOption, console, database, print_json, run, session
 from valuerank.cli.live import in_process_worker, report_json, results_table, wait_for_run
-from valuerank.pipeline.launch import launch_run, refresh_report
+from valuerank.pipeline.run_status import refresh_report
 from valuerank.queue.enqueue import priority_value
 from valuerank.runs import service
 from valuerank.runs.config import build_config
@@ -68,6 +68,10 @@ def create(
     scripted persona or local model file, a key for the provider, and a model the registry
     knows (`valuerank models list`) unless --allow-unknown-model. Any problem exits 1 naming
     the model and the valid choices, and nothing is written."""
+
+    # Here, not with the module: the credentials, the registry and the cost estimate are for
+    # creating a run only, and every other `runs` command would load them.
+    from valuerank.pipeline.launch import launch_run
 
     async def _go() -> dict[str, Any]:
         config = build_config(

@@ -11,10 +11,11 @@ limiter, the outbox and the worker with it.
 
 from __future__ import annotations
 
-import importlib
 import sys
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
+
+from valuerank.lazy import exports_by_name, load_export
 
 if TYPE_CHECKING:
     from valuerank.queue.claim import claim
@@ -99,16 +100,11 @@ _SUBMODULE_EXPORTS: dict[str, tuple[str, ...]] = {
     "status": ("QueueStatus", "queue_status"),
     "worker": ("HandlerResult", "Worker", "WorkerStats"),
 }
-_EXPORTS = {name: module for module, names in _SUBMODULE_EXPORTS.items() for name in names}
+_EXPORTS = exports_by_name(_SUBMODULE_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+    return load_export(__name__, globals(), _EXPORTS, name)
 
 
 class _Package(ModuleType):

@@ -9,16 +9,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.db.tables import judgments, run_scenarios, runs, transcripts
-from valuerank.formats.transcript_md import Transcript, serialize_transcript
 from valuerank.queue.dialect import to_db, upsert
 from valuerank.queue.ids import new_id
 from valuerank.runs.tallies import add_judge_cost, add_transcript
+
+if TYPE_CHECKING:
+    from valuerank.formats.transcript_md import Transcript
 
 
 @dataclass(frozen=True)
@@ -180,6 +182,10 @@ async def insert_transcript(
     ON CONFLICT DO NOTHING on the unique key: a probe job executed twice (its worker died after
     writing, before completing the job) finds its result already there and writes nothing.
     """
+    # Here, not with the module: the runs service imports this one, and every command that
+    # reads a run would load YAML and the transcript format with it.
+    from valuerank.formats.transcript_md import serialize_transcript
+
     t = record.transcript
     transcript_id = new_id()
     turns = [
