@@ -8,6 +8,7 @@ so `raw` is what the server said and a malformed body is a clear transient error
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -56,6 +57,15 @@ _TIMEOUTS = (httpx.TimeoutException, httpx2.TimeoutException)
 _TRANSPORT = (httpx.TransportError, httpx2.TransportError)
 
 
+def _pinned_transport() -> httpx.AsyncHTTPTransport | httpx2.AsyncHTTPTransport:
+    """The SDK's async requests go through aiohttp whenever aiohttp is importable (anything
+    may install it), whose errors are not the ones caught above; an explicit transport keeps
+    them on the httpx flavour the SDK would pick otherwise (GOOGLE_GENAI_HTTP_CLIENT)."""
+    if os.environ.get("GOOGLE_GENAI_HTTP_CLIENT", "").strip().lower() == "httpx":
+        return httpx.AsyncHTTPTransport()
+    return httpx2.AsyncHTTPTransport()
+
+
 class GoogleProvider:
     """A `Provider` on `google.genai.Client(...).aio`."""
 
@@ -76,6 +86,7 @@ class GoogleProvider:
                 # Whole milliseconds, at least 1: the SDK reads 0 as "no timeout".
                 timeout=max(int(timeout * 1000), 1),
                 retry_options=types.HttpRetryOptions(attempts=1),
+                async_client_args={"transport": _pinned_transport()},
             ),
         )
 
