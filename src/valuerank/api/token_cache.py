@@ -4,9 +4,8 @@ database to authenticate (on PostgreSQL about half the server's work for a cache
 Correctness rests on being told, not on the time to live: triggers (schema 0014) NOTIFY
 `valuerank_auth` at the commit of any change to a token's usability or to a membership,
 whichever process or SQL statement made it, and the process's listener (api/listener.py)
-empties the cache when it hears one, or when its connection drops or is made again. Entries
-are used only while that listener is connected. A lookup that read the database before a
-change cannot store what it read after the change was heard (`_generation`). An entry also
+empties the cache when it hears one, or when its connection drops or is made again (see
+valuerank/notified_cache.py for when an entry may stand in for the read). An entry also
 lapses after `ttl_seconds`, and a token that expires sooner than that is not kept at all.
 
 The routes that change credentials empty this process's cache themselves, so a revocation
@@ -18,12 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from cachetools import TTLCache
-
 from valuerank.accounts import Identity, check_token
 from valuerank.accounts.hashing import digest
 from valuerank.api.listener import AUTH_CHANNEL, EventWaker
 from valuerank.db import Database
+from valuerank.notified_cache import NotifiedCache
 
 MAX_TOKENS = 10_000  # distinct tokens kept; the least recently used go first
 
@@ -36,19 +34,20 @@ class TokenCache:
     ) -> None:
         self.db = db
         self.ttl_seconds = ttl_seconds
-        self.enabled = ttl_seconds > 0 and db.dialect == "postgresql"
         self._waker = waker  # the app's listener, made in the running loop on first use
         self._watching = False
-        self._generation = 0
-        self._entries: TTLCache[str, Identity] = TTLCache(MAX_TOKENS, ttl_seconds or 1)
+        self._identities: NotifiedCache[str, Identity] = NotifiedCache(
+            ttl_seconds=ttl_seconds or 1, max_entries=MAX_TOKENS, trusted=self._trusted
+        )
 
     def forget(self, _changed: str | None = None) -> None:
         """Drop every entry (credentials may have changed; which ones does not matter)."""
-        self._generation += 1
-        self._entries.clear()
+        self._identities.forget()
 
     def _trusted(self) -> bool:
-        if not self.enabled:
+        """Connected to a listener that hears every change (never on SQLite: nothing to
+        listen to); the first call starts watching."""
+        if self.ttl_seconds <= 0:
             return False
         waker = self._waker()
         if not self._watching:
@@ -59,17 +58,15 @@ class TokenCache:
     async def authenticate(self, token: str) -> Identity | None:
         """The identity of a usable token (from the cache when it may be trusted), or None."""
         key = digest(token)
-        trusted = self._trusted()
-        if trusted and (identity := self._entries.get(key)) is not None:
+        if (identity := self._identities.get(key)) is not None:
             return identity
-        generation = self._generation
+        generation = self._identities.generation
         check = await check_token(self.db, token)
         if check is None:
             return None
-        lasting = check.seconds_left is None or check.seconds_left > self.ttl_seconds
-        if trusted and lasting and generation == self._generation and self._trusted():
-            self._entries[key] = check.identity
+        if check.seconds_left is None or check.seconds_left > self.ttl_seconds:
+            self._identities.keep(key, check.identity, generation)
         return check.identity
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._identities)

@@ -8,9 +8,8 @@ weight in the registry (which bumps no task) can take to show.
 Reading the version is a query per request, half the cost of a hit. So the cache also keeps
 each task's head (version and name) while it is told of every change: on PostgreSQL a trigger
 NOTIFYs `valuerank_validation` with the task's id when its version, name or organisation
-changes or it goes (schema 0015), and the API's listener calls `forget`. `trusted()` (the
-listener is connected) decides whether a kept head may stand in for the query; a head read
-before a change is never kept after the change was heard (`generation`).
+changes or it goes (schema 0015), and the API's listener calls `forget` (see
+valuerank/notified_cache.py for when a kept head may stand in for the query).
 """
 
 from __future__ import annotations
@@ -21,6 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from cachetools import TTLCache
+
+from valuerank.notified_cache import NotifiedCache
 
 TTL_SECONDS = 300.0
 MAX_ENTRIES = 20_000
@@ -56,31 +57,27 @@ class ReadCache:
         self._entries: TTLCache[Hashable, CachedRead] = TTLCache(
             maxsize=max_entries, ttl=ttl_seconds, timer=timer
         )
-        self._heads: TTLCache[int, TaskHead] = TTLCache(
-            maxsize=max_entries, ttl=ttl_seconds, timer=timer
+        self._heads: NotifiedCache[int, TaskHead] = NotifiedCache(
+            ttl_seconds=ttl_seconds, max_entries=max_entries, trusted=trusted, timer=timer
         )
-        self._trusted = trusted
-        self.generation = 0  # bumped by every `forget`
+
+    @property
+    def generation(self) -> int:
+        """Note it before reading a head from the database; hand it to `keep_head`."""
+        return self._heads.generation
 
     def head(self, org_id: str, task_id: int) -> TaskHead | None:
         """The task's kept head, if it may be trusted and is the organisation's."""
-        if not self._trusted():
-            return None
         found = self._heads.get(task_id)
         return found if found is not None and found.org_id == org_id else None
 
     def keep_head(self, task_id: int, head: TaskHead, generation: int) -> None:
-        """Keep a head read from the database while `generation` was current."""
-        if generation == self.generation and self._trusted():
-            self._heads[task_id] = head
+        self._heads.keep(task_id, head, generation)
 
     def forget(self, task_id: str | None) -> None:
-        """A task changed (its id as the notice says it), or anything may have (None)."""
-        self.generation += 1
-        if task_id is None or not task_id.isdigit():
-            self._heads.clear()
-        else:
-            self._heads.pop(int(task_id), None)
+        """A task changed (its id as the notice says it), or any may have (None, or the
+        empty payload of a TRUNCATE)."""
+        self._heads.forget(int(task_id) if task_id and task_id.isdigit() else None)
 
     def get(self, key: Hashable) -> CachedRead | None:
         return self._entries.get(key)
