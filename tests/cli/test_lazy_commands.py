@@ -7,10 +7,12 @@ import json
 import subprocess
 import sys
 
+import pytest
 import typer
+from typer.core import TyperGroup
 from typer.testing import CliRunner
 
-from valuerank.cli import COMMAND_MODULES, app
+from valuerank.cli import COMMANDS, app
 
 HEAVY = ("numpy", "scipy", "sklearn", "statsmodels", "matplotlib", "pandas")
 
@@ -46,7 +48,7 @@ def test_short_commands_and_the_worker_do_not_load_the_statistics_stack() -> Non
 
 
 def test_every_command_of_every_module_is_listed_and_runs() -> None:
-    for module_name in sorted(set(COMMAND_MODULES.values())):
+    for module_name in sorted({entry.module for entry in COMMANDS.values()}):
         module = __import__(f"valuerank.cli.{module_name}", fromlist=["app"])
         holder = typer.Typer()
         if hasattr(module, "register"):
@@ -54,14 +56,51 @@ def test_every_command_of_every_module_is_listed_and_runs() -> None:
             names = [c.name for c in holder.registered_commands]
             names += [g.name for g in holder.registered_groups]
         else:
-            names = [n for n, m in COMMAND_MODULES.items() if m == module_name]
+            names = [n for n, entry in COMMANDS.items() if entry.module == module_name]
         for name in names:
-            assert COMMAND_MODULES.get(str(name)) == module_name, (name, module_name)
+            assert name in COMMANDS and COMMANDS[str(name)].module == module_name, name
     runner = CliRunner()
     listing = runner.invoke(app, ["--help"], env={"COLUMNS": "200"})
     assert listing.exit_code == 0
-    for name in COMMAND_MODULES:
+    for name in COMMANDS:
         assert f" {name} " in listing.output, name
         assert runner.invoke(app, [name, "--help"]).exit_code == 0, name
     unknown = runner.invoke(app, ["stauts"])
     assert unknown.exit_code != 0 and "No such command" in unknown.output
+
+
+def _root_help(group: TyperGroup, capsys: pytest.CaptureFixture[str]) -> str:
+    capsys.readouterr()
+    group.get_help(typer.Context(group, info_name="valuerank"))  # Rich prints it
+    return capsys.readouterr().out
+
+
+def test_the_root_help_lists_every_command_as_its_own_help_would_without_loading_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    listed = typer.main.get_group(app)
+    assert isinstance(listed, TyperGroup)
+    from_summaries = _root_help(listed, capsys)
+    loaded = typer.main.get_group(app)
+    assert isinstance(loaded, TyperGroup)
+    for name in COMMANDS:
+        loaded.commands[name]  # imports the module and builds the real command
+    # The summaries kept in COMMANDS read exactly as the first paragraph of each command's
+    # own help: update COMMANDS when a command's help changes.
+    assert _root_help(loaded, capsys) == from_summaries
+    assert "Claim and run jobs until stopped" in from_summaries
+
+
+def test_the_root_help_imports_no_command_module() -> None:
+    probe = (
+        "import sys\n"
+        "from typer.testing import CliRunner\n"
+        "from valuerank.cli import COMMANDS, app\n"
+        "out = CliRunner().invoke(app, ['--help'])\n"
+        "assert out.exit_code == 0 and ' lineage ' in out.output, out.output\n"
+        "modules = {f'valuerank.cli.{entry.module}' for entry in COMMANDS.values()}\n"
+        "print(sorted(modules & set(sys.modules)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

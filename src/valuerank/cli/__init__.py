@@ -1,55 +1,106 @@
 """The `valuerank` command line: Typer commands over the same services the API uses.
 
-Each command's module is imported when the command is run (or listed in `--help`), not at
-start-up: `valuerank runs status` loads the database and the runs, never the statistics
-stack (scipy, scikit-learn, matplotlib) that `valuerank analyze` needs, so a short command
-starts in a fraction of the time and memory.
+Each command's module is imported when the command runs, not at start-up: `valuerank runs
+status` loads the database and the runs, never the statistics stack (scipy, scikit-learn,
+matplotlib) that `valuerank analyze` needs, so a short command starts in a fraction of the
+time and memory. `valuerank --help` lists the commands' summaries without importing any.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Iterator, MutableMapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 from valuerank import __version__
 
-# Every top-level command: its name → the module under valuerank.cli defining it (a Typer
-# `app` for a group, or `register(app)` for commands), in the order `--help` lists them.
-COMMAND_MODULES: dict[str, str] = {
-    "worker": "worker_cmd",
-    "serve": "serve_cmd",
-    "demo": "demo_cmd",
-    "analyze": "analyze_cmd",
-    "compare": "analyze_cmd",
-    "db": "db_cmd",
-    "formats": "formats_cmd",
-    "definitions": "definitions_cmd",
-    "scenarios": "scenarios_cmd",
-    "rubrics": "rubrics_cmd",
-    "runs": "runs_cmd",
-    "export": "export_cmd",
-    "import": "import_cmd",
-    "queue": "queue_cmd",
-    "maintenance": "maintenance_cmd",
-    "credentials": "credentials_cmd",
-    "models": "models_cmd",
-    "webhooks": "webhooks_cmd",
-    "orgs": "orgs_cmd",
-    "users": "users_cmd",
-    "tokens": "tokens_cmd",
-    "validation": "validation_cmd",
-    "experiments": "analyze_cmd",
-    "lineage": "analyze_cmd",
+
+class Entry(NamedTuple):
+    """A top-level command: the module under valuerank.cli defining it (a Typer `app` for a
+    group, or `register(app)` for commands), and what the root's `--help` lists for it."""
+
+    module: str
+    # The first paragraph of the command's own help, so that `valuerank --help` need not
+    # import every command's module (seconds) to list them; a test holds the two equal.
+    summary: str
+
+
+# Every top-level command, in the order `--help` lists them.
+COMMANDS: dict[str, Entry] = {
+    "worker": Entry(
+        "worker_cmd",
+        "Claim and run jobs until stopped (SIGTERM/SIGINT), then finish them and exit 0.",
+    ),
+    "serve": Entry(
+        "serve_cmd", "Serve the web UI and the JSON API. Prints the URL to open and how to sign in."
+    ),
+    "demo": Entry(
+        "demo_cmd", "Run a sampled example run on the embedded default and show the results."
+    ),
+    "analyze": Entry(
+        "analyze_cmd",
+        "Findings of a run: value profiles, agreement, dimension effects (cached by input).",
+    ),
+    "compare": Entry(
+        "analyze_cmd",
+        "Compare two runs paired on scenario identity: deltas, intervals, tests, divergences.",
+    ),
+    "db": Entry("db_cmd", "Database schema: upgrade and inspect."),
+    "formats": Entry("formats_cmd", "The original ValueRank CLI's file formats."),
+    "definitions": Entry(
+        "definitions_cmd", "Versioned scenario definitions: import, fork, compare, export."
+    ),
+    "scenarios": Entry("scenarios_cmd", "Scenario variants generated from definitions."),
+    "rubrics": Entry("rubrics_cmd", "Values rubrics (values_rubric.yaml), versioned."),
+    "runs": Entry("runs_cmd", "Runs: send a definition's scenarios to models."),
+    "export": Entry(
+        "export_cmd",
+        "Export runs, definitions and the workspace as the original CLI's files (ZIP/.md).",
+    ),
+    "import": Entry(
+        "import_cmd",
+        "Import the original CLI's files (run folders, transcripts, run ZIPs) and workspaces.",
+    ),
+    "queue": Entry("queue_cmd", "The job queue: status, pause/resume, enqueue, retry."),
+    "maintenance": Entry(
+        "maintenance_cmd", "Queue hygiene: prune finished jobs, reap stale work and stale runs."
+    ),
+    "credentials": Entry(
+        "credentials_cmd",
+        "Provider API keys of this organisation, stored encrypted (VALUERANK_SECRET_KEY).",
+    ),
+    "models": Entry(
+        "models_cmd",
+        "The model registry: which models exist, their weights, prices and active flags.",
+    ),
+    "webhooks": Entry(
+        "webhooks_cmd",
+        "Webhooks of this organisation: add, list, remove; deliveries, dead letters, retry.",
+    ),
+    "orgs": Entry("orgs_cmd", "Organisations: create, list."),
+    "users": Entry(
+        "users_cmd",
+        "Users and their roles per organisation: create, list, set-role, remove, set-password.",
+    ),
+    "tokens": Entry("tokens_cmd", "API tokens: create (shown once), list, revoke."),
+    "validation": Entry(
+        "validation_cmd",
+        "Multi-model validation: tasks, their RA tags, models' validations and consensus.",
+    ),
+    "experiments": Entry(
+        "analyze_cmd",
+        "Experiments: a hypothesis, a baseline run and variants that change one thing.",
+    ),
+    "lineage": Entry("analyze_cmd", "Results across a definition's fork tree."),
 }
 
 
 def load_command(name: str) -> Any:
     """The Click command `name`, built from its module (imported now)."""
-    module = importlib.import_module(f"valuerank.cli.{COMMAND_MODULES[name]}")
+    module = importlib.import_module(f"valuerank.cli.{COMMANDS[name].module}")
     holder = typer.Typer(rich_markup_mode="rich")
     register = getattr(module, "register", None)
     if register is not None:
@@ -67,7 +118,7 @@ class _LazyCommands(MutableMapping[str, Any]):
 
     def __getitem__(self, name: str) -> Any:
         if name not in self._loaded:
-            if name not in COMMAND_MODULES:
+            if name not in COMMANDS:
                 raise KeyError(name)
             self._loaded[name] = load_command(name)
         return self._loaded[name]
@@ -79,11 +130,18 @@ class _LazyCommands(MutableMapping[str, Any]):
         del self._loaded[name]
 
     def __iter__(self) -> Iterator[str]:
-        yield from COMMAND_MODULES
-        yield from (name for name in self._loaded if name not in COMMAND_MODULES)
+        yield from COMMANDS
+        yield from (name for name in self._loaded if name not in COMMANDS)
 
     def __len__(self) -> int:
-        return len(COMMAND_MODULES.keys() | self._loaded.keys())
+        return len(COMMANDS.keys() | self._loaded.keys())
+
+    def listing(self, name: str) -> Any:
+        """What `--help` shows for `name`: the command if loaded, else a stand-in carrying
+        its summary (the module stays unimported)."""
+        if name in self._loaded or name not in COMMANDS:
+            return self._loaded.get(name)
+        return TyperCommand(name=name, help=COMMANDS[name].summary)
 
 
 class LazyGroup(TyperGroup):
@@ -91,7 +149,24 @@ class LazyGroup(TyperGroup):
 
     def __init__(self, **attrs: Any) -> None:
         super().__init__(**attrs)
-        self.commands = _LazyCommands(self.commands)
+        self.commands = self._lazy = _LazyCommands(self.commands)
+        self._listing = False
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        # Listing the commands needs their names and summaries only.
+        self._listing = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self._listing = False
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(self._lazy)  # the names, without loading the commands
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if self._listing:
+            return self._lazy.listing(cmd_name)
+        return super().get_command(ctx, cmd_name)
 
 
 app = typer.Typer(
@@ -120,4 +195,4 @@ def main(
     """ValueRank."""
 
 
-__all__ = ["COMMAND_MODULES", "app", "load_command"]
+__all__ = ["COMMANDS", "app", "load_command"]

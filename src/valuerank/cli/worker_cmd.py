@@ -68,8 +68,10 @@ def worker(
     worker_id: str | None = typer.Option(None, "--id", help="Worker name in leases and logs."),
     as_json: bool = JsonOption,
 ) -> None:
-    """Claim and run jobs. SIGTERM/SIGINT stop claiming, let running jobs finish within
-    VALUERANK_WORKER_SHUTDOWN_GRACE_SECONDS, release the rest, and exit 0.
+    """Claim and run jobs until stopped (SIGTERM/SIGINT), then finish them and exit 0.
+
+    A stop ends claiming, lets running jobs finish within
+    VALUERANK_WORKER_SHUTDOWN_GRACE_SECONDS, releases the rest to the queue, and exits 0.
 
     Webhook deliveries are signed with secrets decrypted with VALUERANK_SECRET_KEY: give every
     worker the key the secrets were stored with.
