@@ -21,9 +21,9 @@ from urllib.parse import quote
 
 import psycopg
 import pytest
+from tests.migrated_template import postgres_copy, sqlite_copy
 
 from valuerank.db import Database, create_database
-from valuerank.db.migrate import upgrade
 from valuerank.orgs import ensure_org
 
 PG_URL = os.environ.get("VALUERANK_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test")
@@ -68,6 +68,7 @@ class TestDatabase:
     __test__ = False
     backend: str
     url: str
+    schema: str = ""  # PostgreSQL: the test's own schema
 
 
 @contextmanager
@@ -83,7 +84,8 @@ def fresh_database(backend: str, directory: Path) -> Iterator[TestDatabase]:
         conn.execute(f'CREATE SCHEMA "{schema}"')
     sep = "&" if "?" in PG_URL else "?"
     try:
-        yield TestDatabase("postgresql", f"{PG_URL}{sep}options={quote(f'-csearch_path={schema}')}")
+        options = quote(f"-csearch_path={schema}")
+        yield TestDatabase("postgresql", f"{PG_URL}{sep}options={options}", schema)
     finally:
         with psycopg.connect(_libpq_url(PG_URL), autocommit=True) as conn:
             conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
@@ -106,10 +108,22 @@ async def empty_db(database_url: TestDatabase) -> AsyncIterator[Database]:
 
 
 @pytest.fixture
-async def db(empty_db: Database) -> Database:
-    """A migrated database."""
-    await upgrade(empty_db)
-    return empty_db
+async def db(
+    database_url: TestDatabase, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[Database]:
+    """A migrated database: a copy of one this process migrated once (the real migrations;
+    see tests/migrated_template.py)."""
+    if database_url.backend == "sqlite":
+        await sqlite_copy(
+            Path(database_url.url.removeprefix("sqlite:///")), tmp_path_factory.getbasetemp()
+        )
+    else:
+        await postgres_copy(_libpq_url(PG_URL), database_url.url, database_url.schema)
+    db = create_database(database_url.url)
+    try:
+        yield db
+    finally:
+        await db.dispose()
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from valuerank.cli import app
 from valuerank.config import get_settings
+from valuerank.db import Database
 
 
 @dataclass
@@ -28,9 +29,9 @@ Invoke = Callable[..., Outcome]
 
 
 @pytest.fixture
-def cli(raw_cli: Invoke) -> Invoke:
-    """`raw_cli` on a migrated database (PostgreSQL is never migrated implicitly)."""
-    assert raw_cli("db", "upgrade").exit_code == 0
+def cli(raw_cli: Invoke, db: Database) -> Invoke:
+    """`raw_cli` on a migrated database (the `db` fixture's copy of a migrated template;
+    PostgreSQL is never migrated implicitly, and `db upgrade` has tests of its own)."""
     return raw_cli
 
 
