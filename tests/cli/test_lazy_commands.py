@@ -91,13 +91,17 @@ def test_the_root_help_lists_every_command_as_its_own_help_would_without_loading
     assert "Claim and run jobs until stopped" in from_summaries
 
 
-def test_the_root_help_imports_no_command_module() -> None:
+def test_the_root_help_and_completing_a_name_import_no_command_module() -> None:
     probe = (
-        "import sys\n"
+        "import sys, typer\n"
         "from typer.testing import CliRunner\n"
         "from valuerank.cli import COMMANDS, app\n"
         "out = CliRunner().invoke(app, ['--help'])\n"
         "assert out.exit_code == 0 and ' lineage ' in out.output, out.output\n"
+        "group = typer.main.get_group(app)\n"
+        "items = group.shell_complete(typer.Context(group, info_name='valuerank'), 'ru')\n"
+        "assert [i.value for i in items] == ['rubrics', 'runs'], items\n"
+        "assert items[1].help.startswith('Runs: send'), items[1].help\n"
         "modules = {f'valuerank.cli.{entry.module}' for entry in COMMANDS.values()}\n"
         "print(sorted(modules & set(sys.modules)))\n"
     )

@@ -3,13 +3,15 @@
 Each command's module is imported when the command runs, not at start-up: `valuerank runs
 status` loads the database and the runs, never the statistics stack (scipy, scikit-learn,
 matplotlib) that `valuerank analyze` needs, so a short command starts in a fraction of the
-time and memory. `valuerank --help` lists the commands' summaries without importing any.
+time and memory. `valuerank --help`, and completing a command's name, use the commands'
+summaries without importing any.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Iterator, MutableMapping
+from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 import typer
@@ -152,13 +154,23 @@ class LazyGroup(TyperGroup):
         self.commands = self._lazy = _LazyCommands(self.commands)
         self._listing = False
 
-    def format_help(self, ctx: Any, formatter: Any) -> None:
-        # Listing the commands needs their names and summaries only.
+    @contextmanager
+    def _summaries_only(self) -> Iterator[None]:
         self._listing = True
         try:
-            super().format_help(ctx, formatter)
+            yield
         finally:
             self._listing = False
+
+    # Listing the commands, in `--help` or to complete a name (Tab), needs their names and
+    # summaries only.
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        with self._summaries_only():
+            super().format_help(ctx, formatter)
+
+    def shell_complete(self, ctx: Any, incomplete: str) -> list[Any]:
+        with self._summaries_only():
+            return list(super().shell_complete(ctx, incomplete))
 
     def list_commands(self, ctx: Any) -> list[str]:
         return list(self._lazy)  # the names, without loading the commands
