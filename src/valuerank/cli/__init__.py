@@ -139,8 +139,8 @@ class _LazyCommands(MutableMapping[str, Any]):
         return len(COMMANDS.keys() | self._loaded.keys())
 
     def listing(self, name: str) -> Any:
-        """What `--help` shows for `name`: the command if loaded, else a stand-in carrying
-        its summary (the module stays unimported)."""
+        """What a listing (`--help`, completion) shows for `name`: the command if loaded,
+        else a stand-in carrying its summary (the module stays unimported)."""
         if name in self._loaded or name not in COMMANDS:
             return self._loaded.get(name)
         return TyperCommand(name=name, help=COMMANDS[name].summary)
