@@ -44,7 +44,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.db.tables import events, jobs, queue_controls
 from valuerank.queue.dialect import as_utc, db_now
-from valuerank.queue.outbox import enqueue_notifications
 from valuerank.queue.states import JobStatus
 
 log = logging.getLogger(__name__)
@@ -370,6 +369,10 @@ async def notify_webhooks(
     data: Mapping[str, Any],
 ) -> None:
     """Webhook notifications of an event, in the same transaction (see queue/outbox.py)."""
+    # Here, not with the module: the outbox brings the webhooks' signing (cryptography) and
+    # HTTP, which a command that only reads a run's events never needs.
+    from valuerank.queue.outbox import enqueue_notifications
+
     topic = str(type)
     payload = {"partition": partition, "seq": seq, "type": topic, "data": dict(data)}
     await enqueue_notifications(conn, org_id, topic, payload)

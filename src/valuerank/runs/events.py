@@ -29,7 +29,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.db.tables import events, run_scenarios, runs
 from valuerank.queue.events import Event, EventType, events_after, name_partition_completions
-from valuerank.queue.maintenance_schedule import ALERT_TOPIC
 from valuerank.runs.progress import job_progress
 from valuerank.runs.service import PROBE, Run
 
@@ -216,4 +215,6 @@ class RunEventReader:
 def webhook_topics() -> list[str]:
     """Every topic a webhook may subscribe to: the queue's event types, a run's end, and the
     maintenance schedule's alerts."""
+    from valuerank.queue.maintenance_schedule import ALERT_TOPIC  # the webhook routes only
+
     return [*(t.value for t in EventType), RUN_COMPLETE, ALERT_TOPIC]
