@@ -17,6 +17,7 @@ import re
 import shutil
 import subprocess
 import uuid
+import warnings
 from pathlib import Path
 
 import psycopg
@@ -33,11 +34,8 @@ async def sqlite_copy(target: Path, workdir: Path) -> None:
     global _sqlite_template
     if _sqlite_template is None:
         template = workdir / f"migrated-{uuid.uuid4().hex[:8]}.db"
-        db = create_database(f"sqlite:///{template}")
-        try:
-            await upgrade(db)
-        finally:
-            await db.dispose()  # the last connection's close checkpoints and removes the WAL
+        # The last connection's close (dispose) checkpoints and removes the WAL.
+        await _migrate(f"sqlite:///{template}")
         _sqlite_template = template
     shutil.copyfile(_sqlite_template, target)
 
@@ -65,34 +63,50 @@ def _replayable(dump: str, schema: str) -> str:
     return "\n".join(kept)
 
 
+async def _migrate(url: str) -> None:
+    db = create_database(url)
+    try:
+        await upgrade(db)
+    finally:
+        await db.dispose()
+
+
 async def postgres_copy(libpq_url: str, sqlalchemy_url: str, schema: str) -> None:
     """Make the (empty) schema `schema` a migrated one. `sqlalchemy_url` reaches the
     database with its search_path on a schema of the caller's: the template is made in
-    one of its own."""
+    one of its own. Without a usable `pg_dump` (not installed, or older than the server),
+    each test's schema is migrated instead: slower, the same schema."""
     global _postgres_script
-    if shutil.which("pg_dump") is None:  # a developer's machine without PostgreSQL's tools
-        db = create_database(sqlalchemy_url)
-        try:
-            await upgrade(db)
-        finally:
-            await db.dispose()
-        return
     if _postgres_script is None:
-        template = f"vr_template_{uuid.uuid4().hex[:16]}"
-        with psycopg.connect(libpq_url, autocommit=True) as conn:
-            conn.execute(f'CREATE SCHEMA "{template}"')
-        try:
-            db = create_database(sqlalchemy_url.replace(schema, template))
-            try:
-                await upgrade(db)
-            finally:
-                await db.dispose()
-            _postgres_script = (template, _replayable(dump_schema(libpq_url, template), template))
-        finally:
-            with psycopg.connect(libpq_url, autocommit=True) as conn:
-                conn.execute(f'DROP SCHEMA IF EXISTS "{template}" CASCADE')
+        if shutil.which("pg_dump") is None:
+            _postgres_script = ("", "")
+        else:
+            _postgres_script = await _make_script(libpq_url, sqlalchemy_url, schema)
     template, script = _postgres_script
+    if not script:
+        await _migrate(sqlalchemy_url)
+        return
     # Schema names are generated (vr_[a-z_0-9]+), so the template's occurs nowhere else.
     script = re.sub(rf"\b{template}\b", schema, script)
     with psycopg.connect(libpq_url, autocommit=True) as conn:
         conn.execute(script.encode())  # one round trip: many statements, no parameters
+
+
+async def _make_script(libpq_url: str, sqlalchemy_url: str, schema: str) -> tuple[str, str]:
+    """(template schema, the script that recreates it), or ("", "") if pg_dump fails."""
+    template = f"vr_template_{uuid.uuid4().hex[:16]}"
+    with psycopg.connect(libpq_url, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{template}"')
+    try:
+        await _migrate(sqlalchemy_url.replace(schema, template))
+        try:
+            dump = dump_schema(libpq_url, template)
+        except subprocess.CalledProcessError as exc:
+            warnings.warn(
+                f"pg_dump failed, migrating each test's schema: {exc.stderr}", stacklevel=1
+            )
+            return "", ""
+        return template, _replayable(dump, template)
+    finally:
+        with psycopg.connect(libpq_url, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{template}" CASCADE')

@@ -4,10 +4,12 @@ indexes, constraints, triggers, functions and rows, on both backends."""
 from __future__ import annotations
 
 import re
+import shutil
 import sqlite3
+import subprocess
 from pathlib import Path
 
-from tests.conftest import PG_URL, TestDatabase, _libpq_url, fresh_database
+from tests.conftest import PG_URL, TestDatabase, _libpq_url, fresh_database, missing_prerequisite
 from tests.migrated_template import dump_schema
 
 from valuerank.db import Database, create_database
@@ -26,7 +28,12 @@ def _sqlite_dump(url: str) -> str:
 
 
 def _schema_dump(schema: str) -> str:
-    dump = dump_schema(_libpq_url(PG_URL), schema)
+    if shutil.which("pg_dump") is None:
+        missing_prerequisite("pg_dump (PostgreSQL's client tools) is not installed")
+    try:
+        dump = dump_schema(_libpq_url(PG_URL), schema)
+    except subprocess.CalledProcessError as exc:  # e.g. a pg_dump older than the server
+        missing_prerequisite(f"pg_dump failed: {exc.stderr.strip()}")
     dump = re.sub(r"^\\(un)?restrict .*$", "", dump, flags=re.MULTILINE)  # a random key
     dump = re.sub(rf"\b{schema}\b", "SCHEMA", dump)
     # PostgreSQL prints a CHECK constraint it has read back with other casts and parentheses
