@@ -51,9 +51,17 @@ async def test_sigkill_mid_jobs_loses_nothing_and_completes_each_once(faults: Fa
     done = {j.id: j for j in await faults.jobs()}
     assert set(done) == set(ids)
     assert await faults.completions() == dict.fromkeys(ids, 1)
-    for job_id in orphaned:  # reaped (an attempt counted), then finished by the new worker
-        assert done[job_id].result["worker"] == "w2"
-        assert done[job_id].attempts >= 2
+    by_w2 = 0
+    for job_id in orphaned:
+        job = done[job_id]
+        if job.result["worker"] == "w1":
+            # w1's COMMIT had reached the server when it died: the server finished it after
+            # the read above. It landed once, and nobody reaped or ran the job again.
+            assert job.attempts == 1
+        else:  # reaped (an attempt counted), then finished by the new worker
+            assert job.result["worker"] == "w2" and job.attempts >= 2
+            by_w2 += 1
+    assert by_w2 >= 1
 
 
 async def test_stalled_worker_late_completion_is_rejected(faults: Faults) -> None:
