@@ -1,7 +1,7 @@
 """Migrated databases for tests, fast: the real migrations run once per test process, into a
 template, and each test gets a copy of it.
 
-Running the 15 migrations costs 0.4–0.9 s per test (Alembic's Python more than the DDL), and
+Running the migrations costs 0.4–0.9 s per test (Alembic's Python more than the DDL), and
 most storage tests need a migrated database only as their starting point. The migrations
 themselves stay tested where they are the subject (tests/db, tests that upgrade from an older
 revision), and `tests/test_migrated_template.py` holds a copy equal to a freshly migrated one.

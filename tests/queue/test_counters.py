@@ -47,8 +47,9 @@ from valuerank.queue.claim_sql import PG_CLAIM_FAST, pg_sql
 from valuerank.queue.dialect import db_now_plus, pg_rows
 from valuerank.queue.events import count_partition, partition_progress
 from valuerank.queue.lease import Completion, complete_many
-from valuerank.queue.maintenance import prune_jobs, run_maintenance
+from valuerank.queue.maintenance import run_maintenance
 from valuerank.queue.outbox import register_webhook
+from valuerank.queue.prune import prune_jobs
 from valuerank.queue.ratelimit import configure_bucket
 from valuerank.queue.slots import remove_cap
 

@@ -99,6 +99,7 @@ def test_metrics_count_passes_and_sum_what_they_did() -> None:
             actions={
                 "reaped": {"requeued": 2, "failed": 1},
                 "pruned_jobs": 10,
+                "pruned_events": 7,
                 "stale_runs": {"reaped": 2, "resumed": 1},
             },
         ),
@@ -118,6 +119,7 @@ def test_metrics_count_passes_and_sum_what_they_did() -> None:
         "pruned_jobs": 15,
         "pruned_outbox": 0,
         "pruned_maintenance_runs": 0,
+        "pruned_events": 7,
         "stale_runs_reaped": 3,
         "stale_runs_resumed": 1,
     }

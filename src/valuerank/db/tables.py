@@ -458,6 +458,8 @@ events = Table(
     Column("data", JSONDocument, nullable=False),
     _created_at(),
     PrimaryKeyConstraint("partition", "seq"),
+    # Maintenance prunes events by age (VALUERANK_WORKER_EVENT_RETENTION_DAYS), oldest first.
+    Index("ix_events_created_at", "created_at"),
 )
 
 # Token buckets per (provider, model, credential), shared by every worker through the

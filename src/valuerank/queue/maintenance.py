@@ -11,7 +11,10 @@ still runs it about once per interval. A skipped run returns None.
 What a run does, all counted in its `maintenance_runs` row:
 - reap expired leases and overdue jobs (`reaper.reap`);
 - delete finished jobs (succeeded, failed, cancelled) whose `finished_at` is older than
-  `retention_days`, with their `job_errors`; events are kept (they are the run's history);
+  `retention_days`, with their `job_errors`;
+- with `event_retention_days` set, delete events older than it of partitions with nothing
+  queued or running, but never a partition's last event: a run's end (`run_complete`)
+  carries its counts, so its feed still replays to the right progress;
 - delete delivered outbox rows older than the retention (dead ones stay, to be retried);
 - delete maintenance records older than the retention;
 - recount the jobs of live partitions and correct their progress counters where jobs were
@@ -38,26 +41,30 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, delete, exists, func, insert, or_, select, text
+from sqlalchemy import and_, exists, func, insert, or_, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.db.engine import Database
-from valuerank.db.tables import job_errors, jobs, maintenance_runs, outbox, queue_controls
+from valuerank.db.tables import (
+    jobs,
+    maintenance_runs,
+    outbox,
+    queue_controls,
+)
 from valuerank.queue.dialect import as_utc, db_now, db_now_plus, iso
 from valuerank.queue.events import (
     PARTITION_SCOPE,
-    add_counts,
     complete_if_done,
     recount_partition,
 )
 from valuerank.queue.ids import new_id
 from valuerank.queue.outbox import DELIVERED
+from valuerank.queue.prune import delete_batch, prune_events, prune_jobs
 from valuerank.queue.reaper import reap
 from valuerank.queue.settings import QueueSettings
 from valuerank.queue.states import JobStatus
@@ -65,7 +72,6 @@ from valuerank.queue.states import JobStatus
 log = logging.getLogger(__name__)
 
 SUCCEEDED, FAILED = "succeeded", "failed"
-FINISHED = (JobStatus.SUCCEEDED.value, JobStatus.FAILED.value, JobStatus.CANCELLED.value)
 DEFAULT_BATCH = 5000
 DEFAULT_STALE_AFTER_SECONDS = 3600.0
 STALE_SAMPLE = 20  # partition names kept in the record
@@ -144,41 +150,6 @@ async def _ran_within(conn: AsyncConnection, seconds: float) -> bool:
     return bool(recent)
 
 
-async def _delete_batch(conn: AsyncConnection, table: Any, where: list[Any], batch: int) -> int:
-    ids = select(table.c.id).where(*where).order_by(table.c.id).limit(batch)
-    result = await conn.execute(delete(table).where(table.c.id.in_(ids.scalar_subquery())))
-    return int(result.rowcount or 0)
-
-
-async def prune_jobs(conn: AsyncConnection, *, older_than_seconds: float, batch: int) -> int:
-    """Delete up to `batch` finished jobs older than the cutoff, their errors first."""
-    cutoff = db_now_plus(conn.dialect.name, -older_than_seconds)
-    old = (
-        select(jobs.c.id)
-        .where(jobs.c.status.in_(FINISHED), jobs.c.finished_at < cutoff)
-        .order_by(jobs.c.id)
-        .limit(batch)
-    )
-    ids = list((await conn.execute(old)).scalars())
-    if not ids:
-        return 0
-    await conn.execute(delete(job_errors).where(job_errors.c.job_id.in_(ids)))
-    gone = (
-        await conn.execute(
-            delete(jobs)
-            .where(jobs.c.id.in_(ids), jobs.c.status.in_(FINISHED))
-            .returning(jobs.c.partition, jobs.c.status)
-        )
-    ).all()
-    # The partitions' job counters count what is stored (see queue/events.py).
-    by_partition: dict[str, Counter[JobStatus]] = {}
-    for partition, status in gone:
-        by_partition.setdefault(partition, Counter())[JobStatus(status)] -= 1
-    for partition in sorted(by_partition):
-        await add_counts(conn, partition, by_partition[partition])
-    return len(gone)
-
-
 async def recount_live_partitions(conn: AsyncConnection, *, limit: int) -> int:
     """Count for real the jobs of up to `limit` partitions whose counters say some are queued
     or running, correct the counters that are wrong (jobs changed behind the queue's back),
@@ -243,12 +214,17 @@ async def _work(
     cutoff = db_now_plus(dialect, -retention)
     reaped = await reap(conn, settings)
     pruned_jobs = await prune_jobs(conn, older_than_seconds=retention, batch=batch)
-    pruned_outbox = await _delete_batch(
+    pruned_outbox = await delete_batch(
         conn, outbox, [outbox.c.status == DELIVERED, outbox.c.delivered_at < cutoff], batch
     )
-    pruned_runs = await _delete_batch(
+    pruned_runs = await delete_batch(
         conn, maintenance_runs, [maintenance_runs.c.started_at < cutoff], batch
     )
+    pruned_events = 0
+    if settings.event_retention_days > 0:
+        pruned_events = await prune_events(
+            conn, older_than_seconds=settings.event_retention_days * 86400.0, batch=batch
+        )
     recounted = await recount_live_partitions(conn, limit=batch)
     stale = await stale_partitions(conn, stale_after_seconds=stale_after_seconds)
     done = {name: await chore(conn) for name, chore in chores.items()}
@@ -262,10 +238,11 @@ async def _work(
         "pruned_jobs": pruned_jobs,
         "pruned_outbox": pruned_outbox,
         "pruned_maintenance_runs": pruned_runs,
+        "pruned_events": pruned_events,
         "recounted_partitions": recounted,
         "stale_partitions": len(stale),
         "stale_partition_sample": stale[:STALE_SAMPLE],
-        "more": batch in (pruned_jobs, pruned_outbox, pruned_runs),
+        "more": batch in (pruned_jobs, pruned_outbox, pruned_runs, pruned_events),
         **done,
     }
 

@@ -27,9 +27,9 @@ from valuerank.queue.maintenance import (
     FULL,
     MaintenanceRun,
     _record,
-    prune_jobs,
     run_pass,
 )
+from valuerank.queue.prune import prune_jobs
 from valuerank.queue.reaper import reap
 from valuerank.queue.settings import QueueSettings
 
@@ -146,7 +146,7 @@ def _work_done(actions: dict[str, Any]) -> Counter[str]:
     reaped = actions.get("reaped")
     if isinstance(reaped, dict):
         done["jobs_reaped"] += sum(_int(v) for v in reaped.values())
-    for key in ("pruned_jobs", "pruned_outbox", "pruned_maintenance_runs"):
+    for key in ("pruned_jobs", "pruned_outbox", "pruned_maintenance_runs", "pruned_events"):
         done[key] += _int(actions.get(key))
     stale = actions.get("stale_runs")
     if isinstance(stale, dict):
@@ -195,6 +195,7 @@ def metrics(
                 "pruned_jobs",
                 "pruned_outbox",
                 "pruned_maintenance_runs",
+                "pruned_events",
                 "stale_runs_reaped",
                 "stale_runs_resumed",
             )

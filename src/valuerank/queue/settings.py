@@ -72,7 +72,14 @@ class QueueSettings(BaseModel):
         default=30.0,
         gt=0,
         description="Finished jobs, delivered notifications and maintenance records older "
-        "than this are pruned by maintenance (events are kept).",
+        "than this are pruned by maintenance (events: see event_retention_days).",
+    )
+    event_retention_days: float = Field(
+        default=0.0,
+        ge=0,
+        description="Events (a run's history, which the live feeds replay) older than this "
+        "are pruned by maintenance once their partition has nothing queued or running, except "
+        "each partition's last one (a run's end, with its counts); 0 keeps them all.",
     )
     maintenance_interval_seconds: float = Field(
         default=300.0, gt=0, description="How often a worker runs maintenance (fleet-wide)."
