@@ -7,7 +7,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 
 from valuerank.db.tables import jobs
 from valuerank.queue import (
@@ -24,6 +24,7 @@ from valuerank.queue import (
     pause_partition,
     reap,
 )
+from valuerank.queue.dialect import db_now_plus
 from valuerank.queue.ratelimit import block_bucket, configure_bucket
 
 if TYPE_CHECKING:
@@ -156,8 +157,11 @@ async def test_a_lost_lease_abandons_the_attempt(kit: Kit) -> None:
     worker = Worker(kit.db, settings=kit.settings, handlers={"echo": handler})
     run = asyncio.create_task(worker.run_until_idle())
     await asyncio.wait_for(first_started.wait(), 30)
-    await kit.age("lease_expires_at", 1)
+    # Expire the lease and reap in one transaction: between two, the stalled attempt's
+    # heartbeat could renew the lease (it did, on a slow machine) and leave nothing to reap.
     async with kit.db.transaction(immediate=True) as conn:
+        expired = db_now_plus(conn.dialect.name, -1)
+        await conn.execute(update(jobs).where(jobs.c.id == job_id).values(lease_expires_at=expired))
         assert (await reap(conn, kit.settings)).requeued == [job_id]
     stats = await asyncio.wait_for(run, 30)
     assert stats.lost == 1 and stats.succeeded == 1
