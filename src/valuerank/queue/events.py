@@ -79,6 +79,8 @@ _WITH_PROGRESS = frozenset(
 
 # The counter column of each status, in `JobStatus` order.
 COUNTER_COLUMNS: dict[JobStatus, str] = {s: f"jobs_{s.value}" for s in JobStatus}
+# A partition's control row whose counters say it has jobs queued or running (`Progress.active`).
+COUNTS_ACTIVE = (queue_controls.c.jobs_queued != 0) | (queue_controls.c.jobs_running != 0)
 
 Delta = Mapping[JobStatus, int]
 """A change of a partition's job counts: status → jobs gained (negative: lost)."""

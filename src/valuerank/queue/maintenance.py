@@ -50,14 +50,10 @@ from sqlalchemy import and_, exists, func, insert, or_, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.db.engine import Database
-from valuerank.db.tables import (
-    jobs,
-    maintenance_runs,
-    outbox,
-    queue_controls,
-)
+from valuerank.db.tables import jobs, maintenance_runs, outbox, queue_controls
 from valuerank.queue.dialect import as_utc, db_now, db_now_plus, iso
 from valuerank.queue.events import (
+    COUNTS_ACTIVE,
     PARTITION_SCOPE,
     complete_if_done,
     recount_partition,
@@ -159,7 +155,7 @@ async def recount_live_partitions(conn: AsyncConnection, *, limit: int) -> int:
         .where(
             queue_controls.c.scope == PARTITION_SCOPE,
             queue_controls.c.org_id.is_not(None),
-            (queue_controls.c.jobs_queued != 0) | (queue_controls.c.jobs_running != 0),
+            COUNTS_ACTIVE,
         )
         .order_by(queue_controls.c.key)
         .limit(limit)

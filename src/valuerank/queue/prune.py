@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.db.tables import events, job_errors, jobs, queue_controls
 from valuerank.queue.dialect import db_now_plus
-from valuerank.queue.events import PARTITION_SCOPE, add_counts
+from valuerank.queue.events import COUNTS_ACTIVE, PARTITION_SCOPE, add_counts
 from valuerank.queue.states import JobStatus
 
 FINISHED = (JobStatus.SUCCEEDED.value, JobStatus.FAILED.value, JobStatus.CANCELLED.value)
@@ -64,7 +64,7 @@ async def prune_events(conn: AsyncConnection, *, older_than_seconds: float, batc
     live = exists().where(
         queue_controls.c.scope == PARTITION_SCOPE,
         queue_controls.c.key == events.c.partition,
-        (queue_controls.c.jobs_queued != 0) | (queue_controls.c.jobs_running != 0),
+        COUNTS_ACTIVE,
     )
     later = events.alias("later")
     not_last = exists().where(later.c.partition == events.c.partition, later.c.seq > events.c.seq)
