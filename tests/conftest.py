@@ -109,21 +109,17 @@ async def empty_db(database_url: TestDatabase) -> AsyncIterator[Database]:
 
 @pytest.fixture
 async def db(
-    database_url: TestDatabase, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[Database]:
+    empty_db: Database, database_url: TestDatabase, tmp_path_factory: pytest.TempPathFactory
+) -> Database:
     """A migrated database: a copy of one this process migrated once (the real migrations;
-    see tests/migrated_template.py)."""
+    see tests/migrated_template.py), made before `empty_db` first connects."""
     if database_url.backend == "sqlite":
         await sqlite_copy(
             Path(database_url.url.removeprefix("sqlite:///")), tmp_path_factory.getbasetemp()
         )
     else:
         await postgres_copy(_libpq_url(PG_URL), database_url.url, database_url.schema)
-    db = create_database(database_url.url)
-    try:
-        yield db
-    finally:
-        await db.dispose()
+    return empty_db
 
 
 @pytest.fixture

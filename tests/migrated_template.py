@@ -35,7 +35,7 @@ async def sqlite_copy(target: Path, workdir: Path) -> None:
     if _sqlite_template is None:
         template = workdir / f"migrated-{uuid.uuid4().hex[:8]}.db"
         # The last connection's close (dispose) checkpoints and removes the WAL.
-        await _migrate(f"sqlite:///{template}")
+        await migrate(f"sqlite:///{template}")
         _sqlite_template = template
     shutil.copyfile(_sqlite_template, target)
 
@@ -63,7 +63,8 @@ def _replayable(dump: str, schema: str) -> str:
     return "\n".join(kept)
 
 
-async def _migrate(url: str) -> None:
+async def migrate(url: str) -> None:
+    """Run the real migrations on the database at `url`."""
     db = create_database(url)
     try:
         await upgrade(db)
@@ -84,7 +85,7 @@ async def postgres_copy(libpq_url: str, sqlalchemy_url: str, schema: str) -> Non
             _postgres_script = await _make_script(libpq_url, sqlalchemy_url, schema)
     template, script = _postgres_script
     if not script:
-        await _migrate(sqlalchemy_url)
+        await migrate(sqlalchemy_url)
         return
     # Schema names are generated (vr_[a-z_0-9]+), so the template's occurs nowhere else.
     script = re.sub(rf"\b{template}\b", schema, script)
@@ -98,7 +99,7 @@ async def _make_script(libpq_url: str, sqlalchemy_url: str, schema: str) -> tupl
     with psycopg.connect(libpq_url, autocommit=True) as conn:
         conn.execute(f'CREATE SCHEMA "{template}"')
     try:
-        await _migrate(sqlalchemy_url.replace(schema, template))
+        await migrate(sqlalchemy_url.replace(schema, template))
         try:
             dump = dump_schema(libpq_url, template)
         except subprocess.CalledProcessError as exc:

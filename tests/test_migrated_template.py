@@ -10,10 +10,10 @@ import subprocess
 from pathlib import Path
 
 from tests.conftest import PG_URL, TestDatabase, _libpq_url, fresh_database, missing_prerequisite
-from tests.migrated_template import dump_schema
+from tests.migrated_template import dump_schema, migrate
 
-from valuerank.db import Database, create_database
-from valuerank.db.migrate import current_revision, head_revision, upgrade
+from valuerank.db import Database
+from valuerank.db.migrate import current_revision, head_revision
 
 
 def _sqlite_dump(url: str) -> str:
@@ -57,11 +57,7 @@ async def test_a_copy_equals_a_freshly_migrated_database(
     assert await current_revision(db) == head_revision()
     with fresh_database(database_url.backend, tmp_path / "migrated") as other:
         (tmp_path / "migrated").mkdir(exist_ok=True)
-        migrated = create_database(other.url)
-        try:
-            await upgrade(migrated)
-        finally:
-            await migrated.dispose()
+        await migrate(other.url)
         copied, expected = _dump_of(database_url), _dump_of(other)
     assert "CREATE TABLE" in expected and "alembic_version" in expected
     assert copied == expected
