@@ -128,6 +128,12 @@ async def test_serve_runs_a_worker_and_streams_the_run_to_its_end(
             await client.get("/health")
 
 
+# A new `valuerank serve` process imports the web stack and opens the database before it
+# prints its URL: seconds on a slow 2-core machine running two other test processes (20 s
+# was not always enough). A bound for a hang, not a speed requirement.
+SERVER_START_SECONDS = 60
+
+
 async def _start_serve(env: dict[str, str], *args: str) -> Any:
     script = (
         "import typer\nfrom valuerank.cli import serve_cmd\n"
@@ -159,7 +165,7 @@ async def test_first_start_says_how_to_get_a_token_and_stops_cleanly_on_sigint(
     assert proc.stdout is not None and proc.stderr is not None
     try:
         lines: list[str] = []
-        async with asyncio.timeout(20):
+        async with asyncio.timeout(SERVER_START_SECONDS):
             while not lines or "Ctrl+C" not in lines[-1]:
                 raw = await proc.stdout.readline()
                 assert raw, (await proc.stderr.read()).decode()
@@ -203,7 +209,7 @@ async def test_first_start_says_how_to_get_a_token_and_stops_cleanly_on_sigint(
     proc = await _start_serve(env)
     assert proc.stdout is not None
     try:
-        async with asyncio.timeout(20):
+        async with asyncio.timeout(SERVER_START_SECONDS):
             printed = ""
             while "Ctrl+C" not in printed:
                 raw = await proc.stdout.readline()
