@@ -32,6 +32,17 @@ class Settings(BaseSettings):
         default=DEFAULT_ORG_SLUG, description="Organisation used by the CLI on this install."
     )
     echo_sql: bool = False
+    api_url: str | None = Field(
+        default=None,
+        description="A ValueRank server (what `valuerank serve` prints, e.g. "
+        "https://valuerank.example.org): `valuerank runs status` asks it over the API instead "
+        "of reading the database. Other commands still use VALUERANK_DATABASE_URL.",
+    )
+    api_token: SecretStr | None = Field(
+        default=None,
+        description="The API token (`valuerank tokens create`) sent to VALUERANK_API_URL; it "
+        "chooses the organisation. Unset: none is sent.",
+    )
     secret_key: SecretStr | None = Field(
         default=None,
         description="Encrypts stored provider API keys and webhook signing secrets: a Fernet key "

@@ -3,22 +3,20 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
-import sys
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, NoReturn, TypeVar
+from typing import IO, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from valuerank.client import ApiClient
 from valuerank.config import Settings, get_settings
 from valuerank.db import Database, create_database
 from valuerank.db.migrate import SchemaOutOfDateError, ensure_schema
@@ -27,6 +25,8 @@ from valuerank.definitions.errors import DefinitionError
 from valuerank.errors import ValueRankError
 from valuerank.formats.errors import FormatError
 from valuerank.orgs import ensure_org
+from valuerank.terminal import print_json as print_json  # re-exported: commands print JSON
+from valuerank.terminal import show_error
 
 T = TypeVar("T")
 
@@ -36,24 +36,19 @@ err_console = Console(stderr=True)
 JsonOption = typer.Option(False, "--json", help="Print machine-readable JSON on stdout.")
 
 
-def print_json(data: Any) -> None:
-    """JSON on stdout, unwrapped, for scripts."""
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
-
-
 def fail(message: str, *, code: str, as_json: bool, hint: str | None = None) -> NoReturn:
     """Report an error (JSON on stdout with --json, else red on stderr) and exit 1."""
-    if as_json:
-        payload: dict[str, Any] = {"success": False, "error": message, "code": code}
-        if hint:
-            payload["hint"] = hint
-        print_json(payload)
-    else:
-        # soft_wrap: never break a file path or an id across lines.
-        err_console.print("[bold red]error:[/]", escape(message), soft_wrap=True, highlight=False)
-        if hint:
-            err_console.print("[dim]hint:[/]", escape(hint), soft_wrap=True, highlight=False)
+    show_error(message, code=code, as_json=as_json, hint=hint)
     raise typer.Exit(1)
+
+
+def api_client(settings: Settings) -> ApiClient | None:
+    """The server that commands which can ask one ask instead of the database
+    (VALUERANK_API_URL), or None."""
+    if not settings.api_url:
+        return None
+    token = settings.api_token.get_secret_value() if settings.api_token else None
+    return ApiClient(settings.api_url, token)
 
 
 def run(coro: Awaitable[T], *, as_json: bool = False) -> T:

@@ -8,13 +8,24 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from valuerank.cli.common import JsonOption, console, database, print_json, run, session
+from valuerank.cli.common import (
+    JsonOption,
+    api_client,
+    console,
+    database,
+    print_json,
+    run,
+    session,
+)
 from valuerank.cli.live import in_process_worker, report_json, results_table, wait_for_run
+from valuerank.client.runs import print_status_from
+from valuerank.config import get_settings
 from valuerank.pipeline.run_status import refresh_report
 from valuerank.queue.enqueue import priority_value
 from valuerank.runs import service
 from valuerank.runs.config import build_config
 from valuerank.runs.results import model_results
+from valuerank.terminal import print_run_status
 
 app = typer.Typer(help="Runs: send a definition's scenarios to models.", no_args_is_help=True)
 RunArg = typer.Argument(..., help="Run id or prefix.")
@@ -156,7 +167,13 @@ def list_runs(as_json: bool = JsonOption) -> None:
 def status(
     run_id: str = typer.Argument(..., help="Run id or prefix."), as_json: bool = JsonOption
 ) -> None:
-    """Status, progress {total, queued, running, completed, failed, cancelled}, cost, ETA."""
+    """Status, progress {total, queued, running, completed, failed, cancelled}, cost, ETA.
+
+    With VALUERANK_API_URL set, the server there answers (its GET /api/runs/{id}: the same
+    fields and more), not the database."""
+    server = api_client(get_settings())
+    if server is not None:
+        raise typer.Exit(print_status_from(server, run_id, as_json=as_json))
 
     async def _go() -> dict[str, Any]:
         async with session() as s:
@@ -164,16 +181,7 @@ def status(
             results = await model_results(s.conn, s.org_id, report.run.id)
         return report_json(report, results)
 
-    data = run(_go(), as_json=as_json)
-    if as_json:
-        print_json(data)
-        return
-    p = data["progress"]
-    eta = "" if data["eta_seconds"] in (None, 0.0) else f", ETA {data['eta_seconds']:.0f} s"
-    console.print(f"run [bold]{data['id']}[/] {data['name']}: [bold]{data['status']}[/]{eta}")
-    console.print("  ".join(f"{k}: {v}" for k, v in p.items()) + f"  cost: ${data['cost_usd']:.4f}")
-    if data["error"]:
-        console.print(f"[red]{data['error']}[/]")
+    print_run_status(run(_go(), as_json=as_json), as_json=as_json)
 
 
 @app.command("results")

@@ -1,0 +1,128 @@
+"""GET a ValueRank server's API: the envelope's `data`, or an `ApiError` with the server's
+code and hint (or one of ours when the server cannot be reached or is not a ValueRank server).
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+# The settings' names (valuerank.config.Settings.api_url / api_token with the VALUERANK_
+# prefix), read here from the environment without loading pydantic-settings.
+API_URL_ENV = "VALUERANK_API_URL"
+API_TOKEN_ENV = "VALUERANK_API_TOKEN"
+TIMEOUT_SECONDS = 30.0
+# An answer larger than this is not a status: refuse it rather than hold it in memory.
+MAX_ANSWER_BYTES = 64 * 1024 * 1024
+
+
+class ApiError(Exception):
+    """A request that got no usable answer: `code` is UPPER_SNAKE (the server's own when it
+    sent one), `hint` says what to do."""
+
+    def __init__(self, message: str, *, code: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.hint = hint
+
+
+@dataclass(frozen=True)
+class ApiClient:
+    """One server: its base URL (`https://valuerank.example.org`, or with a path prefix) and
+    the API token sent as `Authorization: Bearer` (none: the server must let the request in
+    without one, e.g. a loopback client of a server with auto-login)."""
+
+    base_url: str
+    token: str | None = field(default=None, repr=False)  # a secret: never in a repr or log
+    timeout: float = TIMEOUT_SECONDS
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> ApiClient | None:
+        """The server named by VALUERANK_API_URL in `environ` (None when it is unset or
+        empty), with VALUERANK_API_TOKEN."""
+        url = environ.get(API_URL_ENV, "").strip()
+        if not url:
+            return None
+        return cls(url, environ.get(API_TOKEN_ENV, "").strip() or None)
+
+    def url(self, path: str) -> str:
+        """The full URL of `path`; INVALID_API_URL unless the base is an http(s) URL."""
+        base = self.base_url.strip()
+        parts = urlsplit(base)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ApiError(
+                f"{API_URL_ENV} must be an http:// or https:// URL, not {self.base_url!r}",
+                code="INVALID_API_URL",
+                hint="e.g. VALUERANK_API_URL=http://127.0.0.1:8000 (what `valuerank serve` "
+                "prints when it starts)",
+            )
+        return base.rstrip("/") + path
+
+    def get(self, path: str) -> Any:
+        """GET `path` (below the base URL; segments already quoted, see `segment`)."""
+        headers = {"Accept": "application/json"}
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        request = urllib.request.Request(self.url(path), headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                body = response.read(MAX_ANSWER_BYTES + 1)
+        except urllib.error.HTTPError as exc:
+            with exc:
+                raise self._refusal(exc.code, exc.read(MAX_ANSWER_BYTES)) from None
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", None) or exc
+            raise ApiError(
+                f"cannot reach the ValueRank server at {self.base_url}: {reason}",
+                code="API_UNAVAILABLE",
+                hint=f"check {API_URL_ENV} and that `valuerank serve` is running there",
+            ) from None
+        if len(body) > MAX_ANSWER_BYTES:
+            raise self._not_valuerank("an answer over 64 MiB")
+        envelope = _json(body)
+        if not isinstance(envelope, dict) or envelope.get("success") is not True:
+            raise self._not_valuerank("an answer without the API's envelope")
+        return envelope.get("data")
+
+    def _refusal(self, status: int, body: bytes) -> ApiError:
+        """The server's error envelope as an ApiError (its message, code and hint)."""
+        envelope = _json(body)
+        if not isinstance(envelope, dict) or not isinstance(envelope.get("code"), str):
+            return self._not_valuerank(f"HTTP {status} without the API's error envelope")
+        code = envelope["code"]
+        hint = envelope.get("hint")
+        if status == 401:  # say how to fix it here, in the CLI's terms
+            hint = (
+                f"set {API_TOKEN_ENV} to a valid API token of this server "
+                "(`valuerank tokens create` on it)"
+            )
+        return ApiError(
+            str(envelope.get("error") or f"HTTP {status}"),
+            code=code,
+            hint=hint if isinstance(hint, str) else None,
+        )
+
+    def _not_valuerank(self, what: str) -> ApiError:
+        return ApiError(
+            f"{self.base_url} sent {what}: is it a ValueRank server?",
+            code="BAD_API_RESPONSE",
+            hint=f"point {API_URL_ENV} at the address `valuerank serve` prints",
+        )
+
+
+def segment(value: str) -> str:
+    """`value` as one path segment: a run reference with `/` or `?` stays one segment."""
+    return quote(value, safe="")
+
+
+def _json(body: bytes) -> Any:
+    try:
+        return json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
