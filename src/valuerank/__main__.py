@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from valuerank.cli import app
+from valuerank.entry import main
 
 if __name__ == "__main__":
-    app(prog_name="valuerank")
+    main()
