@@ -16,10 +16,12 @@ Measured:
   whole life (wait4; the worker that runs the analysis loads numpy/scipy for it), and in
   `rss_mb` its RSS at 10/50/90 % of the jobs, the growth between, its highest while probing;
 - `valuerank runs status RUN --json` as users run it (a new process each time: wall and CPU
-  time), what of it is Python start-up (`runs status --help`: the same imports, no database),
-  and the command's own work (the same command invoked in this process, imports done); the
-  API's `GET /api/queue/runs/{id}` and `GET /api/runs/{id}` (wall, and the server's CPU per
-  request); each during the run (every `--probe-seconds`) and after it;
+  time), reading the database, and asking the API server instead (VALUERANK_API_URL set:
+  `cli_runs_status_server`), what of it is Python start-up (`runs status --help`: the same
+  imports, no database), and the command's own work (the same command invoked in this
+  process, imports done); the API's `GET /api/queue/runs/{id}` and `GET /api/runs/{id}`
+  (wall, and the server's CPU per request); each during the run (every `--probe-seconds`)
+  and after it;
 - `valuerank export run` of the finished run: seconds, bytes and its peak RSS (wait4);
 - CPU seconds per 1k jobs of the workers and of the database's backends (/proc), the base of
   the multi-machine plan (jobs/s one PostgreSQL core carries);
@@ -67,6 +69,7 @@ from bench.scale_measure import (
     vr_cmd,
     wait_rusage,
 )
+from valuerank.client import API_TOKEN_ENV, API_URL_ENV
 
 BASE_URL = os.environ.get(
     "VALUERANK_BENCH_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test"
@@ -398,7 +401,8 @@ def run_size(jobs: int, args: argparse.Namespace) -> tuple[dict[str, Any], list[
             create_seconds = time.perf_counter() - t0
             run_id = created["id"]
             sampler.run_id = run_id
-            probes = Probes(env, run_id, api, server.pid)
+            server_env = {**env, API_URL_ENV: base, API_TOKEN_ENV: token}
+            probes = Probes(env, run_id, api, server.pid, server_env)
             next_probe = time.perf_counter()
             while sampler.status not in ("completed", "failed", "cancelled"):
                 if time.perf_counter() >= next_probe:

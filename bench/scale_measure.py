@@ -158,15 +158,16 @@ class Probes:
     run_id: str
     api: httpx.Client
     server_pid: int
+    server_env: dict[str, str]  # env with VALUERANK_API_URL (and the token): the CLI asks the API
     times: dict[str, dict[str, list[float]]] = field(default_factory=dict)
 
     def _add(self, phase: str, what: str, ms: float) -> None:
         self.times.setdefault(phase, {}).setdefault(what, []).append(ms)
 
-    def _child(self, phase: str, what: str, *args: str) -> None:
+    def _child(self, phase: str, what: str, *args: str, env: dict[str, str] | None = None) -> None:
         t = time.perf_counter()
         proc = subprocess.Popen(
-            vr_cmd(*args), env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+            vr_cmd(*args), env=env or self.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
         )
         assert proc.stderr is not None
         err = proc.stderr.read()
@@ -177,6 +178,8 @@ class Probes:
 
     def once(self, phase: str, *, startup: bool) -> None:
         self._child(phase, "cli_runs_status", "runs", "status", self.run_id, "--json")
+        status = ("runs", "status", self.run_id, "--json")
+        self._child(phase, "cli_runs_status_server", *status, env=self.server_env)
         if startup:  # the same at any run size: measured after the run, not stealing its CPU
             self._child(phase, "cli_startup", "runs", "status", "--help")
         self._in_process(phase)
