@@ -29,6 +29,13 @@ PG_CONNECT_ARGS: dict[str, Any] = {
     "keepalives_count": 3,
 }
 
+# Every PostgreSQL session turns JIT off. The server compiles a statement with LLVM once its
+# estimated cost passes jit_above_cost (100,000 by default), and the claim's estimate does
+# once autovacuum has analysed a queue of ~100,000 jobs (the estimate ignores the LIMITs that
+# make it read a few rows): each claim then spent 1–6 s compiling a 20 ms statement, and a
+# 100,000-job run fell from ~80 to ~6 jobs/s. No statement here runs long enough to gain.
+PG_SESSION_SETUP = "SET jit = off"
+
 
 @dataclass
 class Database:
@@ -83,6 +90,19 @@ def _install_sqlite_pragmas(engine: AsyncEngine, busy_timeout_ms: int, wal: bool
             _roll_back_before_close(engine.dialect.get_driver_connection(dbapi_connection))
 
 
+def _install_pg_session_setup(engine: AsyncEngine) -> None:
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(PG_SESSION_SETUP)
+        finally:
+            cursor.close()
+        # Committed: a SET in a transaction that is rolled back (as the pool does when the
+        # connection is first returned) would be undone.
+        dbapi_connection.commit()
+
+
 def _roll_back_before_close(driver: Any) -> None:
     """Roll back the transaction of a connection SQLAlchemy is discarding (a task cancelled
     mid-statement invalidates its connection). Closing alone is not enough: the cancelled
@@ -122,4 +142,6 @@ def create_database(
     engine = create_async_engine(url.url, **kwargs)
     if url.is_sqlite:
         _install_sqlite_pragmas(engine, busy_timeout_ms, wal=url.sqlite_path is not None)
+    else:
+        _install_pg_session_setup(engine)
     return Database(url=url, engine=engine)
