@@ -22,8 +22,8 @@ HEAVY = ("numpy", "scipy", "sklearn", "statsmodels", "matplotlib", "pandas", "fa
 # reads the version table), psycopg on SQLite (0.1 s), the job handlers (only `runs wait
 # --work` runs jobs), the definitions' expansion and the launch's checks and estimate (only
 # creating a run needs them), the finalize step (only a stalled run gets one), YAML and the
-# file formats (only their errors are caught), the webhooks' outbox and signing, and the
-# maintenance schedule.
+# file formats (only their errors are caught), the webhooks' outbox and signing, the
+# maintenance schedule, and urllib (only a command asking a server sends requests).
 NOT_FOR_STATUS = (
     *HEAVY,
     "alembic",
@@ -39,6 +39,7 @@ NOT_FOR_STATUS = (
     "valuerank.queue.outbox",
     "valuerank.queue.maintenance_schedule",
     "valuerank.crypto",
+    "urllib.request",
     "yaml",
     "valuerank.formats.transcript_md",
 )

@@ -5,8 +5,6 @@ code and hint (or one of ours when the server cannot be reached or is not a Valu
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -66,6 +64,10 @@ class ApiClient:
 
     def get(self, path: str) -> Any:
         """GET `path` (below the base URL; segments already quoted, see `segment`)."""
+        # Here, not with the module: every CLI command imports this class, few send requests.
+        import urllib.error
+        import urllib.request
+
         headers = {"Accept": "application/json"}
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
