@@ -130,3 +130,6 @@ def test_the_environment_names_are_the_settings(monkeypatch: pytest.MonkeyPatch)
     client = ApiClient.from_env({API_URL_ENV: " http://server.test:8000 ", API_TOKEN_ENV: ""})
     assert client == ApiClient("http://server.test:8000", None)
     assert ApiClient.from_env({API_URL_ENV: "  "}) is None
+    # The full CLI reads them through the settings (and `.env`) the same way: blank is unset.
+    assert ApiClient.configured("  ", "vrt_token") is None
+    assert ApiClient.configured(" http://s.test ", " ") == ApiClient("http://s.test", None)

@@ -45,10 +45,8 @@ def fail(message: str, *, code: str, as_json: bool, hint: str | None = None) -> 
 def api_client(settings: Settings) -> ApiClient | None:
     """The server that commands which can ask one ask instead of the database
     (VALUERANK_API_URL), or None."""
-    if not settings.api_url:
-        return None
     token = settings.api_token.get_secret_value() if settings.api_token else None
-    return ApiClient(settings.api_url, token)
+    return ApiClient.configured(settings.api_url, token)
 
 
 def run(coro: Awaitable[T], *, as_json: bool = False) -> T:

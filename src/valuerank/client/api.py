@@ -15,7 +15,7 @@ from urllib.parse import quote, urlsplit
 API_URL_ENV = "VALUERANK_API_URL"
 API_TOKEN_ENV = "VALUERANK_API_TOKEN"
 TIMEOUT_SECONDS = 30.0
-# An answer larger than this is not a status: refuse it rather than hold it in memory.
+# A larger answer is refused rather than held in memory (a run's detail is a few KB).
 MAX_ANSWER_BYTES = 64 * 1024 * 1024
 
 
@@ -41,13 +41,15 @@ class ApiClient:
     timeout: float = TIMEOUT_SECONDS
 
     @classmethod
+    def configured(cls, url: str | None, token: str | None) -> ApiClient | None:
+        """The server the settings name, or None: a blank URL or token is unset."""
+        url = (url or "").strip()
+        return cls(url, (token or "").strip() or None) if url else None
+
+    @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> ApiClient | None:
-        """The server named by VALUERANK_API_URL in `environ` (None when it is unset or
-        empty), with VALUERANK_API_TOKEN."""
-        url = environ.get(API_URL_ENV, "").strip()
-        if not url:
-            return None
-        return cls(url, environ.get(API_TOKEN_ENV, "").strip() or None)
+        """The server named by VALUERANK_API_URL in `environ`, with VALUERANK_API_TOKEN."""
+        return cls.configured(environ.get(API_URL_ENV), environ.get(API_TOKEN_ENV))
 
     def url(self, path: str) -> str:
         """The full URL of `path`; INVALID_API_URL unless the base is an http(s) URL."""
