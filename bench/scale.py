@@ -460,12 +460,18 @@ def run_size(jobs: int, args: argparse.Namespace) -> tuple[dict[str, Any], list[
 
 
 def machine() -> dict[str, Any]:
+    """Where it ran, with the server's settings that change the figures: without autovacuum
+    (CI machines turn it off) dead rows of `jobs` pile up and a long run slows down."""
     with psycopg.connect(libpq(BASE_URL), autocommit=True) as conn:
-        version = conn.execute("SHOW server_version").fetchone()
+        settings = {
+            name: str(row[0]) if (row := conn.execute(f"SHOW {name}").fetchone()) else None
+            for name in ("server_version", "autovacuum", "shared_buffers", "fsync")
+        }
     return {
         "cpus": os.cpu_count(),
         "python": platform.python_version(),
-        "postgresql": None if version is None else version[0],
+        "postgresql": settings.pop("server_version"),
+        "postgresql_settings": settings,
         "platform": platform.platform(),
     }
 
