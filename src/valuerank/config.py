@@ -35,8 +35,9 @@ class Settings(BaseSettings):
     api_url: str | None = Field(
         default=None,
         description="A ValueRank server (what `valuerank serve` prints, e.g. "
-        "https://valuerank.example.org): `valuerank runs status` asks it over the API instead "
-        "of reading the database. Other commands still use VALUERANK_DATABASE_URL.",
+        "https://valuerank.example.org): `valuerank runs list|status|results` ask it over the "
+        "API instead of reading the database. Other commands still use "
+        "VALUERANK_DATABASE_URL.",
     )
     api_token: SecretStr | None = Field(
         default=None,

@@ -16,7 +16,7 @@ from rich.console import Console
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from valuerank.client import ApiClient
+from valuerank.client import ApiClient, ApiError
 from valuerank.config import Settings, get_settings
 from valuerank.db import Database, create_database
 from valuerank.db.migrate import SchemaOutOfDateError, ensure_schema
@@ -47,6 +47,14 @@ def api_client(settings: Settings) -> ApiClient | None:
     (VALUERANK_API_URL), or None."""
     token = settings.api_token.get_secret_value() if settings.api_token else None
     return ApiClient.configured(settings.api_url, token)
+
+
+def ask(server: ApiClient, call: Callable[[ApiClient], T], *, as_json: bool) -> T:
+    """`call(server)`, its ApiError an exit 1 with the server's code and hint."""
+    try:
+        return call(server)
+    except ApiError as exc:
+        fail(exc.message, code=exc.code, as_json=as_json, hint=exc.hint)
 
 
 def run(coro: Awaitable[T], *, as_json: bool = False) -> T:

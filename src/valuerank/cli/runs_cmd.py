@@ -11,6 +11,7 @@ from rich.table import Table
 from valuerank.cli.common import (
     JsonOption,
     api_client,
+    ask,
     console,
     database,
     print_json,
@@ -18,13 +19,14 @@ from valuerank.cli.common import (
     session,
 )
 from valuerank.cli.live import in_process_worker, report_json, results_table, wait_for_run
-from valuerank.client.runs import print_status_from
+from valuerank.client import runs as remote_runs
+from valuerank.client.runs import print_status_from, run_status
 from valuerank.config import get_settings
 from valuerank.pipeline.run_status import refresh_report
 from valuerank.queue.enqueue import priority_value
 from valuerank.runs import service
 from valuerank.runs.config import build_config
-from valuerank.runs.results import model_results
+from valuerank.runs.results import ModelResult, model_results
 from valuerank.terminal import print_run_status
 
 app = typer.Typer(help="Runs: send a definition's scenarios to models.", no_args_is_help=True)
@@ -138,13 +140,21 @@ def create(
 
 @app.command("list")
 def list_runs(as_json: bool = JsonOption) -> None:
-    """Runs of this organisation, newest first."""
+    """The organisation's 100 newest runs, newest first.
+
+    With VALUERANK_API_URL set, the server there answers (its GET /api/runs: the same
+    fields and more), not the database."""
 
     async def _go() -> list[dict[str, Any]]:
         async with session() as s:
             return [r.summary_dict() for r in await service.list_runs(s.conn, s.org_id)]
 
-    rows = run(_go(), as_json=as_json)
+    server = api_client(get_settings())
+    rows = (
+        ask(server, remote_runs.list_runs, as_json=as_json)
+        if server
+        else run(_go(), as_json=as_json)
+    )
     if as_json:
         print_json(rows)
         return
@@ -188,7 +198,9 @@ def status(
 def results(
     run_id: str = typer.Argument(..., help="Run id or prefix."), as_json: bool = JsonOption
 ) -> None:
-    """How each model decided: transcripts, decisions 1–5, refusals, mean, cost."""
+    """How each model decided: transcripts, decisions 1–5, refusals, mean, cost.
+
+    With VALUERANK_API_URL set, the server there answers, not the database."""
 
     async def _go() -> dict[str, Any]:
         async with session() as s:
@@ -196,16 +208,16 @@ def results(
             rows = await model_results(s.conn, s.org_id, r.id)
         return {"id": r.id, "summary": r.summary, "results": [m.to_dict() for m in rows]}
 
-    data = run(_go(), as_json=as_json)
+    server = api_client(get_settings())
+    if server is not None:
+        detail = ask(server, lambda c: run_status(c, run_id), as_json=as_json)
+        data = {key: detail[key] for key in ("id", "summary", "results")}
+    else:
+        data = run(_go(), as_json=as_json)
     if as_json:
         print_json(data)
         return
-
-    async def _rows() -> Any:
-        async with session() as s:
-            return await model_results(s.conn, s.org_id, data["id"])
-
-    console.print(results_table(run(_rows())))
+    console.print(results_table([ModelResult.from_dict(m) for m in data["results"]]))
     if data["summary"]:
         console.print(data["summary"])
 

@@ -1,4 +1,5 @@
-"""Runs, asked of a server: `valuerank runs status` when VALUERANK_API_URL is set."""
+"""Runs, asked of a server: `valuerank runs list|status|results` when VALUERANK_API_URL is
+set."""
 
 from __future__ import annotations
 
@@ -14,6 +15,13 @@ def run_status(client: ApiClient, ref: str) -> dict[str, Any]:
     (dates, priority, sampling, judges, the actions it allows)."""
     data: dict[str, Any] = client.get(f"/api/runs/{segment(ref)}")
     return data
+
+
+def list_runs(client: ApiClient, *, limit: int = 100) -> list[dict[str, Any]]:
+    """GET /api/runs: the organisation's `limit` newest runs (what `runs list --json` prints
+    from the database, with each run's progress and dates)."""
+    runs: list[dict[str, Any]] = client.get(f"/api/runs?limit={int(limit)}")["runs"]
+    return runs
 
 
 def print_status_from(client: ApiClient, ref: str, *, as_json: bool) -> int:

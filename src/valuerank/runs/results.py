@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +38,21 @@ class ModelResult:
             "cost_usd": self.cost_usd,
             "synthetic": self.synthetic,
         }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ModelResult:
+        """The inverse of `to_dict` (e.g. a server's answer, for the CLI's table)."""
+        return cls(
+            model=data["model"],
+            transcripts=data["transcripts"],
+            decided=data["decided"],
+            refusals=data["refusals"],
+            mean_decision=data["mean_decision"],
+            stdev_decision=data["stdev_decision"],
+            decision_counts={int(k): v for k, v in data["decision_counts"].items()},
+            cost_usd=data["cost_usd"],
+            synthetic=data["synthetic"],
+        )
 
 
 def _mean_stdev(counts: dict[int, int]) -> tuple[float | None, float | None]:

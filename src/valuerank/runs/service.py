@@ -113,7 +113,7 @@ async def list_runs(conn: AsyncConnection, org_id: str, *, limit: int = 100) -> 
     rows = await conn.execute(
         select(runs)
         .where(runs.c.org_id == org_id)
-        .order_by(runs.c.created_at.desc(), runs.c.id)
+        .order_by(runs.c.created_at.desc(), runs.c.id.desc())  # the API's order too
         .limit(limit)
     )
     return [run_from_row(row) for row in rows]
