@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -42,17 +42,9 @@ class ModelResult:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ModelResult:
         """The inverse of `to_dict` (e.g. a server's answer, for the CLI's table)."""
-        return cls(
-            model=data["model"],
-            transcripts=data["transcripts"],
-            decided=data["decided"],
-            refusals=data["refusals"],
-            mean_decision=data["mean_decision"],
-            stdev_decision=data["stdev_decision"],
-            decision_counts={int(k): v for k, v in data["decision_counts"].items()},
-            cost_usd=data["cost_usd"],
-            synthetic=data["synthetic"],
-        )
+        values = {f.name: data[f.name] for f in fields(cls)}
+        values["decision_counts"] = {int(k): v for k, v in data["decision_counts"].items()}
+        return cls(**values)
 
 
 def _mean_stdev(counts: dict[int, int]) -> tuple[float | None, float | None]:
