@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sys
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
@@ -14,13 +13,11 @@ from pathlib import Path
 
 import pytest
 from tests.api.conftest import TOKEN, api_settings, make_demo_run, provision_admin, running
+from tests.cli_against_server import UNTOUCHED_DB, Answer, database_env, full_cli, user_env
 from tests.conftest import TestDatabase
-from typer.testing import CliRunner
 
 from valuerank.api import create_app
-from valuerank.cli import app
 from valuerank.client import API_TOKEN_ENV, API_URL_ENV
-from valuerank.config import get_settings
 from valuerank.db import Database
 from valuerank.entry import answer_fast, status_request
 
@@ -61,7 +58,7 @@ def test_only_runs_status_of_one_run_takes_the_fast_path(
     assert status_request(args) == expected
 
 
-def test_without_a_server_in_the_environment_the_full_cli_answers() -> None:
+def test_without_a_server_in_the_environment_thefull_cli_answers() -> None:
     assert answer_fast(["runs", "status", "r1", "--json"], {}) is None
     assert answer_fast(["runs", "status", "r1"], {API_URL_ENV: " "}) is None
     assert answer_fast(["runs", "list"], {API_URL_ENV: "http://127.0.0.1:9"}) is None
@@ -74,16 +71,7 @@ class Server:
     database: TestDatabase
 
     def env(self, tmp_path: Path, **extra: str) -> dict[str, str]:
-        """A user's environment asking this server; its database setting names a file the
-        fast path must never create."""
-        env = {k: v for k, v in os.environ.items() if not k.startswith("VALUERANK_")}
-        env |= {
-            API_URL_ENV: self.url,
-            API_TOKEN_ENV: TOKEN,
-            "VALUERANK_DATABASE_URL": f"sqlite:///{tmp_path / 'untouched.db'}",
-            "COLUMNS": "100",
-        }
-        return env | extra
+        return user_env(self.url, TOKEN, tmp_path, **extra)
 
 
 @pytest.fixture
@@ -94,13 +82,6 @@ async def server(db: Database, org_id: str, database_url: TestDatabase) -> Async
     )
     async with running(create_app(db, org_id=org_id, settings=api_settings())) as url:
         yield Server(url, run.id, database_url)
-
-
-@dataclass
-class Answer:
-    code: int
-    stdout: str
-    stderr: str
 
 
 async def _valuerank(env: Mapping[str, str], *args: str) -> Answer:
@@ -119,24 +100,14 @@ async def _valuerank(env: Mapping[str, str], *args: str) -> Answer:
     return Answer(proc.returncode, out.decode(), err.decode())
 
 
-def _full_cli(env: Mapping[str, str], *args: str) -> Answer:
-    """The same command through the Typer app (never the fast path)."""
-    get_settings.cache_clear()
-    try:
-        result = CliRunner().invoke(app, list(args), env=dict(env), catch_exceptions=False)
-    finally:
-        get_settings.cache_clear()
-    return Answer(result.exit_code, result.stdout, result.stderr)
-
-
-async def test_the_server_answers_what_the_full_cli_prints(server: Server, tmp_path: Path) -> None:
+async def test_the_server_answers_what_thefull_cli_prints(server: Server, tmp_path: Path) -> None:
     env = server.env(tmp_path)
     for args in (("runs", "status", server.run_id, "--json"), ("runs", "status", server.run_id)):
         fast = await _valuerank(env, *args)
-        full = await asyncio.to_thread(_full_cli, env, *args)
+        full = await asyncio.to_thread(full_cli, env, *args)
         assert (fast.code, fast.stderr) == (0, "")
         assert fast == full
-    assert not (tmp_path / "untouched.db").exists()  # neither read the database
+    assert not (tmp_path / UNTOUCHED_DB).exists()  # neither read the database
 
     data = json.loads(
         fast_json := (await _valuerank(env, "runs", "status", server.run_id[:8], "--json")).stdout
@@ -149,9 +120,8 @@ async def test_the_server_answers_what_the_full_cli_prints(server: Server, tmp_p
     assert f"run {server.run_id} [bold]not markup[/]: pending" in text
     assert "total: 0" in text and "cost: $0.0020" in text  # two transcripts at $0.001
     # Every field the database path prints, with the same value (the server adds more).
-    local_env = {**env, "VALUERANK_DATABASE_URL": server.database.url}
-    del local_env[API_URL_ENV]
-    local = await asyncio.to_thread(_full_cli, local_env, "runs", "status", server.run_id, "--json")
+    local_env = database_env(server.database.url)
+    local = await asyncio.to_thread(full_cli, local_env, "runs", "status", server.run_id, "--json")
     assert local.code == 0, local.stdout
     expected = json.loads(local.stdout)
     assert {k: data[k] for k in expected} == expected, fast_json
@@ -176,7 +146,7 @@ async def test_errors_exit_1_with_the_servers_code_and_what_to_do(
     assert "error:" in denied.stderr and f"hint: set {API_TOKEN_ENV}" in denied.stderr
     assert "vrt_wrong" not in denied.stderr
     assert denied == await asyncio.to_thread(
-        _full_cli,
+        full_cli,
         server.env(tmp_path, **{API_TOKEN_ENV: "vrt_wrong"}),
         "runs",
         "status",
@@ -184,7 +154,7 @@ async def test_errors_exit_1_with_the_servers_code_and_what_to_do(
     )
 
 
-async def test_help_and_other_forms_go_to_the_full_cli(server: Server, tmp_path: Path) -> None:
+async def test_help_and_other_forms_go_to_thefull_cli(server: Server, tmp_path: Path) -> None:
     env = server.env(tmp_path)
     helped = await _valuerank(env, "runs", "status", "--help")
     assert helped.code == 0 and "Usage: valuerank runs status" in helped.stdout
@@ -192,7 +162,7 @@ async def test_help_and_other_forms_go_to_the_full_cli(server: Server, tmp_path:
     # `--` is not the fast path's: the full CLI answers it, from the same server.
     full = await _valuerank(env, "runs", "status", "--json", "--", server.run_id)
     assert full.code == 0 and json.loads(full.stdout)["id"] == server.run_id
-    assert not (tmp_path / "untouched.db").exists()
+    assert not (tmp_path / UNTOUCHED_DB).exists()
 
 
 async def test_the_fast_path_loads_neither_typer_nor_the_database_stack(

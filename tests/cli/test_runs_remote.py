@@ -5,21 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from tests.api.conftest import TOKEN, api_settings, make_demo_run, provision_admin, running
+from tests.cli_against_server import UNTOUCHED_DB, database_env, full_cli, user_env
 from tests.conftest import TestDatabase
-from typer.testing import CliRunner
 
 from valuerank.accounts import Role, add_member, create_token
 from valuerank.api import create_app
-from valuerank.cli import app
-from valuerank.client import API_TOKEN_ENV, API_URL_ENV
-from valuerank.config import get_settings
 from valuerank.db import Database
 from valuerank.orgs import ensure_org
 
@@ -49,27 +45,16 @@ async def setup(db: Database, org_id: str, database_url: TestDatabase) -> AsyncI
         yield Setup(url, [r.id for r in runs], database_url, outsider)
 
 
-def _cli(env: dict[str, str], *args: str) -> tuple[int, str]:
-    get_settings.cache_clear()
-    try:
-        result = CliRunner().invoke(app, list(args), env=env, catch_exceptions=False)
-    finally:
-        get_settings.cache_clear()
-    return result.exit_code, result.stdout
-
-
 def _envs(
     setup: Setup, tmp_path: Path, token: str = TOKEN
 ) -> tuple[dict[str, str], dict[str, str]]:
-    """(asking the server — its database setting names a file never made, reading the
-    database)."""
-    base = {k: v for k, v in os.environ.items() if not k.startswith("VALUERANK_")}
-    remote = base | {
-        API_URL_ENV: setup.url,
-        API_TOKEN_ENV: token,
-        "VALUERANK_DATABASE_URL": f"sqlite:///{tmp_path / 'untouched.db'}",
-    }
-    return remote, base | {"VALUERANK_DATABASE_URL": setup.database.url}
+    """(asking the server, reading the database)."""
+    return user_env(setup.url, token, tmp_path), database_env(setup.database.url)
+
+
+async def _cli(env: dict[str, str], *args: str) -> tuple[int, str]:
+    answer = await asyncio.to_thread(full_cli, env, *args)
+    return answer.code, answer.stdout
 
 
 async def test_list_and_results_from_the_server_match_the_database(
@@ -77,9 +62,9 @@ async def test_list_and_results_from_the_server_match_the_database(
 ) -> None:
     remote, local = _envs(setup, tmp_path)
     for args in (("runs", "list", "--json"), ("runs", "results", setup.run_ids[1], "--json")):
-        code, asked = await asyncio.to_thread(_cli, remote, *args)
+        code, asked = await _cli(remote, *args)
         assert code == 0, asked
-        code, read = await asyncio.to_thread(_cli, local, *args)
+        code, read = await _cli(local, *args)
         assert code == 0, read
         asked_data, read_data = json.loads(asked), json.loads(read)
         if isinstance(read_data, list):  # list: each run has the database's fields and more
@@ -92,20 +77,18 @@ async def test_list_and_results_from_the_server_match_the_database(
             assert asked_data["results"][0]["decision_counts"] == {"2": 1}
     # In words, the same tables.
     for args in (("runs", "list"), ("runs", "results", setup.run_ids[0])):
-        assert await asyncio.to_thread(_cli, remote, *args) == await asyncio.to_thread(
-            _cli, local, *args
-        )
-    assert not (tmp_path / "untouched.db").exists()
+        assert await _cli(remote, *args) == await _cli(local, *args)
+    assert not (tmp_path / UNTOUCHED_DB).exists()
 
 
 async def test_the_tokens_organisation_is_all_the_server_shows(
     setup: Setup, tmp_path: Path
 ) -> None:
     remote, _ = _envs(setup, tmp_path, token=setup.outsider_token)
-    code, out = await asyncio.to_thread(_cli, remote, "runs", "list", "--json")
+    code, out = await _cli(remote, "runs", "list", "--json")
     assert (code, json.loads(out)) == (0, [])
-    code, out = await asyncio.to_thread(_cli, remote, "runs", "results", setup.run_ids[0], "--json")
+    code, out = await _cli(remote, "runs", "results", setup.run_ids[0], "--json")
     assert code == 1 and json.loads(out)["code"] == "NOT_FOUND"
     remote, _ = _envs(setup, tmp_path, token="vrt_wrong")
-    code, out = await asyncio.to_thread(_cli, remote, "runs", "list", "--json")
+    code, out = await _cli(remote, "runs", "list", "--json")
     assert code == 1 and json.loads(out)["code"] == "UNAUTHORIZED"
