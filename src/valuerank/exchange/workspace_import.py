@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-import yaml
 from sqlalchemy import Table, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -48,7 +47,7 @@ from valuerank.exchange.run_import import (
     write_planned,
 )
 from valuerank.exchange.workspace import FORMAT, FORMAT_VERSION
-from valuerank.formats import FormatError, parse_rubric
+from valuerank.formats import FormatError, parse_rubric, yaml_io
 from valuerank.rubrics import rubric_content_hash
 from valuerank.runs.states import RunStatus
 
@@ -89,9 +88,10 @@ def _yaml(tree: SourceTree, path: str) -> Any:
     if path not in tree.files:
         raise ImportFormatError(f"{where} is missing", hint="export the workspace again")
     try:
-        return yaml.safe_load(decode(tree.files[path], where))
-    except yaml.YAMLError as exc:
-        raise ImportFormatError(f"{where}: not valid YAML ({exc})") from exc
+        return yaml_io.load(decode(tree.files[path], where), where).data
+    except FormatError as exc:
+        where_line = FormatError(exc.message, source=exc.source, line=exc.line).render()
+        raise ImportFormatError(where_line, hint=exc.hint) from exc
 
 
 def _header(tree: SourceTree) -> Mapping[str, Any]:

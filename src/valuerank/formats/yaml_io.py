@@ -28,6 +28,7 @@ from yaml.emitter import ScalarAnalysis
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from .errors import FormatError
+from .yaml_bounds import PurePythonBoundedLoader, YamlTooComplex, bounded_loader
 
 KeyPath = tuple[Any, ...]
 
@@ -148,14 +149,15 @@ def _walk(node: Node, path: KeyPath, lines: dict[KeyPath, int]) -> None:
 
 
 def load(text: str, source: str | None = None, *, line_offset: int = 0) -> Loaded:
-    """Parse YAML text (safe loader); raise FormatError naming the line on bad syntax.
+    """Parse YAML text (safe loader, bounded: see yaml_bounds); raise FormatError naming the
+    line on bad syntax or a document past the bounds.
 
     `line_offset` is added to every line (for YAML embedded in a larger file, e.g. front
     matter). Keys appear in `lines` as their scalar text, as written in the file.
     """
-    loader: yaml.SafeLoader | None = None
+    loader: PurePythonBoundedLoader | None = None
     try:
-        loader = yaml.SafeLoader(text)
+        loader = bounded_loader(text)
         node = loader.get_single_node()
         data = loader.construct_document(node) if node is not None else None
     except yaml.reader.ReaderError as exc:
@@ -164,6 +166,14 @@ def load(text: str, source: str | None = None, *, line_offset: int = 0) -> Loade
             source=source,
             line=text[: exc.position].count("\n") + 1 + line_offset,
             hint="remove the control character (or write it as an escape in double quotes)",
+        ) from exc
+    except YamlTooComplex as exc:
+        mark = exc.problem_mark
+        raise FormatError(
+            f"YAML too complex: {exc.problem}",
+            source=source,
+            line=mark.line + 1 + line_offset if mark is not None else None,
+            hint="write the document out plainly: no deep nesting, few aliases",
         ) from exc
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
