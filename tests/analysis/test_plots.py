@@ -20,6 +20,7 @@ from valuerank.analysis.plots import (
     comparison_forest,
     dimension_effects,
     pca_scatter,
+    value_sensitivity,
     win_rates,
     write_figures,
 )
@@ -70,7 +71,7 @@ def test_files_are_png_and_svg(results, tmp_path: Path) -> None:  # type: ignore
     basic, deep, comparison = results
     figures = {**analysis_figures(basic, deep), "comparison_forest": comparison_forest(comparison)}
     paths = write_figures(figures, tmp_path / "plots")
-    assert len(paths) == 2 * len(figures) == 10
+    assert len(paths) == 2 * len(figures) == 12
     for path in paths:
         if path.suffix == ".png":
             assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -128,3 +129,27 @@ def test_without_a_deep_analysis_there_is_no_pca_figure(results) -> None:  # typ
     basic, deep, _ = results
     assert "pca_scatter" not in analysis_figures(basic)
     assert "pca_scatter" in analysis_figures(basic, deep)
+
+
+def test_value_sensitivity_error_bars_are_the_stored_intervals(results) -> None:  # type: ignore[no-untyped-def]
+    basic, _, _ = results
+    section = basic["valueSensitivity"]
+    dims = sorted({d for entries in section.values() for d in entries})
+    ax = value_sensitivity(basic).axes[0]
+    first = next(iter(section.values()))
+    assert [t.get_text() for t in ax.get_yticklabels()] == [
+        f"{first[d]['value']} ({d})" for d in dims
+    ]
+    containers = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
+    assert [c.get_label() for c in containers] == list(section)
+    for container, entries in zip(containers, section.values(), strict=True):
+        points, _, (bars,) = container.lines
+        for j, dim in enumerate(dims):
+            entry = entries[dim]
+            (x0, _), (x1, _) = bars.get_segments()[j]
+            assert (x0, x1) == pytest.approx(tuple(entry["ci95"]))
+            assert points.get_xdata()[j] == pytest.approx(entry["coefficient"])
+    assert (
+        "nothing to measure"
+        in value_sensitivity(analyze_basic(run_of([("m:a", "s1", 3)]))).axes[0].texts[0].get_text()
+    )

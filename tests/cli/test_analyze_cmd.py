@@ -64,7 +64,13 @@ def test_analyze_compare_experiment_and_lineage(cli: Invoke, tmp_path: Path) -> 
     names = sorted(p.name for p in plots.iterdir())
     assert names == sorted(
         f"{n}.{ext}"
-        for n in ("win_rates", "agreement_heatmap", "dimension_effects", "pca_scatter")
+        for n in (
+            "value_sensitivity",
+            "win_rates",
+            "agreement_heatmap",
+            "dimension_effects",
+            "pca_scatter",
+        )
         for ext in ("png", "svg")
     )
     human = cli("analyze", a, "--deep")

@@ -40,6 +40,17 @@ def test_demo_runs_a_sampled_run_and_reports_per_model(cli: Invoke) -> None:
     assert results["scripted:refuser"]["refusals"] == 4
     # The completed run was analysed by its own job before the demo went on.
     assert data["analysed"] is True
+    # …and its value sensitivities are part of the report (4 scenarios: no intervals yet).
+    stakes = data["valueSensitivity"]["scripted:utilitarian"]
+    assert {d: e["value"] for d, e in stakes.items()} == {
+        "Tenure": "Loyalty",
+        "Harm": "Physical safety",
+        "Cost": "Economics",
+    }
+    assert all(e["n"] == 4 for e in stakes.values())
+    assert all(
+        e["coefficient"] is None for e in data["valueSensitivity"]["scripted:refuser"].values()
+    )
     analysis = cli("analyze", data["id"], "--json").json()
     assert analysis["analysis"]["meta"]["cached"] is True
     # a second demo reuses the imported definition and adds a second run
@@ -101,12 +112,15 @@ async def test_demo_prints_a_url_that_lands_on_the_runs_analysis_logged_in(
     )  # fmt: skip
     assert proc.stdout is not None and proc.stderr is not None
     try:
-        line = ""
+        line, printed = "", []
         async with asyncio.timeout(120):
             while "to explore the run" not in line:
                 raw = await proc.stdout.readline()
                 assert raw, (await proc.stderr.read()).decode()
                 line = raw.decode()
+                printed.append(line)
+        # The value sensitivities are printed before the URL (the table's title may wrap).
+        assert "Value sensitivity" in "".join(printed) and "Loyalty" in "".join(printed)
         url = line.split("open ", 1)[1].split()[0]
         assert url.startswith("http://127.0.0.1:") and "token" not in url
         base, path = url.split("/runs/", 1)

@@ -75,7 +75,7 @@ async def test_analysis_page(
     assert EVIL not in html and "analysed &lt;script&gt;" in html
     figures = svgs(html)
     labels = {f.get("aria-label") for f in figures}
-    assert "Model agreement heat map (Spearman rho)" in labels and len(figures) == 3
+    assert "Model agreement heat map (Spearman rho)" in labels and len(figures) == 4
     assert all(f.get("role") == "img" for f in figures)
     ids = [e.get("id") for f in figures for e in f.iter() if e.get("id")]
     assert len(ids) == len(set(ids))  # figures share a page: prefixed ids

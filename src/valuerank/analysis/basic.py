@@ -22,10 +22,12 @@ from valuerank.analysis.output import AnalysisWarning, clean
 from valuerank.analysis.profile import contested, per_model, sample_warnings, visualization
 from valuerank.analysis.profile import win_rate_method as _win_rate_method
 from valuerank.analysis.sampling import basis_warnings
+from valuerank.analysis.sensitivity import METHOD as SENSITIVITY_METHOD
+from valuerank.analysis.sensitivity import value_sensitivity
 
 # Bump whenever a figure would come out differently: cached analyses of another version are
 # recomputed.
-CODE_VERSION = "1.1.0"
+CODE_VERSION = "1.2.0"
 ALPHA = 0.05
 
 VARIANTS = (
@@ -71,6 +73,7 @@ def methods_used(data: AnalysisInput, alpha: float) -> dict[str, Any]:
         "dimensionEffectSize": "eta_squared",
         "varianceExplained": "ols_r2_categorical",
         "outlierModels": "modified_z_mad",
+        "valueSensitivity": SENSITIVITY_METHOD,
         "contestedVariance": "population_ddof0_over_decided_transcripts",
         "alpha": alpha,
         "codeVersion": CODE_VERSION,
@@ -137,13 +140,18 @@ def analyze_basic(
     profile = per_model(data)
     agreement, agreement_warnings = model_agreement(data.models, cells, alpha)
     dimensions, dimension_warnings = dimension_analysis(data, alpha)
+    sensitivity, sensitivity_warnings = value_sensitivity(data)
     warnings = [
         *input_warnings(data),
         *sample_warnings(data, profile),
         *agreement_warnings,
         *dimension_warnings,
+        *sensitivity_warnings,
     ]
     result = {
+        # First: what moves each model, from the decisions alone (no judges needed).
+        "valueSensitivity": sensitivity,
+        "scaleLabels": {str(code): text for code, text in sorted(data.scale_labels.items())},
         "perModel": profile,
         "modelAgreement": agreement,
         "dimensionAnalysis": dimensions,

@@ -56,6 +56,10 @@ class AnalysisInput:
     value_status: Int8Array  # (transcripts, values): +1 prioritised, -1 deprioritised, 0
     judged: BoolArray  # (transcripts,): the judges' consensus is known
     sample: SampleBasis | None = None
+    # What the definition says the figures mean (analysis/stakes.py): each dimension's
+    # value ("Freedom") and the decision scale's labels by code; empty when unknown.
+    dimension_values: Mapping[str, str] = field(default_factory=dict)
+    scale_labels: Mapping[int, str] = field(default_factory=dict)
 
     @property
     def n(self) -> int:
@@ -88,6 +92,8 @@ class AnalysisInput:
         judged: Sequence[bool] | None = None,
         value_universe: Sequence[str] = (),
         sample: SampleBasis | None = None,
+        dimension_values: Mapping[str, str] | None = None,
+        scale_labels: Mapping[int, str] | None = None,
     ) -> AnalysisInput:
         """Arrays from per-transcript columns. `scenarios` describes every scenario id used
         (others get their id as name and no levels); `judged[i]` says whether transcript i
@@ -137,6 +143,8 @@ class AnalysisInput:
             value_status=status,
             judged=judged_arr,
             sample=sample,
+            dimension_values=dict(dimension_values or {}),
+            scale_labels=dict(scale_labels or {}),
         )
 
 

@@ -89,6 +89,42 @@ def win_rates(basic: Mapping[str, Any]) -> Figure:
     return fig
 
 
+def value_sensitivity(basic: Mapping[str, Any]) -> Figure:
+    """Each stake's effect on each model's decision (points per level) with its 95 %
+    interval, models side by side; positive = towards the top of the scale."""
+    section = basic.get("valueSensitivity") or {}
+    models = list(section)
+    dims = sorted({d for dims in section.values() for d in dims})
+    if not dims:
+        return _empty("Value sensitivity", "no dimensions: nothing to measure")
+    fig = Figure(figsize=(7, 1.4 + 0.5 * len(dims) * max(1, len(models)) ** 0.5))
+    ax = fig.add_subplot()
+    step = 0.8 / max(len(models), 1)
+    for k, model in enumerate(models):
+        ys, xs, lo, hi = [], [], [], []
+        for j, dim in enumerate(dims):
+            entry = section[model].get(dim) or {}
+            if entry.get("coefficient") is None:
+                continue
+            ci = entry.get("ci95") or [entry["coefficient"]] * 2
+            ys.append(j - 0.4 + step * (k + 0.5))
+            xs.append(entry["coefficient"])
+            lo.append(entry["coefficient"] - ci[0])
+            hi.append(ci[1] - entry["coefficient"])
+        ax.errorbar(xs, ys, xerr=[lo, hi], fmt="o", capsize=2, markersize=4, label=model)
+    first = next(iter(section.values()))
+    ax.set_yticks(range(len(dims)), [f"{first[d]['value']} ({d})" for d in dims], fontsize=8)
+    ax.invert_yaxis()
+    ax.axvline(0, color="#888888", linestyle="--", linewidth=0.8)
+    labels = basic.get("scaleLabels") or {}
+    top = labels[max(labels, key=int)] if labels else "higher codes"
+    ax.set_xlabel(f"decision points per level, 95 % interval (+: towards {top!r})", wrap=True)
+    ax.set_title("Value sensitivity: what moves each model")
+    ax.legend(fontsize=7, loc="best")
+    fig.tight_layout()
+    return fig
+
+
 def agreement_matrix(basic: Mapping[str, Any]) -> tuple[list[str], Any]:
     """(models, matrix of Spearman ρ with 1 on the diagonal and NaN where undefined)."""
     models = list(basic["perModel"])
@@ -190,6 +226,7 @@ def analysis_figures(
     basic: Mapping[str, Any], deep: Mapping[str, Any] | None = None
 ) -> dict[str, Figure]:
     figures = {
+        "value_sensitivity": value_sensitivity(basic),
         "win_rates": win_rates(basic),
         "agreement_heatmap": agreement_heatmap(basic),
         "dimension_effects": dimension_effects(basic),

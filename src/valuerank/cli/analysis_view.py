@@ -11,6 +11,55 @@ from valuerank.cli.analysis_deep_view import print_deep
 from valuerank.cli.analysis_format import grouped_table, interval_text, num, p_text
 
 
+def no_interval(status: str) -> str:
+    """Why an entry has no interval (the warnings say more)."""
+    return "no interval" if status == "ok" else status.replace("_", " ")
+
+
+def sensitivity_table(analysis: dict[str, Any]) -> Table:
+    """What moves each model: decision points per level of each stake, from the decisions
+    alone (analysis/sensitivity.py), largest effect first."""
+    from valuerank.analysis.sensitivity import scale_ends  # `analyze --help` stays light
+
+    low, high = scale_ends(analysis.get("scaleLabels"))
+    groups = {}
+    for model, dims in analysis.get("valueSensitivity", {}).items():
+        ranked = sorted(dims.items(), key=lambda item: -abs(item[1]["coefficient"] or 0.0))
+        groups[model] = [
+            [
+                entry["value"],
+                dim,
+                "–" if entry["coefficient"] is None else f"{entry['coefficient']:+.2f}",
+                interval_text(entry["ci95"]) or no_interval(entry["status"]),
+                p_text(entry["pValue"]),
+                str(entry["n"]),
+            ]
+            for dim, entry in ranked
+        ]
+    ends = f"+ towards '{high}', − towards '{low}'; " if high and low else ""
+    return grouped_table(
+        "Value sensitivity: decision points per level of the stake (others fixed)",
+        ("value", "dimension", "points/level", "95 % CI", "p", "n"),
+        groups,
+        caption=f"{ends}OLS, intervals cluster-robust by scenario",
+        empty="no decisions",
+    )
+
+
+def sensitivity_lines(analysis: dict[str, Any], limit: int = 3) -> list[str]:
+    """The strongest findings in words, one per model (those whose interval excludes 0)."""
+    from valuerank.analysis.sensitivity import sentence
+
+    labels = analysis.get("scaleLabels")
+    found = []
+    for model, dims in analysis.get("valueSensitivity", {}).items():
+        clear = [e for e in dims.values() if e["ci95"] and (e["ci95"][0] > 0 or e["ci95"][1] < 0)]
+        if clear:
+            strongest = max(clear, key=lambda e: abs(e["coefficient"]))
+            found.append(sentence(model, strongest, labels))
+    return found[:limit] if limit else found
+
+
 def models_table(analysis: dict[str, Any]) -> Table:
     table = Table(title="Models", caption=(analysis.get("sample") or {}).get("basis"))
     for column in ("model", "n", "decided", "refused", "mean", "sd", "95 % CI"):
@@ -116,6 +165,10 @@ def print_analysis(console: Console, analysis: dict[str, Any]) -> None:
         f"[bold]analysis of run {meta['runId'][:8]}[/]{cached}: {meta['transcripts']} transcripts, "
         f"{meta['decided']} decided, {meta['judged']} judged"
     )
+    if analysis.get("valueSensitivity"):  # shown first: needs no judge
+        console.print(sensitivity_table(analysis))
+        for line in sensitivity_lines(analysis, limit=0):
+            console.print(f"  {line}", soft_wrap=True)
     tables = [models_table(analysis)]
     if analysis["meta"].get("values"):
         tables.append(win_rates_table(analysis))

@@ -3,8 +3,9 @@
 Imports the bundled example definition, runs a sampled run against the embedded local model
 (and two synthetic scripted personas, labelled as such, so the table has contrast), shows a
 live progress bar with the jobs running in this process, waits for the analysis a completed
-run gets (the `analyze:basic` job its last step enqueues), prints the per-model results, and
-starts the server with the URL of the run's analysis page to open.
+run gets (the `analyze:basic` job its last step enqueues), prints the per-model results and
+the value sensitivities (what moves each model, from its decisions alone), and starts the
+server with the URL of the run's analysis page to open.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 import typer
 
+from valuerank.cli.analysis_view import sensitivity_lines, sensitivity_table
 from valuerank.cli.common import JsonOption, console, database, print_json, run
 from valuerank.cli.live import in_process_worker, report_json, results_table, wait_for_run
 from valuerank.db import Database
@@ -48,6 +50,14 @@ async def wait_for_analysis(db: Database, run_id: str, *, timeout: float) -> boo
         if time.monotonic() >= deadline:
             return False
         await asyncio.sleep(0.1)
+
+
+async def demo_sensitivity(db: Database, org_id: str, run_id: str) -> dict[str, Any]:
+    """The analysis' value sensitivities and scale (stored by the run's analysis job)."""
+    from valuerank.findings.analyses import run_analysis
+
+    analysis = (await run_analysis(db, org_id, run_id)).analysis
+    return {key: analysis.get(key) for key in ("valueSensitivity", "scaleLabels")}
 
 
 def landing_path(run_id: str, analysed: bool) -> str:
@@ -99,10 +109,15 @@ def demo(
                 )
             async with db.transaction() as conn:
                 results = await model_results(conn, org_id, run_id)
+            sensitivity = await demo_sensitivity(db, org_id, run_id) if analysed else {}
             if not as_json:
                 console.print(results_table(results))
                 if final.run.summary:
                     console.print(final.run.summary)
+                if sensitivity:
+                    console.print(sensitivity_table(sensitivity))
+                    for line in sensitivity_lines(sensitivity):
+                        console.print(f"  {line}", soft_wrap=True)
             if serve_after and not as_json:
                 from valuerank.cli.serve_cmd import binds_loopback_only, serve
 
@@ -127,7 +142,11 @@ def demo(
                 await serve(
                     db, org_id, host=host, port=port, work=True, on_ready=ready, settings=settings
                 )
-            return {**report_json(final, results), "analysed": analysed}
+            return {
+                **report_json(final, results),
+                "analysed": analysed,
+                "valueSensitivity": sensitivity.get("valueSensitivity"),
+            }
 
     data = run(_go(), as_json=as_json)
     if as_json:

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from valuerank.analysis import CODE_VERSION, AnalysisInput, SampleBasis, ScenarioInfo
+from valuerank.analysis import CODE_VERSION, AnalysisInput, SampleBasis, ScenarioInfo, stakes
 from valuerank.db.streaming import stream_rows
 from valuerank.db.tables import judgments, rubrics, run_scenarios, transcripts
 from valuerank.definitions.expansion import expand_with_scores
@@ -76,6 +76,34 @@ async def sample_basis(conn: AsyncConnection, run: Run) -> SampleBasis:
             if stored is not None:
                 total = len(expand_with_scores(stored.definition).scenarios)
     return SampleBasis(percentage=percentage, scenarios=scenarios, total=total)
+
+
+@dataclass(frozen=True)
+class Stakes:
+    """What the run's definition says its figures mean (analysis/stakes.py)."""
+
+    dimension_values: dict[str, str]
+    scale_labels: dict[int, str]
+
+
+async def definition_stakes(
+    conn: AsyncConnection, run: Run, dimensions: list[str], universe: list[str]
+) -> Stakes:
+    """Each dimension's value (explicit mapping, else the run's rubric names or the CLI's
+    canonical values, else its name) and the template's scale labels."""
+    stored = None
+    if run.definition_id is not None:
+        try:
+            stored = await get_definition(conn, run.org_id, run.definition_id)
+        except NotFoundError:
+            stored = None
+    definition = None if stored is None else stored.definition
+    explicit = {} if definition is None else stakes.explicit_mapping(definition.extra_front_matter)
+    vocabulary = universe or list(stakes.CANONICAL_VALUES)
+    return Stakes(
+        dimension_values=stakes.dimension_values(dimensions, vocabulary, explicit),
+        scale_labels={} if definition is None else stakes.scale_labels(definition.template),
+    )
 
 
 def input_hash(parts: Any) -> str:
@@ -170,6 +198,9 @@ async def load_run(conn: AsyncConnection, run: Run) -> LoadedRun:
     digest.put([[sid, scenarios[sid].name, scenarios[sid].levels] for sid in scenarios])
     digest.put(universe)
     digest.put(sample.to_dict())
+    dims = sorted({d for info in scenarios.values() for d in info.levels})
+    meaning = await definition_stakes(conn, run, dims, universe)
+    digest.put([meaning.dimension_values, sorted(meaning.scale_labels.items())])
     columns = _Columns()
     digest.put("transcripts")
     transcript_query = (
@@ -219,5 +250,7 @@ async def load_run(conn: AsyncConnection, run: Run) -> LoadedRun:
         judged=columns.judged,
         value_universe=universe,
         sample=sample,
+        dimension_values=meaning.dimension_values,
+        scale_labels=meaning.scale_labels,
     )
     return LoadedRun(run=run, data=data, input_hash=digest.hexdigest())

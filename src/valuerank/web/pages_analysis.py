@@ -1,7 +1,7 @@
-"""Analysis and comparison pages: a run's analysis (win rates with intervals, PCA, agreement
-heat map, dimension effects, outliers, contested scenarios), comparing two runs (deltas with
-intervals and significance as a forest plot, the most divergent scenarios), experiments and
-the lineage results of a definition.
+"""Analysis and comparison pages: a run's analysis (value sensitivities first, win rates
+with intervals, PCA, agreement heat map, dimension effects, outliers, contested scenarios),
+comparing two runs (deltas with intervals and significance as a forest plot, the most
+divergent scenarios), experiments and the lineage results of a definition.
 
 The figures are the analysis package's own (analysis/plots.py) rendered as inline SVG; the
 data comes from the services the API and CLI call. Queuing work (a deep analysis, a
@@ -16,6 +16,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 from markupsafe import Markup
 
+from valuerank.analysis.sensitivity import sentence
 from valuerank.api.deps import Viewer
 from valuerank.api.views import load_runs
 from valuerank.findings.analyses import run_analysis
@@ -53,8 +54,29 @@ async def analysis_page(request: Request, run_id: str, ctx: Viewer) -> Response:
             "deep": deep,
             "figures": _markup(svgs),
             "cached": outcome.cached,
+            "sensitivity": sensitivity_rows(basic),
         },
     )
+
+
+def sensitivity_rows(basic: dict[str, Any]) -> list[dict[str, Any]]:
+    """The value sensitivities as table rows with their sentence; `clear` when the interval
+    excludes no effect (those are listed in words under the table)."""
+    labels = basic.get("scaleLabels")
+    rows = []
+    for model, dims in (basic.get("valueSensitivity") or {}).items():
+        for dim, entry in dims.items():
+            ci = entry.get("ci95")
+            rows.append(
+                {
+                    "model": model,
+                    "dimension": dim,
+                    "entry": entry,
+                    "text": sentence(model, entry, labels),
+                    "clear": bool(ci) and (ci[0] > 0 or ci[1] < 0),
+                }
+            )
+    return rows
 
 
 async def _run_choices(ctx: Viewer) -> list[Any]:

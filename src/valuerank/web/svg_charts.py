@@ -150,6 +150,7 @@ def analysis_svgs(basic: Mapping[str, Any], deep: Mapping[str, Any] | None) -> d
     """The analysis package's figures of a run as inline SVG, by name (blocking: matplotlib)."""
     figures = analysis_figures(basic, deep)
     labels = {
+        "value_sensitivity": "Value sensitivity: decision points per level, 95% intervals",
         "win_rates": "Value win rates per model with 95% intervals",
         "agreement_heatmap": "Model agreement heat map (Spearman rho)",
         "dimension_effects": "Dimension effects (eta squared)",

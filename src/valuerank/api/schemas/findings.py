@@ -31,6 +31,12 @@ class AnalysisMeta(Out):
     run_id: str = Field(alias="runId")
     input_hash: str = Field(alias="inputHash")
     cached: bool
+    deep_cached: bool | None = Field(
+        default=None,
+        alias="deepCached",
+        description="Only with `?deep=true`: whether `deep` came from the cache (true) or "
+        "was queued (false, 202).",
+    )
 
 
 class DeepAnalysis(Out):
@@ -61,6 +67,14 @@ class Analysis(Out):
     """The run's basic analysis (`valuerank analyze RUN --json`), with `deep` when asked:
     the deep analysis when it is current, else the job computing it (answered with 202)."""
 
+    value_sensitivity: dict[str, Any] = Field(
+        alias="valueSensitivity",
+        description="model → dimension → {value, coefficient, ci95, pValue, n, scenarios, "
+        "status}: decision points per level of the dimension, from the decisions alone",
+    )
+    scale_labels: dict[str, str] = Field(
+        alias="scaleLabels", description="The definition's scale, decision code → its text."
+    )
     per_model: dict[str, Any] = Field(alias="perModel")
     model_agreement: dict[str, Any] = Field(alias="modelAgreement")
     dimension_analysis: dict[str, Any] = Field(alias="dimensionAnalysis")

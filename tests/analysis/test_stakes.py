@@ -1,0 +1,84 @@
+"""Dimension → value and the scale's labels, from the real CLI files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from valuerank.analysis.sensitivity import sentence
+from valuerank.analysis.stakes import (
+    CANONICAL_VALUES,
+    dimension_values,
+    direction,
+    explicit_mapping,
+    match_value,
+    readable,
+    scale_labels,
+)
+from valuerank.formats import parse_rubric
+from valuerank.formats.definition_md import parse_definition, serialize_definition
+
+CLI = Path("/work/shared/compat/valuerank-cli")
+ATHLETE = CLI / "definitions/exp-Trans_Athlete_Competition_Freedom_FairProcess_Harmony.new.md"
+RUBRIC = CLI / "config/values_rubric.yaml"
+
+
+@pytest.mark.skipif(not ATHLETE.exists(), reason="the CLI's files are not here")
+def test_cli_definition_and_rubric_give_values_and_scale_ends() -> None:
+    definition = parse_definition(ATHLETE.read_text("utf-8"), ATHLETE.name)
+    rubric, _ = parse_rubric(RUBRIC.read_text("utf-8"), RUBRIC.name)
+    assert set(rubric.value_names) == set(CANONICAL_VALUES)
+    dims = [d.name for d in definition.dimensions]
+    assert dimension_values(dims, rubric.value_names) == {
+        "FreedomBelief": "Freedom",
+        "FairProcessCompete": "Fair process",
+        "HarmonyGroup": "Harmony",
+    }
+    labels = scale_labels(definition.template)
+    assert labels[5] == "strongly support Jordan competing in Gymnastics"
+    assert labels[1] == "somewhat support Jordan not competing in Gymnastics"
+    entry = {"value": "Freedom", "coefficient": 0.62, "ci95": [0.48, 0.76], "status": "ok"}
+    text = sentence("gpt-4.1", entry, {str(k): v for k, v in labels.items()})
+    assert text == (
+        "a stronger Freedom stake moves gpt-4.1 towards 'support Jordan competing in "
+        "Gymnastics' by 0.62 points per level [0.48, 0.76]"
+    )
+    down = {**entry, "coefficient": -0.3, "ci95": [-0.5, 0.1]}
+    assert sentence("m", down, {str(k): v for k, v in labels.items()}) == (
+        "a stronger Freedom stake moves m towards 'support Jordan not competing in "
+        "Gymnastics' by 0.30 points per level [-0.10, 0.50] (the interval includes no effect)"
+    )
+
+
+def test_matching_prefers_the_longest_prefix_then_containment() -> None:
+    vocabulary = ["Freedom", "Fair_Process", "Fair", "Harmony", "Social_Duty"]
+    assert match_value("FairProcessCompete", vocabulary) == "Fair_Process"
+    assert match_value("GroupHarmony", vocabulary) == "Harmony"
+    assert match_value("social-duty level", vocabulary) == "Social_Duty"
+    assert match_value("Tenure", vocabulary) is None
+    assert readable("Human_Worthiness") == "Human worthiness"
+    assert direction("Strongly support X") == "support X"
+    assert direction("neutral") == "neutral"
+
+
+def test_explicit_mapping_wins_and_survives_a_round_trip() -> None:
+    text = (
+        "---\nname: d\ndimension_values:\n  Tenure: Loyalty\n  harm: Physical_Safety\n---\n\n"
+        "# Template\n\nI stayed [Tenure]; it [Harm].\nRate 1 to 5:\n5 - report now\n"
+        "1 - stay quiet\n\n# Dimensions\n\n## Tenure\n\n| Score | Label | Options |\n"
+        "|---|---|---|\n| 1 | short | short |\n| 2 | long | long |\n\n## Harm\n\n"
+        "| Score | Label | Options |\n|---|---|---|\n| 1 | low | low |\n| 2 | high | high |\n"
+    )
+    definition = parse_definition(text, "d.md")
+    again = parse_definition(serialize_definition(definition), "d.md")
+    explicit = explicit_mapping(again.extra_front_matter)
+    dims = [d.name for d in again.dimensions]
+    assert dimension_values(dims, CANONICAL_VALUES, explicit) == {
+        "Tenure": "Loyalty",
+        "Harm": "Physical safety",
+    }
+    assert dimension_values(["Tenure"], CANONICAL_VALUES) == {"Tenure": "Tenure"}
+    assert scale_labels(again.template) == {5: "report now", 1: "stay quiet"}
+    assert scale_labels("no scale here") == {}
+    assert explicit_mapping([("dimension_values", ["not", "a", "mapping"])]) == {}
