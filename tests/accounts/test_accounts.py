@@ -14,6 +14,7 @@ from valuerank.accounts import (
     MemberExistsError,
     NoMembershipError,
     Role,
+    SessionRequiredError,
     add_member,
     authenticate_session,
     authenticate_token,
@@ -260,7 +261,7 @@ async def test_sessions_expire_and_end_with_their_token(db: Database, org_id: st
         short = await open_session(conn, org_id, member.user.id, ttl_seconds=0.5)
     assert await authenticate_session(db, from_token.secret) is not None
     async with db.transaction() as conn:
-        with pytest.raises(InvalidInputError, match="API token acts in one"):
+        with pytest.raises(SessionRequiredError, match="API token acts in one"):
             await switch_org(conn, from_token.identity, "default")
         await revoke_token(conn, org_id, token.info.id)
     assert await authenticate_session(db, from_token.secret) is None

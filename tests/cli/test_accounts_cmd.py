@@ -129,3 +129,39 @@ def test_help_reads_well(cli: Invoke) -> None:
         assert out.exit_code == 0 and all(name in out.stdout for name in names)
     assert "shown this once" in cli("tokens", "create", "--help").stdout
     assert "--password-stdin" in cli("users", "create", "--help").stdout
+
+
+def test_pending_invitations_are_listed(cli: Invoke, database_url: Any) -> None:
+    """`valuerank users invitations`: what an organisation sent, or what a user received."""
+    assert cli("orgs", "create", "Lab").exit_code == 0
+    assert cli("users", "create", "eve@example.org", "--role", "viewer").exit_code == 0
+    assert (
+        cli("users", "create", "lab-admin@example.org", "--org", "lab", "--role", "admin").exit_code
+        == 0
+    )
+
+    async def lab_invites_eve() -> None:  # what POST /api/users does for an existing account
+        from valuerank.accounts.invitations import invite
+        from valuerank.orgs import get_org
+
+        db = create_database(database_url.url)
+        try:
+            async with db.transaction() as conn:
+                await invite(conn, (await get_org(conn, "lab")).id, "eve@example.org", "member")
+        finally:
+            await db.dispose()
+
+    asyncio.run(lab_invites_eve())
+    sent = cli("users", "invitations", "--org", "lab", "--json")
+    assert sent.exit_code == 0, sent.stderr
+    assert [(i["email"], i["org"]["slug"], i["role"]) for i in sent.json()] == [
+        ("eve@example.org", "lab", "member")
+    ]
+    received = cli("users", "invitations", "--user", "eve@example.org", "--json").json()
+    assert [i["id"] for i in received] == [i["id"] for i in sent.json()]
+    assert cli("users", "invitations", "--json").json() == []  # the default org sent none
+    # Not a member of the lab until she accepts.
+    lab = cli("users", "list", "--org", "lab", "--json").json()
+    assert [m["email"] for m in lab] == ["lab-admin@example.org"]
+    table = cli("users", "invitations", "--org", "lab")
+    assert "eve@example.org" in table.stdout and "member" in table.stdout

@@ -9,6 +9,7 @@ from valuerank.accounts.errors import (
     LastAdminError,
     MemberExistsError,
     NoMembershipError,
+    SessionRequiredError,
 )
 from valuerank.accounts.identity import Identity
 from valuerank.accounts.roles import Role
@@ -69,6 +70,7 @@ __all__ = [
     "NewToken",
     "NoMembershipError",
     "Role",
+    "SessionRequiredError",
     "TokenCheck",
     "TokenInfo",
     "User",

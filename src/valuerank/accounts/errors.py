@@ -25,3 +25,11 @@ class LastAdminError(ConflictError):
 class NoMembershipError(ValueRankError):
     code = "NO_MEMBERSHIP"
     http_status = 403
+
+
+class SessionRequiredError(ValueRankError):
+    """Only a signed-in browser session may do this: the request is well formed, its
+    credential (an API token) is not allowed to, hence 403 rather than bad input."""
+
+    code = "SESSION_REQUIRED"
+    http_status = 403

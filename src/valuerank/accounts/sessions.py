@@ -14,6 +14,7 @@ from datetime import datetime
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from valuerank.accounts.errors import SessionRequiredError
 from valuerank.accounts.hashing import digest, new_secret
 from valuerank.accounts.identity import Identity
 from valuerank.accounts.roles import Role
@@ -21,7 +22,7 @@ from valuerank.accounts.tokens import token_usable
 from valuerank.accounts.users import check_password, choose_org, membership_of
 from valuerank.db import Database
 from valuerank.db.tables import api_tokens, memberships, sessions, users
-from valuerank.errors import InvalidInputError, NotFoundError
+from valuerank.errors import NotFoundError
 from valuerank.orgs import get_org
 from valuerank.queue.dialect import db_now, db_now_plus
 
@@ -148,11 +149,11 @@ async def revoke_session(conn: AsyncConnection, session_id: str) -> None:
 async def switch_org(conn: AsyncConnection, identity: Identity, org: str) -> Identity:
     """Move a password session to another of its user's organisations.
 
-    A session opened from an API token stays in the token's organisation (INVALID_INPUT);
+    A session opened from an API token stays in the token's organisation (SESSION_REQUIRED);
     an organisation the user does not belong to is NOT_FOUND, like one that does not exist.
     """
     if identity.session_id is None or identity.token_id is not None:
-        raise InvalidInputError(
+        raise SessionRequiredError(
             "only a signed-in browser session can switch organisations",
             hint="an API token acts in one organisation: create one there",
         )

@@ -408,7 +408,10 @@ async def check_password(conn: AsyncConnection, email: str, password: str) -> Us
             )
         ).first()
     stored = row.password_hash if row is not None else None
-    if row is None or not await verify_password_async(stored, password):
+    # Always verify (against a dummy hash when there is no account or no password), before
+    # looking at `row`: an unknown email must cost the same argon2 work as a wrong password.
+    matches = await verify_password_async(stored, password)
+    if row is None or not matches:
         raise InvalidCredentialsError(
             "wrong email or password",
             hint="check both; users without a password sign in with an API token "

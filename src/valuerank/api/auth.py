@@ -15,6 +15,8 @@ In order, the first that applies decides:
    client, loopback Host — no DNS rebinding —, no proxy forwarding header): the local admin.
    Unsafe methods echo the readable CSRF cookie in `X-CSRF-Token` (a cross-site page can
    neither read it nor send the header); other origins' WebSockets are closed.
+   (`GET /metrics` also takes VALUERANK_METRICS_TOKEN as the Bearer: the scraper's secret,
+   good for nothing else.)
 5. GET/HEAD (and WebSockets) under VALUERANK_PUBLIC_READ_PREFIXES: an anonymous viewer of the
    install's default organisation.
 6. Otherwise 401 UNAUTHORIZED (WebSocket close 1008) — or, for a browser asking for one of
@@ -32,7 +34,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
@@ -49,7 +51,7 @@ from valuerank.accounts import (
     ensure_local_admin,
     open_session,
 )
-from valuerank.accounts.hashing import TOKEN_PREFIX, new_secret, same_secret
+from valuerank.accounts.hashing import TOKEN_PREFIX, digest, new_secret, same_secret
 from valuerank.api.deps import Principal, Via
 from valuerank.api.errors import error_response, wants_html
 from valuerank.api.ratelimit import (
@@ -62,6 +64,7 @@ from valuerank.api.ratelimit import (
 from valuerank.api.token_cache import TokenCache
 from valuerank.config import Settings
 from valuerank.db import Database
+from valuerank.errors import InvalidInputError
 
 TOKEN_PARAM = "token"
 SESSION_COOKIE = "valuerank_session"
@@ -71,6 +74,8 @@ OPEN_PATHS = frozenset({"/health", "/api/ready"})  # liveness and readiness prob
 OPEN_ROUTES = frozenset({("POST", "/api/auth/login")})
 STATIC_PREFIX = "/static/"  # stylesheets, scripts, icons: nothing secret, needed by /login
 LOGIN_PAGE = "/login"
+METRICS_PATH = "/metrics"
+MIN_METRICS_TOKEN_LENGTH = 16
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 FORWARDING_HEADERS = ("forwarded", "x-forwarded-for", "x-forwarded-host", "x-real-ip")
 UNAUTHORIZED_HINT = (
@@ -229,14 +234,31 @@ class AccessPolicy:
     auto_login: bool
     public_read_prefixes: tuple[str, ...]
     session_seconds: int
+    # The SHA-256 of VALUERANK_METRICS_TOKEN: the token itself is kept nowhere (no repr).
+    metrics_token_digest: str | None = field(default=None, repr=False)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> AccessPolicy:
+        metrics = settings.metrics_token.get_secret_value() if settings.metrics_token else None
+        if metrics is not None and len(metrics.strip()) < MIN_METRICS_TOKEN_LENGTH:
+            raise InvalidInputError(  # never repeats the value
+                f"VALUERANK_METRICS_TOKEN is shorter than {MIN_METRICS_TOKEN_LENGTH} characters",
+                hint="use a random secret, e.g. `openssl rand -hex 32`",
+            )
         return cls(
             settings.auto_login,
             settings.public_read_prefixes,
             int(settings.session_ttl_hours * 3600),
+            digest(metrics) if metrics is not None else None,
         )
+
+    def metrics_scraper(self, method: str, path: str, bearer: str | None) -> bool:
+        """A read of /metrics with the metrics token (compared by digest, in constant time)."""
+        if bearer is None or self.metrics_token_digest is None:
+            return False
+        if method not in ("GET", "HEAD") or path != METRICS_PATH:
+            return False
+        return same_secret(digest(bearer), self.metrics_token_digest)
 
     def public_read(self, method: str, path: str) -> bool:
         """A read of a path at or below one of the prefixes (whole path segments only:
@@ -366,6 +388,11 @@ class AuthMiddleware:
             return
 
         bearer = bearer_token(request)
+        if self.policy.metrics_scraper(method, scope["path"], bearer):
+            # Only /metrics' own check lets this principal through (see deps.MetricsReader).
+            scraper = Principal(org_id=self.org_id, role=Role.VIEWER, via="metrics")
+            await self._admit(scraper, scope, receive, send)
+            return
         if bearer is not None:
             identity = await self.tokens.authenticate(bearer)
             if identity is None:

@@ -57,7 +57,7 @@ class AppContext:
         return self._tokens
 
 
-Via = Literal["token", "session", "local", "anonymous"]
+Via = Literal["token", "session", "local", "anonymous", "metrics"]
 
 
 @dataclass(frozen=True)
@@ -65,8 +65,9 @@ class Principal:
     """Who sent the request: a user acting in one organisation with one role.
 
     `via`: an API token (`token_id`), a browser session (`session_id`; `token_id` too when it
-    was opened from a token), the local admin of auto-login, or `anonymous` — a viewer with no
-    user, on the public-read paths only (`user_id` None).
+    was opened from a token), the local admin of auto-login, `anonymous` — a viewer with no
+    user, on the public-read paths only (`user_id` None) —, or `metrics`: the scraper holding
+    VALUERANK_METRICS_TOKEN, admitted on `GET /metrics` only, with no user either.
     """
 
     org_id: str
@@ -161,5 +162,26 @@ async def _install_admin(ctx: Admin) -> RequestContext:
 
 _install_admin.role_label = "admin (default org)"  # type: ignore[attr-defined]  # reference
 SystemAdmin = Annotated[RequestContext, Depends(_install_admin)]
+
+
+async def _metrics_reader(request: HTTPConnection) -> RequestContext:
+    """The scraper with VALUERANK_METRICS_TOKEN, or an admin of the install's default
+    organisation: /metrics counts every organisation's jobs and outbox, so an admin (or
+    viewer) of one organisation may not read it."""
+    principal = get_principal(request)
+    context = RequestContext(get_app_context(request), principal)
+    if principal.via == "metrics":
+        return context
+    if not principal.role.allows(Role.ADMIN) or not context.in_install_org:
+        raise ForbiddenError(
+            "this needs the admin role in the install's default organisation, or the metrics token",
+            hint="scrape with `Authorization: Bearer <VALUERANK_METRICS_TOKEN>`",
+        )
+    return context
+
+
+_metrics_reader.required_role = Role.ADMIN  # type: ignore[attr-defined]  # read by the role tests
+_metrics_reader.role_label = "admin (default org) or metrics token"  # type: ignore[attr-defined]
+MetricsReader = Annotated[RequestContext, Depends(_metrics_reader)]
 # Routes that only need the shared parts (health, the open pages).
 Context = Annotated[AppContext, Depends(get_app_context)]

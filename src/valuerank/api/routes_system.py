@@ -1,5 +1,5 @@
 """/health (liveness) and /api/ready (readiness), both open, and /metrics (Prometheus text,
-authenticated)."""
+install-wide: the metrics token or an admin of the default organisation)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from fastapi.responses import JSONResponse, Response
 from sqlalchemy import text
 
 from valuerank import __version__
-from valuerank.api.deps import Context, Viewer
+from valuerank.api.deps import Context, MetricsReader
 from valuerank.api.envelope import ok
 from valuerank.db.migrate import check_ready
 from valuerank.queue.metrics import CONTENT_TYPE, render_metrics
@@ -38,6 +38,8 @@ async def ready(ctx: Context) -> JSONResponse:
     response_class=Response,
     responses={200: {"content": {"text/plain": {}}, "description": "Prometheus text format."}},
 )
-async def metrics(ctx: Viewer) -> Response:
-    """The queue's metrics in the Prometheus text format."""
+async def metrics(ctx: MetricsReader) -> Response:
+    """The queue's metrics in the Prometheus text format, counted over every organisation:
+    for the scraper holding VALUERANK_METRICS_TOKEN (as its Bearer) or an admin of the
+    install's default organisation."""
     return Response(await render_metrics(ctx.db), media_type=CONTENT_TYPE)

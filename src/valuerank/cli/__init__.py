@@ -85,7 +85,8 @@ COMMANDS: dict[str, Entry] = {
     "orgs": Entry("orgs_cmd", "Organisations: create, list."),
     "users": Entry(
         "users_cmd",
-        "Users and their roles per organisation: create, list, set-role, remove, set-password.",
+        "Users and their roles per organisation: create, list, set-role, remove, invitations,"
+        " set-password.",
     ),
     "tokens": Entry("tokens_cmd", "API tokens: create (shown once), list, revoke."),
     "validation": Entry(

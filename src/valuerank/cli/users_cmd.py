@@ -27,12 +27,14 @@ from valuerank.accounts import (
     set_password,
     set_role,
 )
+from valuerank.accounts.invitations import my_invitations, org_invitations
 from valuerank.accounts.passwords import MIN_PASSWORD_LENGTH
 from valuerank.cli.common import JsonOption, console, fail, print_json, run, session
 from valuerank.orgs import get_org
 
 app = typer.Typer(
-    help="Users and their roles per organisation: create, list, set-role, remove, set-password.",
+    help="Users and their roles per organisation: create, list, set-role, remove, invitations, "
+    "set-password.",
     no_args_is_help=True,
 )
 
@@ -195,6 +197,38 @@ def remove(
     data = _change_member(email, org, remove_member, as_json)
     if not as_json:
         _say(f"removed [bold]{escape(data['email'])}[/] from {escape(data['org'])}")
+
+
+@app.command("invitations")
+def invitations(
+    org: str | None = OrgOption,
+    user: str | None = typer.Option(None, "--user", help="Those this email received instead."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Pending invitations: those an organisation sent (its admins invite existing accounts
+    over the API), or those a user received (they accept at POST /api/invitations/{id})."""
+
+    async def _go() -> list[dict[str, Any]]:
+        async with session() as s:
+            if user is not None:
+                pending = await my_invitations(s.conn, (await find_user(s.conn, user)).id)
+            else:
+                target = await get_org(s.conn, org or s.settings.default_org)
+                pending = await org_invitations(s.conn, target.id)
+        return [i.to_dict() for i in pending]
+
+    data = run(_go(), as_json=as_json)
+    if as_json:
+        print_json(data)
+        return
+    if not data:
+        _say("no pending invitations")
+        return
+    table = Table("email", "organisation", "role", "invited", "id")
+    for item in data:
+        when = (item["invited_at"] or "-")[:16].replace("T", " ")
+        table.add_row(item["email"], item["org"]["slug"], item["role"], when, item["id"])
+    console.print(table)
 
 
 @app.command("set-password")
