@@ -5,8 +5,6 @@ loopback HTTP receiver."""
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import hmac
 import os
 import signal
 import subprocess
@@ -18,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 from sqlalchemy import select
+from standardwebhooks import Webhook
 from typer.testing import CliRunner
 
 from valuerank.cli import app
@@ -26,12 +25,8 @@ from valuerank.crypto import SecretCipher, generate_key
 from valuerank.db import Database, create_database
 from valuerank.db.tables import webhooks
 from valuerank.orgs import ensure_org
-from valuerank.queue.outbox import (
-    SIGNATURE_HEADER,
-    deliver_due,
-    enqueue_notifications,
-    register_webhook,
-)
+from valuerank.queue.outbox import deliver_due, enqueue_notifications, register_webhook
+from valuerank.queue.webhook_signing import SIGNATURE_HEADER
 
 from .conftest import Invoke, Outcome
 
@@ -131,8 +126,7 @@ def test_add_with_a_secret_from_stdin_then_list(
 
     _on_db(database_url, deliver)
     ((headers, body),) = receiver.requests
-    expected = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
-    assert headers[SIGNATURE_HEADER.lower()] == expected
+    Webhook(SECRET.encode()).verify(body, headers)
 
 
 def test_add_with_the_hidden_prompt_and_without_a_secret(cli: Invoke, key: str) -> None:
@@ -369,8 +363,7 @@ def test_the_worker_process_signs_with_the_key_or_sends_nothing(
         assert SECRET not in text and key not in text
     if worker_key == "same":
         ((headers, body),) = receiver.requests
-        expected = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
-        assert headers[SIGNATURE_HEADER.lower()] == expected
+        Webhook(SECRET.encode()).verify(body, headers)
         return
     assert receiver.requests == []
     (row,) = cli("webhooks", "deliveries", "--json").json()

@@ -4,8 +4,6 @@ webhook signing secrets encrypted at rest and never sent unsigned."""
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import hmac
 import json
 import random
 from datetime import timedelta
@@ -14,6 +12,7 @@ from urllib.parse import urlsplit
 
 import pytest
 from sqlalchemy import select, update
+from standardwebhooks import Webhook
 
 from valuerank.crypto import SecretCipher, SecretKeyMissing, generate_key
 from valuerank.db.tables import events, outbox, webhooks
@@ -24,7 +23,6 @@ from valuerank.queue.dialect import db_now_plus
 from valuerank.queue.events import append_event
 from valuerank.queue.outbox import (
     DELIVERY_HEADER,
-    SIGNATURE_HEADER,
     claim_deliveries,
     dead_letter_summary,
     deliver_due,
@@ -37,6 +35,7 @@ from valuerank.queue.outbox import (
     retry_delivery,
     set_webhook_active,
 )
+from valuerank.queue.webhook_signing import ID_HEADER, SIGNATURE_HEADER
 
 if TYPE_CHECKING:
     from conftest import Kit, Receiver  # tests/queue/conftest.py, tests/conftest.py
@@ -112,11 +111,10 @@ async def test_delivery_is_signed_and_marked_delivered(kit: Kit, receiver: Recei
     report = await deliver_due(kit.db, limit=10, timeout=5, cipher=CIPHER)
     assert (report.claimed, report.delivered) == (1, 1)
     ((headers, body),) = receiver.requests
-    expected = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
-    assert headers[SIGNATURE_HEADER.lower()] == expected
-    sent = json.loads(body)
+    sent = _verified(SECRET, headers, body)
     assert sent["topic"] == "partition_paused" and sent["payload"]["data"] == {"x": 1}
-    assert headers[DELIVERY_HEADER.lower()] == sent["id"]
+    assert headers[DELIVERY_HEADER.lower()] == headers[ID_HEADER] == sent["id"]
+    assert "x-valuerank-signature" not in headers  # the body-only signature is gone
     async with kit.db.transaction() as conn:
         (row,) = await list_outbox(conn, kit.org_id, webhook_id=hook_id)
     assert row.status == "delivered" and row.last_status_code == 200 and row.delivered_at
@@ -296,15 +294,16 @@ async def test_the_worker_drains_the_outbox(kit: Kit, receiver: Receiver) -> Non
     await runner
     ((headers, body),) = receiver.requests
     assert json.loads(body)["topic"] == "task_complete"
-    assert headers[SIGNATURE_HEADER.lower()] == _signature(SECRET, body)
+    _verified(SECRET, headers, body)
 
 
 async def _echo(job: Any) -> Any:
     return job.payload
 
 
-def _signature(secret: str, body: bytes) -> str:
-    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+def _verified(secret: str, headers: dict[str, str], body: bytes) -> Any:
+    """The body, once a Standard Webhooks receiver has verified it (raises otherwise)."""
+    return Webhook(secret.encode()).verify(body, headers)
 
 
 async def test_the_secret_is_stored_encrypted(kit: Kit) -> None:
@@ -372,7 +371,7 @@ async def test_an_undecryptable_secret_is_never_sent_unsigned(
         await retry_delivery(conn, kit.org_id, outbox_id)
     assert (await deliver_due(kit.db, cipher=CIPHER, **deliver)).delivered == 1
     ((headers, body),) = receiver.requests
-    assert headers[SIGNATURE_HEADER.lower()] == _signature(SECRET, body)
+    _verified(SECRET, headers, body)
 
 
 async def test_a_claimed_delivery_shows_neither_secret_nor_token(kit: Kit) -> None:

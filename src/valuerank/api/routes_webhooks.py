@@ -14,11 +14,11 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import ConfigDict, Field, SecretStr
 
 from valuerank.api.deps import Admin
 from valuerank.api.envelope import ok
-from valuerank.api.fields import NO_NUL
+from valuerank.api.fields import NO_NUL, Body
 from valuerank.api.pagination import Cursor, Limit, decode_cursor, page
 from valuerank.config import get_settings
 from valuerank.crypto import optional_cipher
@@ -37,13 +37,20 @@ router = APIRouter(prefix="/api/webhooks", tags=["webhooks"])
 
 WebhookId = Annotated[str, Path(min_length=1, max_length=64, pattern=NO_NUL)]
 Topic = Annotated[str, Field(min_length=1, max_length=100, pattern=NO_NUL)]
+# An http(s) URL with a host (the scheme in any case, as urlsplit reads it), no blanks or NUL.
+URL_PATTERN = r"^[Hh][Tt][Tt][Pp]([Ss])?://[^/?#@:\s\x00][^\s\x00]*$"
 
 
-class NewWebhook(BaseModel):
+class NewWebhook(Body):
     model_config = ConfigDict(extra="forbid", strict=True)
 
+    # The form is checked here; whether the host resolves to a public address is not a
+    # schema's to say (422 WEBHOOK_TARGET_NOT_ALLOWED, see schemathesis.toml).
     url: str = Field(
-        min_length=8, max_length=2000, pattern=NO_NUL, description="http(s) URL POSTed to."
+        min_length=8,
+        max_length=2000,
+        pattern=URL_PATTERN,
+        description="http(s) URL POSTed to.",
     )
     event_types: list[Topic] = Field(
         default_factory=list,
@@ -54,12 +61,13 @@ class NewWebhook(BaseModel):
         default=None,
         min_length=1,
         max_length=500,
-        description="Signs each delivery (X-ValueRank-Signature: sha256=<HMAC of the body>); "
-        "never answered.",
+        description="Signs each delivery as Standard Webhooks do (webhook-signature: "
+        "v1,<base64 HMAC-SHA256 of id.timestamp.body>; a 'whsec_<base64>' secret keys it with "
+        "its decoded bytes, any other with its UTF-8 bytes); never answered.",
     )
 
 
-class WebhookChange(BaseModel):
+class WebhookChange(Body):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     active: bool = Field(description="false pauses deliveries (they wait), true resumes them.")

@@ -20,7 +20,6 @@ from valuerank.config import get_settings
 from valuerank.crypto import cipher_from_secret
 from valuerank.errors import ValueRankError
 from valuerank.queue.outbox import (
-    SIGNATURE_HEADER,
     dead_letter_summary,
     get_webhook,
     list_outbox,
@@ -29,6 +28,7 @@ from valuerank.queue.outbox import (
     remove_webhook,
     retry_delivery,
 )
+from valuerank.queue.webhook_signing import SIGNATURE_HEADER
 from valuerank.runs.events import webhook_topics
 
 app = typer.Typer(
@@ -107,9 +107,12 @@ def add(
 ) -> None:
     """Subscribe URL to this organisation's notifications.
 
-    With a signing secret every delivery carries X-ValueRank-Signature: sha256=<hex
-    HMAC-SHA256 of the body>. The secret is stored encrypted and needs VALUERANK_SECRET_KEY
-    (make one with `valuerank credentials keygen`); it is never printed.
+    With a signing secret every delivery is signed as Standard Webhooks do (webhook-id,
+    webhook-timestamp, webhook-signature: v1,<base64 HMAC-SHA256 of id.timestamp.body>);
+    verify with the standardwebhooks package. A secret "whsec_<base64>" keys the HMAC with
+    its decoded bytes, any other with its UTF-8 bytes. The secret is stored encrypted and
+    needs VALUERANK_SECRET_KEY (make one with `valuerank credentials keygen`); it is never
+    printed.
     """
     cipher = None
     if secret_stdin or secret_prompt:
@@ -138,7 +141,8 @@ def add(
     _print_webhook(data, "added")
     if data["has_secret"]:
         console.print(
-            f"[dim]deliveries carry {SIGNATURE_HEADER}: sha256=<hex HMAC-SHA256 of the body>[/]",
+            f"[dim]deliveries carry {SIGNATURE_HEADER}: v1,<base64 HMAC-SHA256 of "
+            "id.timestamp.body> (Standard Webhooks)[/]",
             highlight=False,
         )
 

@@ -8,9 +8,11 @@ body with no transaction open, then settles each row in its own short transactio
 `WHERE lease_token = :mine`. A worker that dies mid-delivery leaves a row whose
 `next_attempt_at` is its lease expiry, so it comes due again by itself.
 
-Every delivery carries `X-ValueRank-Delivery` (the outbox id, stable across retries: receivers
-deduplicate on it), `X-ValueRank-Event` (the topic) and, when the webhook has a secret,
-`X-ValueRank-Signature: sha256=<hex HMAC-SHA256 of the exact body>`. A 2xx marks the row
+Every delivery carries the Standard Webhooks headers `webhook-id` (the outbox id, stable across
+retries: receivers deduplicate on it) and `webhook-timestamp`, and, when the webhook has a
+secret, `webhook-signature` over id, timestamp and body (see `webhook_signing`: a captured
+delivery cannot be replayed past the receivers' tolerance); also `X-ValueRank-Delivery` (the
+same id) and `X-ValueRank-Event` (the topic). A 2xx marks the row
 `delivered`; anything else (3xx included: redirects are not followed) reschedules it with
 exponential backoff and full jitter, honouring a receiver's `Retry-After` up to the cap, until
 `max_attempts` is spent and the row goes `dead` (dead letter), keeping `last_error` and
@@ -30,13 +32,12 @@ it at all; no repr, error or listing contains it.
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import hmac
 import json
 import random
+import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -52,12 +53,12 @@ from valuerank.errors import InvalidInputError, NotFoundError
 from valuerank.queue.dialect import as_utc, db_now, db_now_plus, iso
 from valuerank.queue.errors import backoff_seconds
 from valuerank.queue.ids import new_id
+from valuerank.queue.webhook_signing import check_secret, delivery_headers
 from valuerank.queue.webhook_targets import WebhookTargetError, public_only_handlers
 
 PENDING, DELIVERED, DEAD = "pending", "delivered", "dead"
 OUTBOX_STATUSES = (PENDING, DELIVERED, DEAD)
 DEFAULT_MAX_ATTEMPTS = 8
-SIGNATURE_HEADER = "X-ValueRank-Signature"
 DELIVERY_HEADER = "X-ValueRank-Delivery"
 EVENT_HEADER = "X-ValueRank-Event"
 USER_AGENT = "ValueRank-Webhooks/1"
@@ -135,6 +136,7 @@ async def register_webhook(
     if secret is not None:
         if not secret:
             raise InvalidInputError("an empty secret signs nothing", hint="omit it or give one")
+        check_secret(secret)
         if cipher is None:
             cipher = cipher_from_secret(
                 None,
@@ -221,9 +223,11 @@ async def enqueue_notifications(
     payload: Mapping[str, Any],
     *,
     max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    aliases: Sequence[str] = (),
 ) -> list[str]:
-    """One outbox row per active webhook of the organisation subscribed to `topic`, in the
-    caller's transaction; returns their ids. One SELECT when nobody is subscribed."""
+    """One outbox row per active webhook of the organisation subscribed to `topic` (or to one
+    of its older names, `aliases`), in the caller's transaction; returns their ids. One
+    SELECT when nobody is subscribed."""
     subscribed = [
         row.id
         for row in await conn.execute(
@@ -231,7 +235,7 @@ async def enqueue_notifications(
                 webhooks.c.org_id == org_id, webhooks.c.active.is_(True)
             )
         )
-        if not row.event_types or topic in row.event_types
+        if not row.event_types or any(t in row.event_types for t in (topic, *aliases))
     ]
     if not subscribed:
         return []
@@ -292,11 +296,6 @@ class DeliveryReport:
     retried: int = 0
     dead: int = 0
     lost: int = 0  # the lease ran out and someone else settled the row
-
-
-def sign(secret: str, body: bytes) -> str:
-    """The `X-ValueRank-Signature` value: `sha256=` and the hex HMAC-SHA256 of the body."""
-    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
 
 
 def encode_body(outbox_id: str, topic: str, payload: Mapping[str, Any]) -> bytes:
@@ -440,9 +439,9 @@ class _Unsignable(Exception):
     """The webhook has a secret this process cannot decrypt: the delivery must not go out."""
 
 
-def _signature(delivery: Delivery, cipher: SecretCipher | None) -> str | None:
-    """The signature header's value; None when the webhook has no secret. Raises
-    `_Unsignable` (a message with no secret in it) when the secret cannot be decrypted."""
+def _secret(delivery: Delivery, cipher: SecretCipher | None) -> str | None:
+    """The webhook's signing secret, decrypted; None when it has none. Raises `_Unsignable`
+    (a message with no secret in it) when the secret cannot be decrypted."""
     if delivery.secret_encrypted is None:
         return None
     if cipher is None:
@@ -459,26 +458,30 @@ def _signature(delivery: Delivery, cipher: SecretCipher | None) -> str | None:
         )
     except SecretUnreadable as exc:
         raise _Unsignable(f"not sent: {exc.message} ({exc.hint})") from None
-    return sign(secret, delivery.body)
+    return secret
 
 
 async def send(
-    delivery: Delivery, *, timeout: float, cipher: SecretCipher | None = None
+    delivery: Delivery,
+    *,
+    timeout: float,
+    cipher: SecretCipher | None = None,
+    clock: Callable[[], float] = time.time,
 ) -> Response:
-    """POST one delivery, signed when its webhook has a secret (decrypted with `cipher`).
-    A secret that cannot be decrypted sends nothing: a failed attempt, never unsigned."""
+    """POST one delivery, signed when its webhook has a secret (decrypted with `cipher`) at
+    the time `clock` reads (Unix seconds). A secret that cannot be decrypted sends nothing: a
+    failed attempt, never unsigned."""
+    try:
+        secret = _secret(delivery, cipher)
+    except _Unsignable as exc:
+        return Response(None, str(exc))
     headers = {
         "Content-Type": "application/json",
         "User-Agent": USER_AGENT,
         DELIVERY_HEADER: delivery.id,
         EVENT_HEADER: delivery.topic,
+        **delivery_headers(delivery.id, delivery.body, secret, now=clock()),
     }
-    try:
-        signature = _signature(delivery, cipher)
-    except _Unsignable as exc:
-        return Response(None, str(exc))
-    if signature is not None:
-        headers[SIGNATURE_HEADER] = signature
     response = await asyncio.to_thread(
         _post, delivery.url, delivery.body, headers, timeout, delivery.public_only
     )
