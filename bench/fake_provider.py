@@ -67,6 +67,15 @@ class FakeProvider:
             total += bisect.bisect_right(times, t) - bisect.bisect_right(times, t - self.window)
         return total / samples / self.limit
 
+    def peak_calls(self, start: float, end: float) -> int:
+        """The most calls (allowed and refused) that arrived in any `window` seconds starting
+        at a call between `start` and `end`."""
+        times = sorted(t for t in (*self.allowed, *self.refused) if start <= t < end)
+        return max(
+            (bisect.bisect_left(times, t + self.window) - i for i, t in enumerate(times)),
+            default=0,
+        )
+
     def refused_between(self, start: float, end: float) -> int:
         return sum(1 for t in self.refused if start <= t < end)
 

@@ -30,7 +30,13 @@ keep-alive HTTP/1.1 client, `LoopbackClient`: httpx's pool bookkeeping costs mor
 the rest of a job on a 2-core machine, and the benchmark is about the queue), not the
 pipeline's probe with an SDK; the error mapping is the pipeline's.
 
+`--followups N`: each job makes 1 + N calls, as a probe with N follow-up turns does; the calls
+after the first reserve their own request from the bucket first (`queue.call_reserve`, what the
+probe does), so the limit counts calls, not jobs. `calls_per_minute` and `peak_calls_per_window`
+(calls the provider received, 429s included, in the busiest window) are reported against it.
+
     python -m bench.ratelimit --json [--rpm 6000 --windows 2 --modes known,unknown]
+                                     [--followups 2]
 """
 
 from __future__ import annotations
@@ -56,27 +62,31 @@ KIND = "call"
 # -- the worker processes -----------------------------------------------------------------------
 
 
-def worker_process(url: str, provider_url: str, concurrency: int) -> None:
+def worker_process(url: str, provider_url: str, concurrency: int, followups: int = 0) -> None:
     """A worker process: runs `call` jobs until SIGTERM, then drains and exits."""
-    asyncio.run(_worker_main(url, provider_url, concurrency))
+    asyncio.run(_worker_main(url, provider_url, concurrency, followups))
 
 
-async def _worker_main(url: str, provider_url: str, concurrency: int) -> None:
+async def _worker_main(url: str, provider_url: str, concurrency: int, followups: int) -> None:
     from valuerank.cli.worker_settings import worker_settings
     from valuerank.db import create_database
     from valuerank.pipeline.calls import as_job_error
     from valuerank.providers.classify import classify_status
     from valuerank.queue import Job, Worker
+    from valuerank.queue.call_reserve import reserve_request
 
     db = create_database(url)
     client = LoopbackClient(provider_url, concurrency)
 
     async def call(job: Job) -> None:
         request = {"model": job.model, "messages": [{"role": "user", "content": "hi"}]}
-        status, headers, body = await client.post(json.dumps(request).encode())
-        if status >= 400:
-            error = classify_status(status, body.decode(), headers, provider=PROVIDER)
-            raise as_job_error(error)
+        for turn in range(1 + followups):
+            if turn:  # the claim reserved the first call; each follow-up reserves its own
+                await reserve_request(db, provider=job.provider, model=job.model)
+            status, headers, body = await client.post(json.dumps(request).encode())
+            if status >= 400:
+                error = classify_status(status, body.decode(), headers, provider=PROVIDER)
+                raise as_job_error(error)
 
     ws = worker_settings()
     worker = Worker(
@@ -103,7 +113,8 @@ async def _prepare(url: str, mode: str, args: argparse.Namespace) -> None:
     db = create_database(url)
     try:
         await upgrade(db)
-        jobs = args.windows * args.rpm + 2 * args.workers * args.concurrency + 1000
+        jobs = args.windows * args.rpm // (1 + args.followups)
+        jobs += 2 * args.workers * args.concurrency + 1000
         async with db.transaction() as conn:
             org = await ensure_org(conn, "bench")
             if mode == "known":
@@ -173,7 +184,7 @@ async def run_mode(base_url: str, mode: str, args: argparse.Namespace) -> dict[s
         procs = [
             ctx.Process(
                 target=worker_process,
-                args=(schema.url, provider.url, args.concurrency),
+                args=(schema.url, provider.url, args.concurrency, args.followups),
                 name=f"bench-ratelimit-worker-{i}",
             )
             for i in range(args.workers)
@@ -221,6 +232,16 @@ async def run_mode(base_url: str, mode: str, args: argparse.Namespace) -> dict[s
                 provider.refused_between(t0 + t, t0 + t + 5) for t in range(0, int(span), 5)
             ],
             "server_429s": provider.refused_between(t0, t0 + span),
+            "calls_per_job": 1 + args.followups,
+            # Calls the provider received (429s included), against its limit of R a window.
+            "calls_per_minute": round(
+                (provider.allowed_between(t0, t0 + span) + provider.refused_between(t0, t0 + span))
+                * 60.0
+                / span,
+                1,
+            ),
+            "rpm_limit_per_minute": round(args.rpm * 60.0 / args.window, 1),
+            "peak_calls_per_window": provider.peak_calls(t0, t0 + span),
             "rate_limited_retries": outcome["errors_by_category"].get("rate_limited", 0),
             "failed_jobs": failed,
             "goal_met": fraction >= 0.95 and failed == 0,
@@ -242,6 +263,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         "latency_s": args.latency,
         "workers": args.workers,
         "concurrency": args.concurrency,
+        "followups": args.followups,
         "fraction_of_allowed": {m: r["fraction_of_allowed"] for m, r in modes.items()},
         "modes": modes,
         "load_average": {
@@ -261,6 +283,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="worker processes")
     parser.add_argument("--concurrency", type=int, default=32, help="per worker process")
     parser.add_argument("--modes", default="known,unknown")
+    parser.add_argument(
+        "--followups", type=int, default=0, help="follow-up calls per job (a probe's turns)"
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
     result = asyncio.run(main_async(args))

@@ -39,6 +39,14 @@ def test_enqueue_is_idempotent_with_an_item_key(cli: Invoke) -> None:
     assert _status(cli)["queued"] == 1
 
 
+def test_enqueue_reads_the_seeds_kind_names_as_ours(cli: Invoke) -> None:
+    for seed, ours in (("probe:scenario", "probe"), ("summarize:run", "summarize")):
+        out = cli("queue", "enqueue", seed, "--partition", "p", "--json")
+        assert out.exit_code == 0, out.stderr
+        assert out.json()["kind"] == ours
+    assert cli("queue", "enqueue", "noop", "--json").json()["kind"] == "noop"
+
+
 def test_enqueue_count_and_status_counts(cli: Invoke) -> None:
     out = cli("queue", "enqueue", "noop", "--count", "3", "--item-key", "n", "--json")
     assert out.exit_code == 0, out.stderr

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import func, select, update
 
 from valuerank.db.tables import jobs
+from valuerank.orgs import ensure_org
 from valuerank.queue import (
     HandlerResult,
     Job,
@@ -26,6 +27,7 @@ from valuerank.queue import (
 )
 from valuerank.queue.dialect import db_now_plus
 from valuerank.queue.ratelimit import block_bucket, configure_bucket
+from valuerank.queue.slots import SlotScope, list_caps, org_key, set_cap
 
 if TYPE_CHECKING:
     from conftest import Kit
@@ -383,3 +385,40 @@ async def test_an_organisation_cap_of_zero_is_no_cap(kit: Kit) -> None:
     worker = Worker(kit.db, settings=settings, concurrency=3, handlers={"echo": handler})
     assert (await worker.run_until_idle()).succeeded == 3
     assert await kit.slots_in_use() == {}
+
+
+async def test_the_organisation_default_cap_follows_the_setting_and_0_lifts_it(kit: Kit) -> None:
+    """Issue 21: a default cap set once could not be changed nor lifted (0 left it in force)."""
+    async with kit.db.transaction() as conn:
+        org_b = await ensure_org(conn, "org-b")
+        org_c = await ensure_org(conn, "org-c")
+    await kit.put(2, prefix="a")
+    await kit.put(2, prefix="b", org_id=org_b, partition="run-b")
+
+    async def handler(job: Job) -> Any:
+        return None
+
+    def worker(org_concurrency: int | None) -> Worker:
+        settings = kit.settings.model_copy(update={"org_concurrency": org_concurrency})
+        return Worker(kit.db, settings=settings, concurrency=4, handlers={"echo": handler})
+
+    assert (await worker(1).run_until_idle()).succeeded == 4
+    async with kit.db.transaction(immediate=True) as conn:
+        await set_cap(conn, SlotScope.ORG, 7, org_id=org_c)  # this organisation's own cap
+
+    async def caps() -> dict[str, tuple[int, bool]]:
+        async with kit.db.transaction() as conn:
+            return {c.key: (c.max, c.is_default) for c in await list_caps(conn)}
+
+    own = {org_key(org_c): (7, False)}
+    assert await caps() == {org_key(kit.org_id): (1, True), org_key(org_b): (1, True), **own}
+    await worker(3)._start()  # another default changes the caps it made
+    assert await caps() == {org_key(kit.org_id): (3, True), org_key(org_b): (3, True), **own}
+    await worker(None)._start()  # unset: the fleet's default stays
+    assert len(await caps()) == 3
+    await worker(0)._start()  # 0: no default cap any more; an organisation's own stays
+    assert await caps() == own
+    await kit.put(3, prefix="late")
+    late = worker(0)
+    assert (await late.run_until_idle()).succeeded == 3
+    assert await caps() == own  # and the claim made none again

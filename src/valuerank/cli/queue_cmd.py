@@ -9,7 +9,7 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from valuerank.cli import limits_cmd
+from valuerank.cli import caps_cmd, limits_cmd
 from valuerank.cli.common import JsonOption, console, fail, print_json, run, session
 from valuerank.queue import (
     JobSpec,
@@ -24,6 +24,7 @@ from valuerank.queue import (
 
 app = typer.Typer(help="The job queue: status, pause/resume, enqueue, retry.", no_args_is_help=True)
 app.add_typer(limits_cmd.app, name="limits")
+app.add_typer(caps_cmd.app, name="caps")
 
 
 class Priority(StrEnum):
@@ -123,7 +124,9 @@ def resume(provider: str | None = ProviderOption, as_json: bool = JsonOption) ->
 
 @app.command("enqueue")
 def enqueue_(
-    kind: str = typer.Argument(..., help="Job kind, e.g. noop, sleep, fail."),
+    kind: str = typer.Argument(
+        ..., help="Job kind, e.g. noop, sleep, fail (the seed's probe:scenario is probe)."
+    ),
     payload: str = typer.Option("{}", "--payload", help="The job's payload, a JSON object."),
     partition: str | None = typer.Option(None, "--partition", help="Partition (e.g. a run id)."),
     item_key: str | None = typer.Option(
@@ -139,6 +142,9 @@ def enqueue_(
     as_json: bool = JsonOption,
 ) -> None:
     """Put jobs on the queue (idempotent with --item-key)."""
+    from valuerank.runs.service import job_kind  # here: the other queue commands need no runs
+
+    kind = job_kind(kind)
     choices = [p.value for p in Priority]
     if priority not in choices:
         fail(
@@ -188,7 +194,7 @@ def enqueue_(
     jobs = run(_go(), as_json=as_json)
     added = sum(1 for j in jobs if j["enqueued"])
     if as_json:
-        print_json({"enqueued": added, "existing": len(jobs) - added, "jobs": jobs})
+        print_json({"kind": kind, "enqueued": added, "existing": len(jobs) - added, "jobs": jobs})
         return
     console.print(f"enqueued {added} {kind} job(s), {len(jobs) - added} already there")
     for j in jobs[:20]:

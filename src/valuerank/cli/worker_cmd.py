@@ -80,8 +80,8 @@ def worker(
     HEARTBEAT_SECONDS, POLL_SECONDS, RETRY_BASE_SECONDS, RETRY_CAP_SECONDS, MAX_RUNTIME_SECONDS,
     REAP_INTERVAL_SECONDS, SHUTDOWN_GRACE_SECONDS, RETENTION_DAYS, EVENT_RETENTION_DAYS,
     MAINTENANCE_INTERVAL_SECONDS, NOTIFICATION_DRAIN_SECONDS, BURST_WAIT_SECONDS, CONCURRENCY.
-    Caps over all workers: GLOBAL_CONCURRENCY and ORG_CONCURRENCY (per organisation); 0 or
-    unset means no cap."""
+    Caps over all workers: GLOBAL_CONCURRENCY and ORG_CONCURRENCY (the default per
+    organisation); 0 lifts the cap set before, unset leaves the fleet's as it is."""
     ws = worker_settings()
 
     async def _go() -> dict[str, Any]:

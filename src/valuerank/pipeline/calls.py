@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -184,13 +184,16 @@ async def call_model(
     sample_index: int = 0,
     reuse_cache: bool = False,
     write_cache: bool = True,
+    before_call: Callable[[], Awaitable[object]] | None = None,
 ) -> Answer:
     """One completion: from the cache when asked and present, else from the provider.
 
     Every fresh answer is written to the cache (cheap, and it lets a later run reuse it);
     the cache is only *read* with `reuse_cache`. No transaction is open during the call.
     With `write_cache=False` the answer carries its `cache_entry` instead, for the caller to
-    write with its own results (one transaction instead of two).
+    write with its own results (one transaction instead of two). `before_call` is awaited
+    right before the provider is asked (not for a cached answer): a call the claim reserved
+    no rate-limit request for reserves its own there (`queue.call_reserve`).
     """
     model = parse_model_id(model_id)
     key = request_key(model, request, sample_index)
@@ -209,6 +212,8 @@ async def call_model(
     if hit is not None:
         completion, cached = _completion_from_json(hit), True
     else:
+        if before_call is not None:
+            await before_call()
         try:
             completion = await provider.complete(request)
         except ProviderError as exc:

@@ -12,6 +12,7 @@ was reaped never ran the code that enqueues it).
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from functools import partial
 from typing import Any
 
 from sqlalchemy import func, literal_column, select, update
@@ -26,6 +27,7 @@ from valuerank.pipeline.prompts import run_summary_messages
 from valuerank.providers.base import CompletionRequest
 from valuerank.providers.model_id import parse_model_id
 from valuerank.queue import HandlerResult, Job, JobSpec, Snooze, enqueue, enqueue_many
+from valuerank.queue.call_reserve import reserve_request
 from valuerank.queue.states import JobStatus
 from valuerank.runs.progress import job_progress
 from valuerank.runs.results import ModelResult, model_results
@@ -253,8 +255,15 @@ async def _narrative(ctx: PipelineContext, run: Run, results: list[ModelResult])
         max_tokens=400,
         hints={"role": "summary"},
     )
+    # The finalize job has no provider, so the claim reserved nothing for this call.
+    reserve = partial(reserve_request, ctx.db, provider=parse_model_id(model).provider, model=model)
     answer = await call_model(
-        ctx.db, ctx.providers, org_id=run.org_id, model_id=model, request=request
+        ctx.db,
+        ctx.providers,
+        org_id=run.org_id,
+        model_id=model,
+        request=request,
+        before_call=reserve,
     )
     return f"{answer.completion.text.strip()}\n\n{text}"
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from sqlalchemy import select
@@ -26,6 +27,8 @@ from valuerank.pipeline.prompts import DEFAULT_FOLLOWUPS, probe_messages, turn_p
 from valuerank.providers.base import CompletionRequest
 from valuerank.providers.model_id import parse_model_id
 from valuerank.queue import HandlerResult, Job, Permanent
+from valuerank.queue.call_reserve import reserve_request
+from valuerank.queue.ratelimit import job_credential
 from valuerank.runs.records import TranscriptRecord, insert_transcript
 from valuerank.runs.service import Run, get_run
 from valuerank.scoring import decision_code, scale_labels_from_template
@@ -156,6 +159,15 @@ async def _converse(
     details: list[dict[str, Any]] = []
     turns: list[Turn] = []
     fresh: list[CacheEntry] = []
+    # The claim reserved turn 1's request; each follow-up turn reserves its own (RPM counts
+    # calls, not jobs), from the bucket of the job's model.
+    reserve_turn = partial(
+        reserve_request,
+        ctx.db,
+        provider=job.provider,
+        model=job.model,
+        credential=job_credential(job.payload),
+    )
     for number, prompt in enumerate(prompts, start=1):
         request = CompletionRequest(
             model=model.name,
@@ -184,6 +196,7 @@ async def _converse(
             sample_index=item.sample,
             reuse_cache=config.reuse_cache,
             write_cache=False,
+            before_call=reserve_turn if number > 1 else None,
         )
         if answer.cache_entry is not None:
             fresh.append(answer.cache_entry)

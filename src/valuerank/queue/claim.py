@@ -241,7 +241,7 @@ async def _claim_round(
     dialect = conn.dialect.name
     if (
         dialect == "postgresql"
-        and settings.org_concurrency is None
+        and settings.org_cap is None
         and not closed_buckets
         and _fast_path_hinted(conn.engine.url)
     ):
@@ -308,8 +308,8 @@ async def _claim_round(
             if not claimed:
                 return _Round([], more=more)
     capped = bool(caps)
-    if settings.org_concurrency is not None:
-        await ensure_org_caps(conn, (j.org_id for j in claimed), settings.org_concurrency)
+    if settings.org_cap is not None:
+        await ensure_org_caps(conn, (j.org_id for j in claimed), settings.org_cap)
         capped = True
     if capped:
         granted, refused = await take_slots(
@@ -359,7 +359,7 @@ async def claim(
     # after it: run it alone (autocommit), which saves the BEGIN and COMMIT round trips.
     alone = (
         db.url.dialect == "postgresql"
-        and settings.org_concurrency is None
+        and settings.org_cap is None
         and _fast_path_hinted(db.engine.url)
     )
     while len(claimed) < limit:

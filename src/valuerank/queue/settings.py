@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 N = TypeVar("N", int, float)
 
@@ -66,7 +66,8 @@ class QueueSettings(BaseModel):
     org_concurrency: int | None = Field(
         default=None,
         ge=0,
-        description="Default cap of jobs running at once per organisation; 0 or unset: no cap.",
+        description="Default cap of jobs running at once per organisation; 0: no cap (lifts "
+        "the default caps set before); unset: the default the fleet has (none unless set).",
     )
     retention_days: float = Field(
         default=30.0,
@@ -117,10 +118,11 @@ class QueueSettings(BaseModel):
                 data = {k: v for k, v in data.items() if k != "heartbeat_seconds"}
         return data
 
-    @field_validator("org_concurrency")
-    @classmethod
-    def _zero_is_no_cap(cls, value: int | None) -> int | None:
-        return unlimited_if_zero(value)
+    @property
+    def org_cap(self) -> int | None:
+        """The per-organisation default cap the claim gives organisations; None: none
+        (0 is kept in `org_concurrency`: a worker started with it lifts the old caps)."""
+        return unlimited_if_zero(self.org_concurrency)
 
     @model_validator(mode="after")
     def _heartbeat_inside_lease(self) -> QueueSettings:

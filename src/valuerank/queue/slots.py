@@ -63,6 +63,7 @@ class Cap:
     model: str | None
     in_use: int
     max: int
+    is_default: bool = False  # an organisation cap made by the workers' default
 
     @property
     def room(self) -> int:
@@ -79,7 +80,8 @@ async def set_cap(
     model: str | None = None,
 ) -> str:
     """Create or change a cap; slots in use are kept. Returns its key. A cap of 0 is no cap:
-    the cap is removed."""
+    the cap is removed. An organisation cap set here is that organisation's own: the
+    workers' default (`apply_org_default`) no longer changes it."""
     if max_running < 0:
         raise ValueError("a cap cannot be negative")
     if scope is SlotScope.GLOBAL:
@@ -109,8 +111,11 @@ async def set_cap(
             model=model if scope is SlotScope.MODEL else None,
             in_use=0,
             max=max_running,
+            is_default=False,
         )
-        .on_conflict_do_update(index_elements=[queue_slots.c.key], set_={"max": max_running})
+        .on_conflict_do_update(
+            index_elements=[queue_slots.c.key], set_={"max": max_running, "is_default": False}
+        )
     )
     await conn.execute(stmt)
     return key
@@ -121,6 +126,27 @@ async def apply_global_cap(conn: AsyncConnection, max_running: int | None) -> No
     leaves it as the fleet has it."""
     if max_running is not None:
         await set_cap(conn, SlotScope.GLOBAL, max_running)
+
+
+async def apply_org_default(conn: AsyncConnection, max_running: int | None) -> int:
+    """Make the per-organisation default `max_running` (settings' `org_concurrency`) on the
+    caps it made before: 0 lifts them (no cap), another value changes them, None leaves them
+    as the fleet has them. Caps set for one organisation are left alone. Returns the caps
+    changed or lifted."""
+    if max_running is None:
+        return 0
+    if max_running < 0:
+        raise ValueError("a cap cannot be negative")
+    defaults = queue_slots.c.is_default.is_(True)
+    if unlimited_if_zero(max_running) is None:
+        result = await conn.execute(queue_slots.delete().where(defaults))
+    else:
+        result = await conn.execute(
+            update(queue_slots)
+            .where(defaults, queue_slots.c.max != max_running)
+            .values(max=max_running)
+        )
+    return int(result.rowcount or 0)
 
 
 async def remove_cap(conn: AsyncConnection, key: str) -> bool:
@@ -140,6 +166,7 @@ async def list_caps(conn: AsyncConnection) -> list[Cap]:
             model=r.model,
             in_use=r.in_use,
             max=r.max,
+            is_default=r.is_default,
         )
         for r in rows
     ]
@@ -156,6 +183,7 @@ async def ensure_org_caps(conn: AsyncConnection, org_ids: Iterable[str], max_run
                 org_id=org_id,
                 in_use=0,
                 max=max_running,
+                is_default=True,
             )
             .on_conflict_do_nothing(index_elements=[queue_slots.c.key])
         )

@@ -54,7 +54,7 @@ from valuerank.queue.pending import seconds_until_due
 from valuerank.queue.ratelimit import seconds_until_reopen
 from valuerank.queue.reaper import reap
 from valuerank.queue.settings import QueueSettings
-from valuerank.queue.slots import apply_global_cap
+from valuerank.queue.slots import apply_global_cap, apply_org_default
 from valuerank.queue.states import JobStatus
 
 log = logging.getLogger(__name__)
@@ -452,10 +452,13 @@ class Worker:
     # -- internals ------------------------------------------------------------------------
 
     async def _start(self) -> None:
-        """Apply the settings' global cap (the per-organisation default is applied by claim)."""
-        if self.settings.global_concurrency is not None:
+        """Apply the settings' global cap and per-organisation default to the caps the fleet
+        has (0 lifts them); the claim gives the default to organisations without a cap."""
+        s = self.settings
+        if s.global_concurrency is not None or s.org_concurrency is not None:
             async with self.db.transaction(immediate=True) as conn:
-                await apply_global_cap(conn, self.settings.global_concurrency)
+                await apply_global_cap(conn, s.global_concurrency)
+                await apply_org_default(conn, s.org_concurrency)
 
     async def _reap(self, *, force: bool = False) -> None:
         now = time.monotonic()

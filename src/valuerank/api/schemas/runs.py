@@ -272,6 +272,10 @@ class Cap(Out):
     model: str | None
     in_use: int
     max: int
+    is_default: bool = Field(
+        description="An organisation cap made by the workers' default "
+        "(VALUERANK_WORKER_ORG_CONCURRENCY), which follows it; false: set for it."
+    )
 
 
 class QueueStatus(Out):
