@@ -67,6 +67,12 @@ class Settings(BaseSettings):
     session_ttl_hours: float = Field(
         default=24.0, gt=0, description="How long a browser session lasts after its login."
     )
+    metrics_token: SecretStr | None = Field(
+        default=None,
+        description="A secret (16+ characters, e.g. `openssl rand -hex 32`) that Prometheus "
+        "sends as `Authorization: Bearer …` to read /metrics, which counts every "
+        "organisation's jobs. Unset: only admins of the default organisation read /metrics.",
+    )
     rate_limits_enabled: bool = Field(
         default=True, description="Limit requests per client and endpoint class (429)."
     )
@@ -152,6 +158,19 @@ class Settings(BaseSettings):
         ge=0,
         description="Cached model answers (what runs with --reuse-cache reuse) older than this "
         "are deleted by maintenance, counted from when each was first cached; 0 keeps them.",
+    )
+    transcript_retention_days: float = Field(
+        default=0.0,
+        ge=0,
+        description="Transcripts of runs finished longer ago than this are exported (the run's "
+        "ZIP in the original CLI's layout) into VALUERANK_TRANSCRIPT_EXPORT_DIR by maintenance, "
+        "then deleted (their judgments with them; the run's counts and results stay). Nothing "
+        "is deleted if the export fails or no folder is set. 0 (the default) keeps them.",
+    )
+    transcript_export_dir: str | None = Field(
+        default=None,
+        description="Where transcript retention writes the runs' ZIPs before deleting their "
+        "transcripts (one folder per organisation id).",
     )
     webhook_private_targets: bool = Field(
         default=False,

@@ -117,17 +117,18 @@ async def test_cancel_a_partition(kit: Kit) -> None:
         state = await heartbeat(conn, running[0].lease, lease_seconds=30)
         assert state.cancel_requested
     assert await kit.status_counts() == {"cancelled": 3, "running": 2, "queued": 1}
-    # Nothing more is claimed from it, even if a job is added late; other partitions run.
+    # Nothing more is claimed from it; a job added late is cancelled at once (it would wait
+    # forever: issue 21); other partitions run.
     await kit.put(prefix="late")
+    assert await kit.status_counts() == {"cancelled": 4, "running": 2, "queued": 1}
     assert [j.id for j in await kit.take(5)] == [other]
     async with kit.db.transaction(immediate=True) as conn:
         assert await cancel(conn, running[0].lease)
-        assert await complete(conn, running[1].lease, "finished anyway")
     types = [e.type for e in await kit.events()]
     assert types.count(EventType.PARTITION_CANCELLED) == 1
-    assert types.count(EventType.PARTITION_COMPLETE) == 0  # the late job is still queued
+    assert types.count(EventType.PARTITION_COMPLETE) == 0  # a job is still running
     async with kit.db.transaction(immediate=True) as conn:
-        await cancel_partition(conn, kit.org_id, "run-1")
+        assert await complete(conn, running[1].lease, "finished anyway")
     events = await kit.events()
     assert events[-1].type == "partition_complete"
     assert events[-1].data["counts"] == {
@@ -143,11 +144,13 @@ async def test_resume_reopens_a_cancelled_partition(kit: Kit) -> None:
     await kit.put()
     async with kit.db.transaction(immediate=True) as conn:
         await cancel_partition(conn, kit.org_id, "run-1")
-    await kit.put(prefix="rerun")
+    await kit.put(prefix="late")  # enqueued while cancelled: cancelled at once
     assert await kit.take() == []
     async with kit.db.transaction(immediate=True) as conn:
         assert await resume_partition(conn, kit.org_id, "run-1")
+    await kit.put(prefix="rerun")
     assert len(await kit.take(5)) == 1
+    assert await kit.status_counts() == {"cancelled": 2, "running": 1}
 
 
 async def test_cancel_one_job(kit: Kit) -> None:

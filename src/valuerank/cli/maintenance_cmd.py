@@ -48,6 +48,15 @@ def _summary_line(action: str, value: Any) -> str:
         days = value.get("retention_days")
         kept = "kept forever" if days is None else f"older than {days:g} days"
         return f"  response cache: {value.get('pruned', 0)} cached answers deleted ({kept})"
+    if isinstance(value, dict) and action == "transcript_retention":
+        days = value.get("retention_days")
+        if days is None:
+            return "  transcripts: kept forever (VALUERANK_TRANSCRIPT_RETENTION_DAYS=0)"
+        line = (
+            f"  transcripts: {value.get('deleted', 0)} deleted from "
+            f"{len(value.get('runs', []))} runs exported (finished over {days:g} days ago)"
+        )
+        return line + (f"; {value['error']}" if value.get("error") else "")
     return f"  {action}: {value}"
 
 
@@ -56,7 +65,9 @@ def run_(as_json: bool = JsonOption) -> None:
     """Run maintenance once, now (workers also run it every
     VALUERANK_WORKER_MAINTENANCE_INTERVAL_SECONDS). Stale runs (running, nothing of them
     queued or running) are closed as completed or failed; `stale_runs` counts them. Cached
-    model answers older than VALUERANK_RESPONSE_CACHE_DAYS (default 90) are deleted."""
+    model answers older than VALUERANK_RESPONSE_CACHE_DAYS (default 90) are deleted. With
+    VALUERANK_TRANSCRIPT_RETENTION_DAYS set, the transcripts of runs finished before it are
+    exported to VALUERANK_TRANSCRIPT_EXPORT_DIR, then deleted."""
 
     async def _go(db: Database) -> dict[str, Any] | None:
         done = await maintain(db, worker_settings().queue_settings(), trigger="cli", wait=False)

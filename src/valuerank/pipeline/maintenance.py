@@ -5,7 +5,9 @@ each worker by `register_pipeline_handlers`), `valuerank maintenance run`, and t
 The queue knows nothing about runs; the pipeline adds what it needs to every pass here:
 `stale_runs`, reaping runs left open with no live job (`pipeline/stale.py`), and
 `response_cache`, deleting cached model answers older than `VALUERANK_RESPONSE_CACHE_DAYS`
-(a batch per pass, oldest first; 0 keeps them).
+(a batch per pass, oldest first; 0 keeps them); and `transcript_retention`, exporting then
+deleting the transcripts of runs finished longer ago than VALUERANK_TRANSCRIPT_RETENTION_DAYS
+(`pipeline/transcript_retention.py`; 0, the default, keeps them).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from valuerank.queue.settings import QueueSettings
 
 STALE_RUNS = "stale_runs"
 RESPONSE_CACHE = "response_cache"
+TRANSCRIPT_RETENTION = "transcript_retention"
 REAP_STALE_RUNS = "reap_stale_runs"  # the kind of a pass that only reaps stale runs
 SCHEDULE_WINDOW_INTERVALS = 100  # full passes looked at for the schedule's anomalies
 
@@ -49,9 +52,26 @@ async def _response_cache(conn: AsyncConnection) -> dict[str, Any]:
     return {"pruned": pruned, "more": pruned == DEFAULT_BATCH, "retention_days": days}
 
 
+async def _transcript_retention(conn: AsyncConnection) -> dict[str, Any]:
+    settings = get_settings()
+    if not settings.transcript_retention_days:
+        return {"retention_days": None, "runs": [], "deleted": 0, "more": False, "error": None}
+    from valuerank.pipeline.transcript_retention import apply_transcript_retention
+
+    return await apply_transcript_retention(
+        conn,
+        older_than_days=settings.transcript_retention_days,
+        export_dir=settings.transcript_export_dir,
+    )
+
+
 def maintenance_chores() -> dict[str, Chore]:
     """What the pipeline adds to every full maintenance pass."""
-    return {STALE_RUNS: _stale_runs, RESPONSE_CACHE: _response_cache}
+    return {
+        STALE_RUNS: _stale_runs,
+        RESPONSE_CACHE: _response_cache,
+        TRANSCRIPT_RETENTION: _transcript_retention,
+    }
 
 
 async def maintain(

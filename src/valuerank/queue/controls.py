@@ -4,7 +4,8 @@ cancel one job, requeue failed jobs.
 
 Pausing only stops claims; running jobs finish. Cancelling a partition cancels its queued
 jobs at once and asks its running jobs to stop (they see `cancel_requested` at their next
-heartbeat); a cancelled partition is not claimed from until it is resumed.
+heartbeat); a cancelled partition is not claimed from until it is resumed, and a job enqueued
+into it meanwhile (say by a running job finishing) is cancelled at once (`enqueue.py`).
 """
 
 from __future__ import annotations
@@ -66,23 +67,24 @@ async def _set_paused(
     return (await conn.execute(stmt)).first() is not None
 
 
-async def pause_partition(conn: AsyncConnection, org_id: str, partition: str) -> bool:
-    """Stop claiming the partition's jobs; True if it was not paused already."""
+async def pause_partition(
+    conn: AsyncConnection, org_id: str, partition: str, *, event: str = EventType.PARTITION_PAUSED
+) -> bool:
+    """Stop claiming the partition's jobs; True if it was not paused already. `event`: the
+    name of the event saying so (its owner's, e.g. `run_paused`)."""
     changed = await _set_paused(conn, ControlScope.PARTITION, partition, org_id, True)
     if changed:
-        await append_event(
-            conn, org_id=org_id, partition=partition, type=EventType.PARTITION_PAUSED
-        )
+        await append_event(conn, org_id=org_id, partition=partition, type=event)
     return changed
 
 
-async def resume_partition(conn: AsyncConnection, org_id: str, partition: str) -> bool:
+async def resume_partition(
+    conn: AsyncConnection, org_id: str, partition: str, *, event: str = EventType.PARTITION_RESUMED
+) -> bool:
     """Claim the partition's jobs again (also after a cancel); True if anything changed."""
     changed = await _set_paused(conn, ControlScope.PARTITION, partition, org_id, False)
     if changed:
-        await append_event(
-            conn, org_id=org_id, partition=partition, type=EventType.PARTITION_RESUMED
-        )
+        await append_event(conn, org_id=org_id, partition=partition, type=event)
     return changed
 
 
@@ -92,7 +94,13 @@ class Cancelled:
     stopping: int  # running jobs asked to stop
 
 
-async def cancel_partition(conn: AsyncConnection, org_id: str, partition: str) -> Cancelled:
+async def cancel_partition(
+    conn: AsyncConnection,
+    org_id: str,
+    partition: str,
+    *,
+    event: str = EventType.PARTITION_CANCELLED,
+) -> Cancelled:
     """Cancel queued jobs now, ask running ones to stop, and claim nothing more from it."""
     dialect = conn.dialect.name
     in_partition = (jobs.c.org_id == org_id, jobs.c.partition == partition)
@@ -119,7 +127,6 @@ async def cancel_partition(conn: AsyncConnection, org_id: str, partition: str) -
         )
         .values(cancel_requested=True)
     )
-    result = Cancelled(cancelled=cancelled.rowcount, stopping=stopping.rowcount)
     await conn.execute(
         upsert(conn)(queue_controls)
         .values(scope=PARTITION_SCOPE, key=partition, org_id=org_id)
@@ -134,11 +141,28 @@ async def cancel_partition(conn: AsyncConnection, org_id: str, partition: str) -
         )
         .values(cancel_requested=True, updated_at=db_now(dialect))
     )
+    # A job enqueued while this ran (committed after the first sweep read the partition, and
+    # before the flag above was set: enqueue saw it unset) is cancelled now. SKIP LOCKED: a
+    # job row locked by a claimer is not waited for while the partition row is held (lock
+    # order: job rows first); that job runs, it does not wait forever.
+    late = select(jobs.c.id).where(*in_partition, jobs.c.status == JobStatus.QUEUED.value)
+    if dialect == "postgresql":
+        late = late.with_for_update(skip_locked=True)
+    swept = await conn.execute(
+        update(jobs)
+        .where(
+            jobs.c.id.in_(late.scalar_subquery()),
+            *in_partition,
+            status_guard(jobs, JobStatus.CANCELLED, sources=[JobStatus.QUEUED]),
+        )
+        .values(status=JobStatus.CANCELLED.value, finished_at=db_now(dialect))
+    )
+    result = Cancelled(cancelled=cancelled.rowcount + swept.rowcount, stopping=stopping.rowcount)
     await append_event(
         conn,
         org_id=org_id,
         partition=partition,
-        type=EventType.PARTITION_CANCELLED,
+        type=event,
         data={"cancelled": result.cancelled, "stopping": result.stopping},
         delta=moved(JobStatus.QUEUED, JobStatus.CANCELLED, result.cancelled),
     )

@@ -5,7 +5,9 @@ retried HTTP request) adds nothing and says so with `enqueued=False`. One
 `INSERT … ON CONFLICT DO NOTHING RETURNING id` on both dialects, sent as SQLAlchemy's batched
 "insertmanyvalues"; the ids of rows that already existed are then looked up. The jobs really
 inserted are added to their partitions' job counters (see `events.py`) in the same
-transaction, which takes the partition rows' locks until it commits.
+transaction, which takes the partition rows' locks until it commits. Jobs enqueued into a
+cancelled partition (see `controls.cancel_partition`) are cancelled at once: nothing would
+ever claim them.
 """
 
 from __future__ import annotations
@@ -16,27 +18,35 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from sqlalchemy import select, tuple_
+from sqlalchemy import select, text, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.db.tables import jobs, queue_controls
 from valuerank.errors import ConflictError, InvalidInputError
 from valuerank.queue.dialect import db_now, to_db, upsert
-from valuerank.queue.events import PARTITION_SCOPE, add_counts
+from valuerank.queue.events import COUNTER_COLUMNS, PARTITION_SCOPE, add_counts, moved
 from valuerank.queue.ids import new_id
 from valuerank.queue.states import JobStatus
 
 PriorityName = Literal["low", "normal", "high"]
 PRIORITIES: dict[str, int] = {"low": -10, "normal": 0, "high": 10}
+# The runs' and jobs' `priority` columns are 32-bit integers (PostgreSQL refuses more).
+MIN_PRIORITY, MAX_PRIORITY = -(2**31), 2**31 - 1
 DEFAULT_MAX_ATTEMPTS = 3
 CHUNK_ROWS = 500  # lookups of existing rows, well under the bound-parameter limits
 
 
 def priority_value(priority: PriorityName | str | int) -> int:
-    """`low`/`normal`/`high` or any integer; higher runs first."""
+    """`low`/`normal`/`high` or an integer in [MIN_PRIORITY, MAX_PRIORITY]; higher runs
+    first."""
     if isinstance(priority, bool):
         raise InvalidInputError(f"invalid priority {priority!r}")
     if isinstance(priority, int):
+        if not MIN_PRIORITY <= priority <= MAX_PRIORITY:
+            raise InvalidInputError(
+                f"invalid priority {priority}: out of range",
+                hint=f"use an integer from {MIN_PRIORITY} to {MAX_PRIORITY}",
+            )
         return priority
     try:
         return PRIORITIES[priority]
@@ -135,6 +145,35 @@ async def _claim_partitions(conn: AsyncConnection, pairs: set[tuple[str, str]]) 
             )
 
 
+# Adds the new jobs to the partition's queued counter under its row lock, and reads in the
+# same statement whether the partition is cancelled (after a cancel that committed first, on
+# PostgreSQL too: the UPDATE re-reads the row it waited for).
+_COUNT_QUEUED = text(
+    f"UPDATE queue_controls SET {COUNTER_COLUMNS[JobStatus.QUEUED]} = "
+    f"{COUNTER_COLUMNS[JobStatus.QUEUED]} + :n"
+    " WHERE scope = 'partition' AND key = :partition RETURNING cancel_requested"
+)
+
+
+async def _count_queued(conn: AsyncConnection, partition: str, n: int) -> bool:
+    """Count `n` new queued jobs of the partition; True if the partition is cancelled."""
+    flag = await conn.scalar(_COUNT_QUEUED, {"partition": partition, "n": n})
+    return bool(flag)
+
+
+async def _cancel_new(conn: AsyncConnection, partition: str, ids: list[str], now: datetime) -> None:
+    """Cancel at once jobs just enqueued into a cancelled partition: it is never claimed from,
+    so they would wait forever (a probe finishing after its run was cancelled enqueues the
+    run's finalize job). Only this transaction's own new rows are written: no lock waits."""
+    for start in range(0, len(ids), CHUNK_ROWS):
+        await conn.execute(
+            update(jobs)
+            .where(jobs.c.id.in_(ids[start : start + CHUNK_ROWS]))
+            .values(status=JobStatus.CANCELLED.value, finished_at=now)
+        )
+    await add_counts(conn, partition, moved(JobStatus.QUEUED, JobStatus.CANCELLED, len(ids)))
+
+
 async def enqueue(conn: AsyncConnection, spec: JobSpec) -> Enqueued:
     """Enqueue one job (see `enqueue_many`)."""
     return (await enqueue_many(conn, [spec]))[0]
@@ -174,7 +213,9 @@ async def enqueue_many(conn: AsyncConnection, specs: Sequence[JobSpec]) -> list[
         # The partitions' job counters (see queue/events.py), in partition order (lock order).
         added = Counter(row["partition"] for row in rows if row["id"] in inserted)
         for partition in sorted(added):
-            await add_counts(conn, partition, {JobStatus.QUEUED: added[partition]})
+            if await _count_queued(conn, partition, added[partition]):
+                ids = [r["id"] for r in rows if r["partition"] == partition and r["id"] in inserted]
+                await _cancel_new(conn, partition, ids, now)
 
     existing: dict[tuple[str, str], str] = {}
     missing = [k for k, row in first.items() if row["id"] not in inserted]
