@@ -103,6 +103,21 @@ memberships = Table(
     PrimaryKeyConstraint("org_id", "user_id"),
 )
 
+# An existing account asked to join an organisation: it becomes a membership only when that
+# user accepts (an admin cannot pull someone else's account in). Pending ones only: accepting
+# or declining deletes the row.
+invitations = Table(
+    "invitations",
+    metadata,
+    _id(),
+    _org_id(),
+    _user_id(),
+    Column("role", String(16), nullable=False),  # admin | member | viewer
+    _created_at(),
+    UniqueConstraint("org_id", "user_id"),
+    Index("ix_invitations_user_id", "user_id"),
+)
+
 
 # API tokens: a token acts as its user in one organisation, with the role the user holds there
 # now. Only the SHA-256 of the token is stored (the token is shown once); `display_prefix` is
@@ -213,6 +228,9 @@ runs = Table(
     Column("synthetic", Boolean, nullable=False, server_default=false()),
     _ts("started_at"),
     _ts("finished_at"),
+    # The run's jobs maintenance pruned, per kind and status ({"probe": {"failed": 2}, …}):
+    # its progress is the live jobs plus these (runs/pruned.py).
+    Column("pruned_jobs", JSONDocument, nullable=False, server_default="{}"),
     Index("ix_runs_org_id_definition_id", "org_id", "definition_id"),
     Index("ix_runs_org_id_created_at", "org_id", "created_at"),
 )
@@ -422,6 +440,27 @@ job_errors = Table(
     Index("ix_job_errors_job_id", "job_id"),
 )
 
+# The failed jobs of runs that maintenance pruned, as the run's failure listing shows them
+# (runs/pruned.py): a run's failures outlive the queue's retention of its jobs.
+pruned_failures = Table(
+    "pruned_failures",
+    metadata,
+    Column("job_id", String(ID_LENGTH), primary_key=True),
+    _org_id(),
+    Column("run_id", String(ID_LENGTH), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("kind", String(100), nullable=False),
+    Column("scenario_id", String(300), nullable=True),
+    Column("model", String(300), nullable=True),
+    Column("provider", String(100), nullable=True),
+    Column("transcript_id", String(300), nullable=True),
+    Column("attempts", Integer, nullable=False),
+    Column("max_attempts", Integer, nullable=False),
+    Column("error", Text, nullable=True),
+    _ts("created_at", nullable=False),  # the job's, for the listing's (created_at, id) order
+    _ts("finished_at"),
+    Index("ix_pruned_failures_run_id_created_at", "run_id", "created_at"),
+)
+
 queue_slots = Table(
     "queue_slots",
     metadata,
@@ -432,6 +471,9 @@ queue_slots = Table(
     Column("model", String(200), nullable=True),
     Column("in_use", Integer, nullable=False, server_default="0"),
     Column("max", Integer, nullable=False),
+    # An organisation cap made by the workers' default (VALUERANK_WORKER_ORG_CONCURRENCY):
+    # follows that default (changed, or lifted by 0); a cap set for the organisation is not.
+    Column("is_default", Boolean, nullable=False, server_default=false()),
 )
 
 queue_controls = Table(

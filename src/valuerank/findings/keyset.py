@@ -1,18 +1,19 @@
-"""Newest-first keyset pages over tables with `created_at` and `id` (the API's cursors)."""
+"""Newest-first keyset pages over tables (or subqueries) with `created_at` and `id` (the API's
+cursors)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, Table, and_, func, or_
+from sqlalchemy import FromClause, Select, and_, func, or_
 
 from valuerank.errors import InvalidInputError
 from valuerank.queue.dialect import to_db
 
 
 def newest_first(
-    query: Select[Any], table: Table, dialect: str, limit: int, after: tuple[str, str] | None
+    query: Select[Any], table: FromClause, dialect: str, limit: int, after: tuple[str, str] | None
 ) -> Select[Any]:
     """`query` ordered newest first, after the item (`created_at` ISO-8601, `id`) when given,
     `limit + 1` rows (the extra one says there is a next page)."""

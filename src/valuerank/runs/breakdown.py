@@ -3,19 +3,21 @@ failed jobs with the errors that ended them (newest first, keyset pages).
 
 Counted from the queue's jobs, like `runs.progress`: a model of the run with no job yet
 (a pending run) is listed with zeros, so a page can draw one row per model from the start.
+The failures are the failed jobs plus those maintenance pruned (`pruned_failures`, see
+runs/pruned.py), in one (created_at, id) order.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import String, cast, func, null, select, union_all
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from valuerank.db.tables import jobs
+from valuerank.db.tables import JSONDocument, jobs, pruned_failures
 from valuerank.findings.keyset import newest_first
 from valuerank.providers.model_id import parse_model_id
 from valuerank.queue.dialect import iso
@@ -114,46 +116,89 @@ def _text(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
+def job_failure(row: Any) -> Failure:
+    """A failed job's row of `jobs` as the listing shows it."""
+    payload = row.payload if isinstance(row.payload, dict) else {}
+    error = row.last_error
+    return Failure(
+        job_id=row.id,
+        kind=row.kind,
+        scenario_id=_text(payload.get("scenario_id")),
+        model=row.model or _text(payload.get("judge_model") or payload.get("model")),
+        provider=row.provider,
+        transcript_id=_text(payload.get("transcript_id")),
+        attempts=int(row.attempts),
+        max_attempts=int(row.max_attempts),
+        error=None if error is None else str(error)[:ERROR_CHARS],
+        created_at=row.created_at,
+        finished_at=row.finished_at,
+    )
+
+
 async def run_failures(
     conn: AsyncConnection, run: Run, *, limit: int, after: tuple[str, str] | None = None
 ) -> list[Failure]:
-    """Up to `limit + 1` failed jobs of the run, newest first (the extra one says a next page
-    exists), after the job whose (`created_at` ISO-8601, `id`) is `after`."""
-    query = select(jobs).where(
+    """Up to `limit + 1` failed jobs of the run, live or pruned, newest first (the extra one
+    says a next page exists), after the job whose (`created_at` ISO-8601, `id`) is `after`."""
+    live = select(
+        jobs.c.id,
+        jobs.c.kind,
+        jobs.c.payload,
+        cast(null(), String).label("scenario_id"),
+        jobs.c.model,
+        jobs.c.provider,
+        cast(null(), String).label("transcript_id"),
+        jobs.c.attempts,
+        jobs.c.max_attempts,
+        jobs.c.last_error,
+        jobs.c.created_at,
+        jobs.c.finished_at,
+    ).where(
         jobs.c.org_id == run.org_id,
         jobs.c.partition == run.id,
         jobs.c.status == JobStatus.FAILED.value,
     )
-    rows = await conn.execute(newest_first(query, jobs, conn.dialect.name, limit, after))
-    found = []
-    for row in rows:
-        payload = row.payload if isinstance(row.payload, dict) else {}
-        error = row.last_error
-        found.append(
-            Failure(
-                job_id=row.id,
-                kind=row.kind,
-                scenario_id=_text(payload.get("scenario_id")),
-                model=row.model or _text(payload.get("judge_model") or payload.get("model")),
-                provider=row.provider,
-                transcript_id=_text(payload.get("transcript_id")),
-                attempts=int(row.attempts),
-                max_attempts=int(row.max_attempts),
-                error=None if error is None else str(error)[:ERROR_CHARS],
-                created_at=row.created_at,
-                finished_at=row.finished_at,
-            )
-        )
-    return found
+    kept = pruned_failures.c
+    pruned = select(
+        kept.job_id,
+        kept.kind,
+        cast(null(), JSONDocument),
+        kept.scenario_id,
+        kept.model,
+        kept.provider,
+        kept.transcript_id,
+        kept.attempts,
+        kept.max_attempts,
+        kept.error,
+        kept.created_at,
+        kept.finished_at,
+    ).where(kept.org_id == run.org_id, kept.run_id == run.id)
+    # One statement: a failure pruned while the page is read is in one branch or the other.
+    both = union_all(live, pruned).subquery("failures")
+    rows = await conn.execute(newest_first(select(both), both, conn.dialect.name, limit, after))
+    return [_listed(row) for row in rows]
+
+
+def _listed(row: Any) -> Failure:
+    """A row of the listing: a live job's fields come from its payload, a pruned one's as
+    they were kept."""
+    found = job_failure(row)
+    return replace(
+        found,
+        scenario_id=row.scenario_id or found.scenario_id,
+        transcript_id=row.transcript_id or found.transcript_id,
+    )
 
 
 async def count_failures(conn: AsyncConnection, run: Run) -> int:
-    """Every failed job of the run, whatever its kind."""
-    n = await conn.scalar(
-        select(func.count()).where(
-            jobs.c.org_id == run.org_id,
-            jobs.c.partition == run.id,
-            jobs.c.status == JobStatus.FAILED.value,
-        )
+    """Every failed job of the run, whatever its kind, live or pruned."""
+    live = select(func.count()).where(
+        jobs.c.org_id == run.org_id,
+        jobs.c.partition == run.id,
+        jobs.c.status == JobStatus.FAILED.value,
     )
+    pruned = select(func.count()).where(
+        pruned_failures.c.org_id == run.org_id, pruned_failures.c.run_id == run.id
+    )
+    n = await conn.scalar(select(live.scalar_subquery() + pruned.scalar_subquery()))
     return int(n or 0)

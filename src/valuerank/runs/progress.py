@@ -5,20 +5,24 @@ and must cost the same for a run of 1,000 or 100,000 jobs: its job counts come f
 partition's counters, which the queue moves with every job (`queue/events.py`), minus the
 run's jobs of other kinds than probe (finalize, judge, summarize), found through the
 (partition, kind, status) index without reading the probes. `job_progress` counts jobs one
-by one, for the decisions that must be exact (finalize, stale runs, completion).
+by one, for the decisions that must be exact (finalize, stale runs, completion). Both add the
+run's jobs that maintenance pruned (`runs.pruned_jobs`, see runs/pruned.py), read in the same
+statement: a job is counted live or pruned, never both nor neither.
 """
 
 from __future__ import annotations
 
+import json
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import String, func, literal, or_, select, union_all
+from sqlalchemy import Integer, Select, String, cast, func, literal, or_, select, union_all
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from valuerank.db.tables import jobs, queue_controls
+from valuerank.db.tables import jobs, queue_controls, runs
 from valuerank.queue.dialect import as_utc
 from valuerank.queue.events import COUNTER_COLUMNS, PARTITION_SCOPE
 from valuerank.queue.states import JobStatus
@@ -63,35 +67,69 @@ class Progress:
         return cls(total=sum(counts.values()), **counts)
 
 
+def _pruned_row(run_id: str, columns: int) -> Select[Any]:
+    """The run's `pruned_jobs` as JSON text, last of `columns` (the others empty), to be read
+    in the union that counts its live jobs."""
+    blanks = [literal(None, String) for _ in range(columns - 2)]
+    return select(*blanks, literal(0, Integer), cast(runs.c.pruned_jobs, String)).where(
+        runs.c.id == run_id
+    )
+
+
+def pruned_counts(document: str | None, kinds: Iterable[str]) -> Counter[str]:
+    """The pruned jobs of `kinds` per status, from `runs.pruned_jobs` as JSON text."""
+    found: Counter[str] = Counter()
+    by_kind = json.loads(document) if document else {}
+    for kind in kinds:
+        for status, n in (by_kind.get(kind) or {}).items():
+            found[str(status)] += int(n)
+    return found
+
+
 async def job_progress(conn: AsyncConnection, run_id: str, kinds: tuple[str, ...]) -> Progress:
-    """The run's jobs of `kinds` counted one by one (exact; reads every such job)."""
-    rows = await conn.execute(
-        select(jobs.c.status, func.count())
+    """The run's jobs of `kinds` counted one by one (exact; reads every such job), with its
+    pruned ones."""
+    live = (
+        select(jobs.c.status, func.count(), literal(None, String))
         .where(jobs.c.partition == run_id, jobs.c.kind.in_(kinds))
         .group_by(jobs.c.status)
     )
-    return Progress.of(Counter({str(status): int(n) for status, n in rows}))
+    counts: Counter[str] = Counter()
+    for status, n, pruned in await conn.execute(union_all(live, _pruned_row(run_id, 3))):
+        if pruned is not None:
+            counts.update(pruned_counts(pruned, kinds))
+        elif status is not None:
+            counts[str(status)] += int(n)
+    return Progress.of(counts)
 
 
 async def run_progress(conn: AsyncConnection, run_id: str) -> tuple[Progress, Progress]:
     """(probe jobs, judge and summarize jobs) of the run, without reading its probes: the
-    partition's counters minus its jobs of every other kind (see the module). One statement,
-    so both are read in one snapshot (a job finishing between two reads would be counted as
-    a probe)."""
+    partition's counters minus its jobs of every other kind (see the module), plus its pruned
+    jobs. One statement, so all are read in one snapshot (a job finishing between two reads
+    would be counted as a probe; one pruned, twice or not at all)."""
     others = (
-        select(jobs.c.kind, jobs.c.status, func.count())
+        select(jobs.c.kind, jobs.c.status, func.count(), literal(None, String))
         .where(jobs.c.partition == run_id, or_(jobs.c.kind < PROBE, jobs.c.kind > PROBE))
         .group_by(jobs.c.kind, jobs.c.status)
     )
     counters = [
         select(
-            literal(None, String), literal(status.value, String), queue_controls.c[column]
+            literal(None, String),
+            literal(status.value, String),
+            queue_controls.c[column],
+            literal(None, String),
         ).where(queue_controls.c.scope == PARTITION_SCOPE, queue_controls.c.key == run_id)
         for status, column in COUNTER_COLUMNS.items()
     ]
     probes: Counter[str] = Counter()
     judging: Counter[str] = Counter()
-    for kind, status, n in await conn.execute(union_all(others, *counters)):
+    query = union_all(others, *counters, _pruned_row(run_id, 4))
+    for kind, status, n, pruned in await conn.execute(query):
+        if pruned is not None:
+            probes.update(pruned_counts(pruned, (PROBE,)))
+            judging.update(pruned_counts(pruned, (JUDGE, SUMMARIZE)))
+            continue
         if kind is None:  # the partition's counter: jobs of every kind
             probes[str(status)] += int(n)
             continue
