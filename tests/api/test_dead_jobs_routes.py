@@ -142,3 +142,22 @@ async def test_whole_queue_pause_is_for_admins_of_the_default_organisation(
         assert resumed.json()["data"] == {"paused": False, "changed": True}
     async with db.transaction() as conn:
         assert not (await queue_status(conn)).paused
+
+
+async def test_dead_jobs_by_kind_under_our_name_or_the_seeds(live: Live, db: Database) -> None:
+    """`kind` filters the dead jobs; the seed's `probe:scenario` is our `probe`."""
+    await broken_run(db, live.org_id, "kinds")
+    async with live.client_for("default", Role.VIEWER) as viewer:
+        everything = (await viewer.get("/api/queue/jobs/failed")).json()["data"]["jobs"]
+        probes = sorted(job["id"] for job in everything if job["kind"] == "probe")
+        assert probes and len(probes) < len(everything)  # the poison jobs are `fail`
+        for name in ("probe", "probe:scenario", " probe:scenario "):
+            found = await viewer.get("/api/queue/jobs/failed", params={"kind": name})
+            assert found.status_code == 200, found.text
+            assert sorted(job["id"] for job in found.json()["data"]["jobs"]) == probes
+        seed_summaries = await viewer.get(
+            "/api/queue/jobs/failed", params={"kind": "summarize:run"}
+        )
+        assert seed_summaries.json()["data"]["jobs"] == []  # our `summarize`: none failed
+        fails = await viewer.get("/api/queue/jobs/failed", params={"kind": FAIL})
+        assert {job["kind"] for job in fails.json()["data"]["jobs"]} == {FAIL}

@@ -78,7 +78,7 @@ async def test_create_start_once_run_events_and_restart(
         cancelled = await client.post(f"/api/eval/runs/{other['id']}/cancel")
         assert cancelled.json()["data"]["status"] == "cancelled"
         events = (await client.get(f"/api/eval/runs/{other['id']}/events")).json()["data"]
-        assert [e["type"] for e in events["events"]] == ["partition_cancelled"]
+        assert [e["type"] for e in events["events"]] == ["run_cancelled"]
         restart = (await client.post(f"/api/eval/runs/{other['id']}/start")).json()["data"]
         assert restart["enqueued"] is False and restart["status"] == "cancelled"
 

@@ -201,7 +201,7 @@ async def test_maintenance_run_reaps_stale_runs_and_is_in_the_history(
         run = _data(await admin.get(f"/api/runs/{completed}"))
         assert run["status"] == "completed"
         events = _data(await admin.get(f"/api/runs/{completed}/events", params={"limit": 1000}))
-        assert [e["type"] for e in events["events"]].count("partition_reaped") == 1
+        assert [e["type"] for e in events["events"]].count("run_reaped") == 1
 
         failed = await stale_run(live.org_id, write=False)
         only = _data(await admin.post("/api/system/queue/maintenance/reap-stale-runs"))

@@ -1,5 +1,5 @@
 """Stale-run reaping (issue 9, item 4): a run left `running` with no job queued or running is
-moved by maintenance to the state the finalize rule gives it, with one `partition_reaped`
+moved by maintenance to the state the finalize rule gives it, with one `run_reaped`
 event; a run with a live job is left alone; passes at once reap once. Real rows, real
 workers, both backends."""
 
@@ -32,7 +32,7 @@ async def _status(db: Database, org_id: str, run_id: str) -> RunStatus:
 async def _reaped_events(db: Database, run_id: str) -> list[dict[str, Any]]:
     async with db.transaction() as conn:
         found = await events_after(conn, run_id, 0, 10_000)
-    return [e.data for e in found if str(e.type) == "partition_reaped"]
+    return [e.data for e in found if str(e.type) == "run_reaped"]
 
 
 def _stale(record: MaintenanceRun | None) -> dict[str, Any]:

@@ -12,7 +12,7 @@ import valuerank
 from valuerank.db import Database
 from valuerank.db.tables import events, jobs, run_scenarios, runs, transcripts
 from valuerank.definitions.service import import_definition
-from valuerank.errors import ConflictError, InvalidInputError, NotFoundError
+from valuerank.errors import ConflictError, NotFoundError
 from valuerank.orgs import ensure_org
 from valuerank.queue.controls import paused
 from valuerank.runs import service
@@ -124,7 +124,7 @@ async def test_expand_adds_only_the_missing_scenarios(db: Database, org_id: str)
     assert run.config.sample_percentage == 50 and run.config.generation == 1
     assert await _count(db, jobs, run_id) == 13 * 2
     async with db.transaction() as conn:
-        with pytest.raises(InvalidInputError, match="already covers 50%"):
+        with pytest.raises(ConflictError, match="already covers 50%"):
             await service.expand_run(conn, org_id, run_id, 40)
 
 

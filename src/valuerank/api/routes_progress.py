@@ -25,9 +25,10 @@ from typing import Any
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 
 from valuerank.api.deps import Viewer
+from valuerank.api.fields import sequence_number
 from valuerank.api.run_feed import run_feed
 from valuerank.errors import NotFoundError
-from valuerank.runs.events import RUN_COMPLETE
+from valuerank.runs.event_names import RUN_COMPLETE
 from valuerank.runs.service import get_run
 
 NORMAL = 1000
@@ -42,9 +43,7 @@ def parse_after(text: str | None) -> int:
     """`?after=` as a sequence number ≥ 0 (0 when absent); ValueError if it is not one."""
     if text is None:
         return 0
-    if not text.isdecimal() or len(text) > 18:
-        raise ValueError("after must be a sequence number (an integer >= 0)")
-    return int(text)
+    return sequence_number(text)
 
 
 async def _stream(websocket: WebSocket, ctx: Viewer, run_id: str, after: int) -> int:

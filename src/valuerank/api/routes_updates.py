@@ -25,6 +25,7 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.api.deps import Viewer
+from valuerank.api.fields import sequence_number
 from valuerank.api.routes_progress import NOT_FOUND
 from valuerank.errors import NotFoundError, ValueRankError
 from valuerank.validation.events import last_update_seq, updates_after, updates_partition
@@ -44,11 +45,7 @@ def _params(websocket: WebSocket) -> tuple[int | None, str | None]:
     """`after` (a sequence number ≥ 0) and `task_id` from the query (ValueError if bad)."""
     query = websocket.query_params
     after_text = query.get("after")
-    after = None
-    if after_text is not None:
-        if not after_text.isdecimal():
-            raise ValueError("after must be a sequence number (an integer >= 0)")
-        after = int(after_text)
+    after = None if after_text is None else sequence_number(after_text)
     task = query.get("task_id")
     return after, None if task is None else str(parse_task_id(task))
 

@@ -11,6 +11,7 @@ from valuerank.queue.dialect import iso
 from valuerank.queue.events import Event, events_after
 from valuerank.runs.actions import run_actions
 from valuerank.runs.breakdown import Breakdown, Failure, run_breakdown, run_failures
+from valuerank.runs.events import log_entry, tally_at
 from valuerank.runs.listing import RunFilter, find_runs
 from valuerank.runs.progress import RunReport, run_report
 from valuerank.runs.results import ModelResult, model_results
@@ -98,22 +99,27 @@ async def event_page(
     """A page of the run's events with seq > `after`: pass `next_after` back as `after`."""
     async with db.transaction() as conn:
         run = await get_run(conn, org_id, ref)
+        tally = await tally_at(conn, run, after)  # progress counts probes, as the feeds do
         batch = await events_after(conn, run.id, after, limit, org_id=org_id)
     return {
         "run_id": run.id,
         "status": run.status.value,
         "terminal": run.status.terminal,
-        "events": [event_dict(e) for e in batch],
+        "events": [event_dict(e, *log_entry(e, tally)) for e in batch],
         "after": after,
         "next_after": batch[-1].seq if batch else after,
         "has_more": len(batch) == limit,
     }
 
 
-def event_dict(event: Event) -> dict[str, Any]:
+def event_dict(
+    event: Event, type: str | None = None, data: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """An event as the API shows it; `type` and `data` as its owner names them (a run's:
+    `runs.events.log_entry`)."""
     return {
         "seq": event.seq,
-        "type": str(event.type),
-        "data": event.data,
+        "type": str(event.type) if type is None else type,
+        "data": event.data if data is None else data,
         "created_at": event.created_at.isoformat(),
     }

@@ -20,6 +20,7 @@ from valuerank.pipeline.analyze import analysis_partition
 from valuerank.queue.dialect import iso
 from valuerank.queue.errors import JobErrorRecord, errors_of_jobs
 from valuerank.queue.job import Job, failed_per_partition, list_failed_jobs
+from valuerank.runs.service import job_kind
 
 Part = Literal["run", "analysis"]
 ANALYSIS_PREFIX = analysis_partition("")
@@ -120,14 +121,21 @@ async def dead_jobs(
     org_id: str,
     *,
     run_id: str | None = None,
+    kind: str | None = None,
     before_id: str | None = None,
     limit: int = 100,
 ) -> list[DeadJob]:
     """The organisation's failed jobs, newest first, with their errors and runs; with
-    `run_id`, that run's (its own partition and its analyses')."""
+    `run_id`, that run's (its own partition and its analyses'); with `kind`, of that kind
+    (our name or the seed's, e.g. `probe:scenario`)."""
     partitions = None if run_id is None else [run_id, analysis_partition(run_id)]
     found = await list_failed_jobs(
-        conn, org_id=org_id, partitions=partitions, before_id=before_id, limit=limit
+        conn,
+        org_id=org_id,
+        partitions=partitions,
+        kind=None if kind is None else job_kind(kind),
+        before_id=before_id,
+        limit=limit,
     )
     labels = await partition_labels(conn, org_id, {job.partition for job in found})
     errors = await errors_of_jobs(conn, [job.id for job in found], org_id=org_id)

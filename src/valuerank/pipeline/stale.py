@@ -6,7 +6,7 @@ whose last attempt was reaped after its worker died, a `finalize` job that faile
 Maintenance (every full pass, see `pipeline/maintenance.py`) moves each such run to the state
 the finalize rule gives it (`finalize.close_run`, written once): `completed` when it wrote any
 transcript, `failed` with the probes' errors as its reason when it wrote none, and appends a
-`partition_reaped` event saying so (its webhooks are notified in the same transaction). One
+`run_reaped` event saying so (its webhooks are notified in the same transaction). One
 exception: a run that still owes judging or summaries (transcripts without their judge or
 summarize jobs) gets its `finalize` job back instead, which does that work and closes the run
 properly; only when that job exists already (it ran and failed) is the run closed as it is.
@@ -26,8 +26,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.db.tables import jobs, runs, transcripts
 from valuerank.pipeline.finalize import close_run, ensure_finalize, plain_summary, store_consensus
-from valuerank.queue.events import EventType, append_event
+from valuerank.queue.events import append_event
 from valuerank.queue.states import JobStatus
+from valuerank.runs.event_names import RUN_REAPED
 from valuerank.runs.progress import job_progress
 from valuerank.runs.service import JUDGE, PROBE, SUMMARIZE, Run, get_run
 from valuerank.runs.states import RunStatus
@@ -108,7 +109,7 @@ async def reap_stale_run(conn: AsyncConnection, org_id: str, run_id: str) -> Rea
         conn,
         org_id=org_id,
         partition=run.id,
-        type=EventType.PARTITION_REAPED,
+        type=RUN_REAPED,
         data={
             "status": target.value,
             "previous_status": status.value,

@@ -362,6 +362,16 @@ async def write_event(
     await _insert(conn, org_id, partition, seq, type, dict(data), hooked=hooked)
 
 
+# topic → the older names of it: a webhook subscribed to one of them gets the event too.
+_topic_aliases: dict[str, tuple[str, ...]] = {}
+
+
+def alias_topics(topic: str, *old: str) -> None:
+    """Let webhooks subscribed to `old` names keep getting events now named `topic` (a
+    package renaming its events registers this at import)."""
+    _topic_aliases[topic] = tuple(dict.fromkeys((*_topic_aliases.get(topic, ()), *old)))
+
+
 async def notify_webhooks(
     conn: AsyncConnection,
     org_id: str,
@@ -376,8 +386,29 @@ async def notify_webhooks(
     from valuerank.queue.outbox import enqueue_notifications
 
     topic = str(type)
+    for publish in _publishers:
+        published = await publish(conn, org_id, partition, topic, dict(data))
+        if published is not None:
+            topic, data = published
+            break
     payload = {"partition": partition, "seq": seq, "type": topic, "data": dict(data)}
-    await enqueue_notifications(conn, org_id, topic, payload)
+    aliases = _topic_aliases.get(topic, ())
+    await enqueue_notifications(conn, org_id, topic, payload, aliases=aliases)
+
+
+Published = tuple[str, dict[str, Any]]
+Publisher = Callable[[AsyncConnection, str, str, str, dict[str, Any]], Awaitable[Published | None]]
+"""`(conn, org_id, partition, type, data)` → the topic and data its webhooks get, for events
+of partitions a package owns (else None: published as written)."""
+
+_publishers: list[Publisher] = []
+
+
+def publish_events_with(publisher: Publisher) -> None:
+    """Let a package name and shape what webhooks get of its partitions' events (the queue
+    writes `task_complete` for every job; a run says which jobs are its tasks)."""
+    if publisher not in _publishers:
+        _publishers.append(publisher)
 
 
 async def partition_progress(conn: AsyncConnection, partition: str) -> Progress:

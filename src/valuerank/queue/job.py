@@ -147,15 +147,18 @@ async def list_failed_jobs(
     *,
     org_id: str,
     partitions: Sequence[str] | None = None,
+    kind: str | None = None,
     before_id: str | None = None,
     limit: int = 100,
 ) -> list[Job]:
     """The organisation's failed jobs (the dead letters: attempts spent or a permanent
-    error), newest first (ids are time-ordered), optionally of some partitions only, before
-    `before_id` (the keyset of the next page)."""
+    error), newest first (ids are time-ordered), optionally of some partitions or one kind
+    only, before `before_id` (the keyset of the next page)."""
     query = select(jobs).where(jobs.c.org_id == org_id, jobs.c.status == JobStatus.FAILED.value)
     if partitions is not None:
         query = query.where(jobs.c.partition.in_(list(partitions)))
+    if kind is not None:
+        query = query.where(jobs.c.kind == kind)
     if before_id is not None:
         query = query.where(jobs.c.id < before_id)
     rows = await conn.execute(query.order_by(jobs.c.id.desc()).limit(limit))

@@ -5,40 +5,60 @@ partition (the truth on both databases):
     {"type": "task_failed", "scenario_id", "model", "error": "…", "progress", "seq", …}
     {"type": "run_complete", "status", "progress", "seq", …}
 
-plus `run_paused`, `run_resumed`, `run_cancelled`. A *task* is one probe job (scenario ×
+plus `run_paused`, `run_resumed`, `run_cancelled` (see runs/event_names.py; rows under the
+queue's older names, `partition_paused`…, read the same). A *task* is one probe job (scenario ×
 model × sample): the judge, summarize and finalize jobs of the run write events too, but they
-are not tasks and `progress` does not count them. Their events still take sequence numbers,
-so the `seq` of consecutive messages may jump; a client resumes after the last `seq` it saw.
+are not tasks and `progress` does not count them; their webhooks get them as `job_complete`,
+`job_failed`… (`task_*` only for probes), and the progress of a probe's webhook counts
+probes. Their events still take sequence numbers, so the `seq` of consecutive messages may
+jump; a client resumes after the last `seq` it saw.
 
 `progress` is "probe jobs ended / probe jobs planned" at that event: counted from the events
 themselves (ended: complete, failed, cancelled; a requeued failure counts back), so a message
 is the same whenever it is read, live or replayed. The run's end is `run_complete`, written
 by the queue when the run's partition has nothing queued or running any more (this module
 names it, see `name_partition_completions`), with the probe counts of that moment; rows
-written before it existed say `partition_complete`, and are read as `run_complete` too.
+written before it existed say `partition_complete`, and are read as `run_complete` too; so
+does a run that maintenance closed (`run_reaped`, formerly `partition_reaped`).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, or_, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from valuerank.db.tables import events, run_scenarios, runs
-from valuerank.queue.events import Event, EventType, events_after, name_partition_completions
-from valuerank.runs.progress import job_progress
-from valuerank.runs.service import PROBE, Run
-
-RUN_COMPLETE = "run_complete"
-# The run's end under both names: `partition_complete` is what rows written before
-# `run_complete` existed say (and what a process that never imported this module writes).
-# A run that maintenance closed (`partition_reaped`, no job left to end it) ends the same way.
-END_TYPES = frozenset(
-    {RUN_COMPLETE, EventType.PARTITION_COMPLETE.value, EventType.PARTITION_REAPED.value}
+from valuerank.db.tables import events, jobs, run_scenarios, runs
+from valuerank.queue.events import (
+    Event,
+    EventType,
+    events_after,
+    name_partition_completions,
+    publish_events_with,
 )
+from valuerank.runs.event_names import (
+    OLD_NAMES,
+    RUN_CANCELLED,
+    RUN_COMPLETE,
+    RUN_EVENTS,
+    RUN_PAUSED,
+    RUN_REAPED,
+    RUN_RESUMED,
+    run_event_name,
+)
+from valuerank.runs.progress import Progress, job_progress
+from valuerank.runs.service import FINALIZE, JUDGE, PROBE, SUMMARIZE, Run
+
+# The run's end under every name: `partition_complete` is what rows written before
+# `run_complete` existed say (and what a process that never imported this module writes).
+# A run that maintenance closed (`run_reaped`, no job left to end it) ends the same way.
+END_TYPES = frozenset({RUN_COMPLETE, RUN_REAPED}) | {
+    old for old, new in OLD_NAMES.items() if new in (RUN_COMPLETE, RUN_REAPED)
+}
 TASK_COMPLETE = EventType.TASK_COMPLETE.value
 TASK_FAILED = EventType.TASK_FAILED.value
 # Probe events that end a probe job (+1) or bring a failed one back (-1).
@@ -48,11 +68,7 @@ _ENDED = {
     EventType.TASK_CANCELLED.value: 1,
     EventType.TASK_REQUEUED.value: -1,
 }
-_RUN_STATES = {
-    EventType.PARTITION_PAUSED.value: "run_paused",
-    EventType.PARTITION_RESUMED.value: "run_resumed",
-    EventType.PARTITION_CANCELLED.value: "run_cancelled",
-}
+_RUN_STATES = frozenset({RUN_PAUSED, RUN_RESUMED, RUN_CANCELLED})
 _PROBE_PREFIX = f"{PROBE}:"
 
 
@@ -67,7 +83,9 @@ async def _run_completion(
     if status is None:
         return None
     probes = await job_progress(conn, partition, (PROBE,))
-    return RUN_COMPLETE, {"status": status, "probes": {"done": probes.done, "total": probes.total}}
+    counted = {"done": probes.done, "total": probes.total}
+    # Its progress counts probes, as every run message's does (not the finalize job).
+    return RUN_COMPLETE, {"status": status, "probes": counted, **_probe_fields(probes)}
 
 
 name_partition_completions(_run_completion)
@@ -114,7 +132,7 @@ def is_probe(event: Event) -> bool:
 def message_of(event: Event, tally: ProbeTally) -> dict[str, Any] | None:
     """The run message of one stored event (None: not part of the run's progress), after
     counting it in `tally` (events must be given in sequence order)."""
-    kind = str(event.type)
+    kind = run_event_name(str(event.type))
     base = {"type": kind, "seq": event.seq, "timestamp": event.created_at.isoformat()}
     if kind in END_TYPES:
         probes = event.data.get("probes")
@@ -125,7 +143,7 @@ def message_of(event: Event, tally: ProbeTally) -> dict[str, Any] | None:
             end["status"] = str(event.data["status"])
         return end
     if kind in _RUN_STATES:
-        return {**base, "type": _RUN_STATES[kind]}
+        return base
     if not is_probe(event):
         return None
     tally.done += _ENDED.get(kind, 0)
@@ -159,7 +177,7 @@ async def tally_at(conn: AsyncConnection, run: Run, seq: int) -> ProbeTally:
     last_end = (
         await conn.execute(
             select(events.c.seq, events.c.data)
-            .where(*in_run, events.c.type == RUN_COMPLETE)
+            .where(*in_run, events.c.type.in_(list(END_TYPES)))
             .order_by(events.c.seq.desc())
             .limit(1)
         )
@@ -217,4 +235,79 @@ def webhook_topics() -> list[str]:
     maintenance schedule's alerts."""
     from valuerank.queue.maintenance_schedule import ALERT_TOPIC  # the webhook routes only
 
-    return [*(t.value for t in EventType), RUN_COMPLETE, ALERT_TOPIC]
+    return [*(t.value for t in EventType), *RUN_EVENTS, *STEP_EVENTS.values(), ALERT_TOPIC]
+
+
+# The pipeline's kinds that are steps, not tasks (a task is one probe). Literal names for the
+# analyses and validations: importing their modules here would load the pipeline.
+STEP_KINDS = frozenset(
+    {JUDGE, SUMMARIZE, FINALIZE, "analyze:basic", "analyze:deep", "analyze:compare", "validate"}
+)
+# The queue's job events and what a step's are published as.
+STEP_EVENTS = {
+    t.value: t.value.replace("task_", "job_", 1) for t in EventType if t.value.startswith("task_")
+}
+_PROGRESS_FIELDS = ("progress", "done", "total", "counts")
+
+
+def _probe_fields(probes: Progress) -> dict[str, Any]:
+    """The progress fields of an event, counting probe jobs (`runs.progress.Progress`)."""
+    counts = {
+        "queued": probes.queued,
+        "running": probes.running,
+        "succeeded": probes.completed,
+        "failed": probes.failed,
+        "cancelled": probes.cancelled,
+    }
+    return {
+        "progress": f"{probes.done}/{probes.total}",
+        "done": probes.done,
+        "total": probes.total,
+        "counts": counts,
+    }
+
+
+async def _publish(
+    conn: AsyncConnection, org_id: str, partition: str, type: str, data: dict[str, Any]
+) -> tuple[str, dict[str, Any]] | None:
+    """What webhooks get of the pipeline's job events: a step's are `job_*` (without the
+    partition's job counts), a probe's progress counts the run's probes."""
+    kind = data.get("kind")
+    if type in STEP_EVENTS and kind in STEP_KINDS:
+        return STEP_EVENTS[type], {k: v for k, v in data.items() if k not in _PROGRESS_FIELDS}
+    if kind == PROBE and "counts" in data:
+        # The event's counts minus the run's other jobs (few, read through the kind index);
+        # they do not move while its probes do, so this is the probes' count at the event.
+        others = await conn.execute(
+            select(jobs.c.status, func.count())
+            .where(jobs.c.partition == partition, or_(jobs.c.kind < PROBE, jobs.c.kind > PROBE))
+            .group_by(jobs.c.status)
+        )
+        counts = Counter({str(k): int(n) for k, n in dict(data["counts"]).items()})
+        counts.subtract({str(status): int(n) for status, n in others})
+        return type, {**data, **_probe_fields(Progress.of(counts))}
+    return None
+
+
+publish_events_with(_publish)
+
+
+def log_entry(event: Event, tally: ProbeTally) -> tuple[str, dict[str, Any]]:
+    """The type and data of a run's stored event in its event log, after counting it in
+    `tally` (events in sequence order): current names (old rows too), a step's job events as
+    `job_*` without job counts, and progress counting probes, as the run's messages do."""
+    message = message_of(event, tally)
+    name = run_event_name(str(event.type))
+    data = dict(event.data)
+    kind = data.get("kind")
+    if name in STEP_EVENTS and kind in STEP_KINDS:
+        return STEP_EVENTS[name], {k: v for k, v in data.items() if k not in _PROGRESS_FIELDS}
+    if "progress" in data and (kind == PROBE or name in END_TYPES):
+        # The partition's counts include the run's other jobs: the probes' say it here.
+        data = {k: v for k, v in data.items() if k != "counts" or name in END_TYPES}
+        data.update(tally.fields() if message is None else _fields_of(message))
+    return name, data
+
+
+def _fields_of(message: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: message[k] for k in ("progress", "done", "total") if k in message}
