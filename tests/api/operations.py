@@ -38,6 +38,8 @@ PARAMS = {
     "outbox_id": "notification",
     "webhook_id": "webhook",
     "job_id": "failed_job",
+    "invitation_id": "invitation",  # one the organisation sent
+    "org": "org",  # /api/queue/caps/orgs/{org}: install-wide, B's admin is refused (403)
     # Not an organisation's: the registry and the providers are the install's.
     "model_id": "validator",
     "provider": "provider",
@@ -84,6 +86,8 @@ PATH_IDS = {
     "/api/system/queue/maintenance/runs/{run_id}": ("run_id", "maintenance_run"),
     "/api/system/notifications/outbox/{outbox_id}/retry": ("outbox_id", "dead_notification"),
     "/api/credentials/{provider}": ("provider", "credential_provider"),
+    # The caller answers invitations they received, not those their organisation sent.
+    "/api/invitations/{invitation_id}": ("invitation_id", "received_invitation"),
 }
 # Upload operations: the file sent, and its name.
 UPLOADS = {
@@ -125,6 +129,10 @@ BODIES: dict[str, Callable[[Ids], Any]] = {
     "POST /api/users": lambda ids: {"email": "new@x.test", "role": "viewer"},
     "PATCH /api/users/{user_id}": lambda ids: {"role": "admin"},
     "POST /api/tokens": lambda ids: {"name": "another", "user_id": ids["user"]},
+    # A cap to remove (the smallest body, 0, lifts it): the DELETEs, sent last, find one.
+    "PUT /api/queue/caps/global": lambda ids: {"max": 5},
+    "PUT /api/queue/caps/orgs/{org}": lambda ids: {"max": 5},
+    "PUT /api/queue/caps/providers/{provider}": lambda ids: {"max": 5},
 }
 QUERIES: dict[str, dict[str, Any]] = {
     "GET /api/runs/{run_id}/analysis": {"debug": "true"},

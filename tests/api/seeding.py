@@ -3,8 +3,8 @@ its admin where the API can make it (the services otherwise: webhooks, caps, sto
 runs with transcripts, a paused variant run with queued jobs, a pending eval run, an
 analysis, a comparison, an experiment, a rubric, a validation task with an RA tag and a
 validation, a stored provider key, a webhook with a pending and a dead notification, an
-organisation concurrency cap, a dead job (failed by a real worker), and a member with a named
-token.
+organisation concurrency cap, a dead job (failed by a real worker), a member with a named
+token, an invitation the organisation sent and one its member received.
 
 Names carry `marker`, so a test can look for any trace of the organisation in an answer.
 """
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from valuerank.accounts import Role
 from valuerank.credentials import set_credential
 from valuerank.crypto import generate_key, optional_cipher
 from valuerank.queue import JobSpec, QueueSettings, Worker, enqueue_many
@@ -147,6 +148,19 @@ async def seed_organisation(live: Live, account: Account, marker: str) -> Seeded
             {"validator_id": validator, "outcome": "validated", "confidence": 90},
         )
         ids["validation"] = str(recorded["validation"]["id"])  # type: ignore[index]
+        # An invitation the organisation sent (to another organisation's account), and one
+        # its member received (from another organisation).
+        invitee = await live.account(f"{marker}-elsewhere", Role.VIEWER)
+        await made("POST", "/api/users", {"email": invitee.email, "role": "viewer"})
+        sent = await made("GET", "/api/users/invitations")
+        ids["invitation"] = str(sent["invitations"][0]["id"])  # type: ignore[index]
+    inviter = await live.account(f"{marker}-inviter", Role.ADMIN)
+    async with live.client(token=inviter.token) as other:
+        invited = await other.post("/api/users", json={"email": account.email, "role": "viewer"})
+        assert invited.status_code == 202, invited.text
+    async with live.client(token=account.token) as client:
+        received = (await client.get("/api/invitations")).json()["data"]["invitations"]
+    ids["received_invitation"] = str(received[0]["id"])
     return seeded
 
 

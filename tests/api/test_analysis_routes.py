@@ -156,7 +156,7 @@ async def test_comparisons_are_queued_computed_listed_and_scoped(
             "/api/runs/compare",
             json={"baseline_run_id": a.id, "comparison_run_id": b.id, "correction": "none"},
         )
-        assert_error(wrong, 422, "INVALID_INPUT")
+        assert_error(wrong, 422, "VALIDATION_ERROR")  # the schema's enum (issue 21)
         across = await client.post(
             "/api/runs/compare", json={"baseline_run_id": a.id, "comparison_run_id": foreign.id}
         )

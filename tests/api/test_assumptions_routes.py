@@ -292,10 +292,12 @@ async def test_error_codes(live: Any, db: Database, assert_error: Any) -> None:
             await client.get(view.format(task_id, "ra_nope")), 404, "RA_TAG_NOT_FOUND"
         )
         assert body["hint"]
-        for odd in ("ra%00x", "x" * 300, "a b"):  # ids no tag can have: not found, no 5xx
+        for odd in ("x" * 300, "a b"):  # ids no tag can have: not found, no 5xx
             assert_error(await client.get(view.format(task_id, odd)), 404, "RA_TAG_NOT_FOUND")
+        nul_id = await client.get(view.format(task_id, "ra%00x"))  # no NUL in any parameter
+        assert_error(nul_id, 422, "VALIDATION_ERROR")
         nul = await client.post(f"/api/assumptions/tasks/{task_id}/tags", json={"text": "a\x00b"})
-        assert_error(nul, 422, "INVALID_INPUT")
+        assert "body.text" in assert_error(nul, 422, "VALIDATION_ERROR")["error"]
         for cursor in ("nope", "WyJhIl0", "Wy0xXQ"):  # garbage, ["a"], [-1]
             listed = await client.get("/api/assumptions/tasks", params={"cursor": cursor})
             assert_error(listed, 400, "INVALID_CURSOR")
@@ -323,7 +325,7 @@ async def test_error_codes(live: Any, db: Database, assert_error: Any) -> None:
             (
                 {"validator_id": CLAUDE, "outcome": "validated", "confidence": 101},
                 422,
-                "INVALID_INPUT",
+                "VALIDATION_ERROR",  # the schema's maximum (issue 21)
             ),
             (
                 {"validator_id": CLAUDE, "outcome": "validated", "confidence": "90"},
@@ -344,12 +346,15 @@ async def test_error_codes(live: Any, db: Database, assert_error: Any) -> None:
         )
         same = await client.post(tags_url, json={"id": "ra_1", "text": JWT})
         assert same.status_code == 200  # the same tag again: a retried request
+        # The schema states both rules (issue 21): refused by validation, naming the field.
         assert_error(
-            await client.post(tags_url, json={"id": "bad id!", "text": "x"}), 422, "INVALID_INPUT"
+            await client.post(tags_url, json={"id": "bad id!", "text": "x"}),
+            422,
+            "VALIDATION_ERROR",
         )
-        assert_error(await client.post(tags_url, json={"text": "   "}), 422, "INVALID_INPUT")
+        assert_error(await client.post(tags_url, json={"text": "   "}), 422, "VALIDATION_ERROR")
         assert_error(
-            await client.post("/api/assumptions/tasks", json={"name": ""}), 422, "INVALID_INPUT"
+            await client.post("/api/assumptions/tasks", json={"name": ""}), 422, "VALIDATION_ERROR"
         )
         too_long = await client.post("/api/assumptions/tasks", json={"name": "x" * 301})
         assert_error(too_long, 422, "VALIDATION_ERROR")

@@ -118,7 +118,9 @@ async def test_create_import_list_and_show(live: Any, compat_dir: Path, assert_e
         nul = await client.post("/api/definitions", json={"markdown": escaped})
         assert_error(nul, 422, "INVALID_FILE")
         nul_field = await client.post("/api/definitions", json={**FIELDS, "name": "a\x00b"})
-        assert_error(nul_field, 422, "INVALID_FILE")
+        assert "body.name" in assert_error(nul_field, 422, "VALIDATION_ERROR")["error"]
+        nul_file = await client.post("/api/definitions", json={"markdown": DEMO_TEXT + "\x00"})
+        assert_error(nul_file, 422, "INVALID_FILE")  # a whole file: its parser names the line
         no_options = {**FIELDS, "name": "exp-no-options"}
         no_options["dimensions"] = [
             {"name": "Group", "levels": [{"score": 1, "label": "a crowd"}]},

@@ -46,7 +46,7 @@ async def test_list_show_and_filter(live: Any, db: Database, assert_error: Any) 
         missing = await client.get("/api/models/openai:no-such-model")
         assert_error(missing, 404, "MODEL_NOT_FOUND")
         assert_error(await client.get("/api/models/not-an-id"), 422, "INVALID_INPUT")
-        assert_error(await client.get("/api/models/openai:x%00y"), 422, "INVALID_INPUT")
+        assert_error(await client.get("/api/models/openai:x%00y"), 422, "VALIDATION_ERROR")
         bad = await client.get("/api/models", params={"cursor": "e30"})
         assert_error(bad, 400, "INVALID_CURSOR")
 

@@ -221,8 +221,9 @@ async def _seeded(live: Live) -> Seeded:
     async with live.client(token=account.token) as client:
         # Another member, for the operations on a member (changing one's own role or
         # removing oneself would end this test's access).
-        member = await client.post("/api/users", json={"email": "m@x.test", "role": "member"})
-    seeded.ids["user"] = member.json()["data"]["id"]
+        await client.post("/api/users", json={"email": "m@x.test", "role": "member"})
+        members = (await client.get("/api/users")).json()["data"]["users"]
+    seeded.ids["user"] = next(m["id"] for m in members if m["email"] == "m@x.test")
     seeded.ids.update(await shared_ids(live))
     return seeded
 

@@ -136,7 +136,7 @@ async def test_refused_bodies_and_models_write_nothing(
             (body(definition, priority=True), "VALIDATION_ERROR"),
             (body(definition, sample_percentage=0), "INVALID_INPUT"),
             (body(definition, samples_per_scenario=0), "INVALID_INPUT"),
-            (body(definition, models=["no-provider"]), "INVALID_INPUT"),
+            (body(definition, models=["no-provider"]), "VALIDATION_ERROR"),  # the id pattern
             (body(definition, priority="urgent"), "INVALID_INPUT"),
             ({"models": [MODEL]}, "VALIDATION_ERROR"),
         ):

@@ -69,7 +69,7 @@ async def test_import_versions_list_show_lineage(
         nameless = await client.post("/api/rubrics/import", content=path.read_bytes())
         assert_error(nameless, 422, "INVALID_INPUT")
         assert_error(await client.get("/api/rubrics/nope"), 404, "RUBRIC_NOT_FOUND")
-        assert_error(await client.get("/api/rubrics/%00abc"), 404, "RUBRIC_NOT_FOUND")
+        assert_error(await client.get("/api/rubrics/%00abc"), 422, "VALIDATION_ERROR")
         assert (await client.get("/api/rubrics")).json()["data"]["count"] == 3
 
 

@@ -63,7 +63,7 @@ async def test_runs_report_results_events_and_metrics(
             assert_error(await client.get(f"/api/runs/{ref}/events/stream"), 404, "NOT_FOUND")
 
         page = (await client.get(f"/api/runs/{pending.id}/events")).json()["data"]
-        assert [e["type"] for e in page["events"]] == ["partition_paused", "partition_resumed"]
+        assert [e["type"] for e in page["events"]] == ["run_paused", "run_resumed"]
         assert [e["seq"] for e in page["events"]] == [1, 2]
         assert page["next_after"] == 2 and page["has_more"] is False
         assert page["status"] == "running" and page["terminal"] is False
@@ -206,7 +206,7 @@ async def test_list_filters_and_pages(
             ({"status": "sleeping"}, 422, "VALIDATION_ERROR"),
             ({"created_since": "yesterday"}, 422, "VALIDATION_ERROR"),
             ({"limit": 0}, 422, "VALIDATION_ERROR"),
-            ({"model": "a\x00b"}, 422, "INVALID_INPUT"),
+            ({"model": "a\x00b"}, 422, "VALIDATION_ERROR"),  # refused before any lookup
             ({"cursor": "garbage!"}, 400, "INVALID_CURSOR"),
             ({"cursor": bad_time}, 400, "INVALID_CURSOR"),
         ):
@@ -235,8 +235,11 @@ async def test_expand_and_rerun_failed(
         data = expanded.json()["data"]
         assert data["sample_percentage"] == 30 and data["scenarios_added"] > 0
         assert data["status"] == "pending"  # a pending run just gets the scenarios
+        # Not larger than 30: a well-formed request the run's state refuses (issue 21).
+        assert_error(
+            await client.post(f"{url}/expand", json={"sample_percentage": 20}), 409, "CONFLICT"
+        )
         for bad, code in (
-            ({"sample_percentage": 20}, "INVALID_INPUT"),  # not larger than 30
             ({"sample_percentage": 101}, "VALIDATION_ERROR"),
             ({"sample_percentage": "50"}, "VALIDATION_ERROR"),
             ({"sample_percentage": 50, "extra": 1}, "VALIDATION_ERROR"),

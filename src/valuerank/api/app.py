@@ -6,17 +6,19 @@ limits → routes.
 
 from __future__ import annotations
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 
 from valuerank import __version__
 from valuerank.api import (
     routes_analysis,
     routes_assumptions,
     routes_auth,
+    routes_caps,
     routes_credentials,
     routes_definitions,
     routes_eval,
     routes_exchange,
+    routes_invitations,
     routes_models,
     routes_ops,
     routes_orgs,
@@ -36,6 +38,7 @@ from valuerank.api import (
 from valuerank.api.auth import AccessPolicy, AuthMiddleware
 from valuerank.api.deps import AppContext
 from valuerank.api.errors import install_error_handlers
+from valuerank.api.fields import document_parameters, refuse_nul_parameters
 from valuerank.api.headers import SecurityHeadersMiddleware
 from valuerank.api.limits import MAX_BODY_BYTES, BodyLimitMiddleware
 from valuerank.api.ratelimit import LoginThrottle, RateLimiter, RateLimitMiddleware
@@ -67,6 +70,7 @@ def create_app(
         redoc_url=None,
         openapi_url="/openapi.json",
         responses=ERROR_RESPONSES,  # every route: its failures in the error envelope
+        dependencies=[Depends(refuse_nul_parameters)],  # no NUL in a path or query parameter
     )
     context = AppContext(db=db, org_id=org_id, token_cache_seconds=settings.token_cache_seconds)
     app.state.valuerank = context
@@ -81,6 +85,7 @@ def create_app(
     app.include_router(routes_auth.router)
     app.include_router(routes_orgs.router)
     app.include_router(routes_users.router)
+    app.include_router(routes_invitations.router)
     app.include_router(routes_tokens.router)
     app.include_router(routes_credentials.router)
     app.include_router(routes_runs.router)
@@ -94,6 +99,7 @@ def create_app(
     app.include_router(routes_providers.router)
     app.include_router(routes_exchange.router)
     app.include_router(routes_queue.router)
+    app.include_router(routes_caps.router)
     app.include_router(routes_eval.router)
     app.include_router(routes_transcripts.router)
     app.include_router(routes_progress.router)
@@ -101,6 +107,7 @@ def create_app(
     app.include_router(routes_webhooks.router)
     pages.install(app)
     document_envelopes(app)
+    document_parameters(app)
     app.add_middleware(RateLimitMiddleware, limiter=limiter)
     app.add_middleware(
         AuthMiddleware,

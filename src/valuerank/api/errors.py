@@ -11,10 +11,13 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
-from sqlalchemy.exc import DBAPIError, OperationalError
+from fastapi.routing import iter_route_contexts
+from sqlalchemy.exc import DataError, DBAPIError, OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import compile_path
 
 from valuerank.api.envelope import code_for_status, error_json
+from valuerank.db import refused
 from valuerank.definitions.errors import DefinitionError
 from valuerank.errors import ValueRankError
 from valuerank.formats.errors import FormatError
@@ -74,8 +77,31 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     else:
         message = _phrase(status)
     headers = dict(exc.headers) if exc.headers else None
+    if status == 405:
+        headers = {**(headers or {}), "Allow": allowed_methods(request)}
     code = getattr(exc, "code", None) or code_for_status(status)
     return error_response(request, status, code, message, headers=headers)
+
+
+def allowed_methods(request: Request) -> str:
+    """Every method some route of this path answers: Starlette's own 405 lists only those of
+    the first route it tried, and a path often has one route per method."""
+    path = request.url.path
+    matching = [
+        route
+        for route in iter_route_contexts(request.app.routes)  # through included routers too
+        if route.path
+        and route.methods
+        and getattr(route, "include_in_schema", True)
+        and compile_path(route.path)[0].match(path)
+    ]
+    # A path of its own (`/api/runs/compare`) is documented apart from a template that also
+    # matches it (`/api/runs/{run_id}`): its own methods, not the template's.
+    literal = [route for route in matching if route.path == path]
+    methods: set[str] = set()
+    for route in literal or matching:
+        methods |= route.methods or set()
+    return ", ".join(sorted(methods))
 
 
 def _phrase(status: int) -> str:
@@ -119,6 +145,15 @@ async def _database_error(request: Request, exc: Exception) -> Response:
     )
 
 
+async def _refused_value(request: Request, exc: Exception) -> Response:
+    # The database is up: it refused a value of this request (a NUL, a number past the
+    # column's range) that the request's checks missed. Bad input, not an outage.
+    assert isinstance(exc, DataError)
+    log.warning("database refused a value on %s %s: %s", request.method, request.url.path, exc)
+    message = refused.refused_value_message(exc)
+    return error_response(request, 422, refused.CODE, message, hint=refused.HINT)
+
+
 async def _unexpected_error(request: Request, exc: Exception) -> Response:
     log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
     return error_response(request, 500, "INTERNAL_ERROR", "internal server error")
@@ -132,4 +167,5 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(DefinitionError, _invalid_file)
     app.add_exception_handler(OperationalError, _database_error)
     app.add_exception_handler(DBAPIError, _database_error)
+    app.add_exception_handler(DataError, _refused_value)  # a DBAPIError, but the client's
     app.add_exception_handler(Exception, _unexpected_error)

@@ -15,6 +15,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from valuerank.api.errors import error_response
 
 MAX_BODY_BYTES = 1024 * 1024  # 1 MiB
+# The longest text a field of a JSON body may document (maxLength). JSON can spend 12 bytes
+# on one character (an escaped surrogate pair, `\ud83d\ude00`), and a text one character too
+# long must still reach validation (422 naming the field) rather than the body limit (413):
+# 12 bytes a character, with room to spare for the rest of the body.
+MAX_JSON_TEXT = (MAX_BODY_BYTES - 64 * 1024) // 12
 MAX_UPLOAD_BYTES = 50 * 1024 * 1024  # the default of the `max_upload_bytes` setting
 UPLOAD_PATHS = frozenset({"/api/import", "/api/definitions/import", "/api/rubrics/import"})
 

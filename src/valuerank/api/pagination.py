@@ -18,6 +18,7 @@ from typing import Annotated, Any, TypeVar
 
 from fastapi import Query
 
+from valuerank.api.fields import INT32_MAX
 from valuerank.errors import ValueRankError
 
 T = TypeVar("T")
@@ -108,5 +109,7 @@ Cursor = Annotated[
 ]
 
 # A run's event log is paged by sequence number (events are only ever appended).
-EventsAfter = Annotated[int, Query(ge=0, description="Return events with seq > after.")]
+EventsAfter = Annotated[
+    int, Query(ge=0, le=INT32_MAX, description="Return events with seq > after.")
+]
 EventsLimit = Annotated[int, Query(ge=1, le=1000, description="Events per page.")]

@@ -10,14 +10,15 @@ Writes (`POST`) need the member role; another organisation's ids are 404 like un
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from valuerank.api.deps import Member, Viewer
 from valuerank.api.envelope import ok
+from valuerank.api.fields import Body
 from valuerank.api.pagination import Cursor, Limit, after_created, page
 from valuerank.api.schemas import Debugged, Envelope, also
 from valuerank.api.schemas.findings import (
@@ -41,11 +42,13 @@ from valuerank.findings.comparisons import (
 from valuerank.findings.lineage import lineage_results
 from valuerank.pipeline.analyze import enqueue_analysis, enqueue_comparison
 from valuerank.pipeline.experiments import (
+    CHANGEABLE,
     add_variant,
     create_experiment,
     experiment_report,
     list_experiments,
 )
+from valuerank.providers.model_id import MODEL_ID_PATTERN
 from valuerank.queue import get_job
 from valuerank.queue.dialect import iso
 from valuerank.runs.service import get_run
@@ -53,13 +56,14 @@ from valuerank.runs.service import get_run
 router = APIRouter(tags=["analysis"])
 
 
-class AnalyzeBody(BaseModel):
+class AnalyzeBody(Body):
     model_config = ConfigDict(extra="forbid", strict=True)
     deep: bool = False
     force: bool = False
     narrative_model: str | None = Field(
         default=None,
         max_length=300,
+        pattern=MODEL_ID_PATTERN,
         description="A model that narrates the deep analysis (checked like a run's models: "
         "422 UNKNOWN_MODEL, MISSING_CREDENTIAL); queued whenever the deep analysis of the "
         "run's current inputs has no narrative.",
@@ -69,23 +73,29 @@ class AnalyzeBody(BaseModel):
     )
 
 
-class CompareBody(BaseModel):
+class CompareBody(Body):
     model_config = ConfigDict(extra="forbid", strict=True)
     baseline_run_id: str = Field(min_length=1, max_length=100)
     comparison_run_id: str = Field(min_length=1, max_length=100)
-    correction: str = Field(default="fdr_bh", description="fdr_bh (default) or holm")
+    correction: Literal["fdr_bh", "holm"] = Field(
+        default="fdr_bh", description="fdr_bh (default) or holm"
+    )
 
 
-class ExperimentBody(BaseModel):
+class ExperimentBody(Body):
     model_config = ConfigDict(extra="forbid", strict=True)
     name: str = Field(min_length=1, max_length=300)
     hypothesis: str = Field(default="", max_length=10_000)
     baseline_run_id: str = Field(min_length=1, max_length=100)
 
 
-class VariantBody(BaseModel):
+class VariantBody(Body):
     model_config = ConfigDict(extra="forbid", strict=True)
-    changes: dict[str, Any] = Field(description="What differs from the baseline's settings.")
+    # The settings' values are checked as a run's are (422 INVALID_INPUT naming the field).
+    changes: dict[str, Any] = Field(
+        description="What differs from the baseline's settings.",
+        json_schema_extra={"minProperties": 1, "propertyNames": {"enum": list(CHANGEABLE)}},
+    )
 
 
 def _debug(outcome: AnalysisOutcome, wanted: bool) -> dict[str, Any] | None:

@@ -19,11 +19,12 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
-from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy.exc import DBAPIError, OperationalError
+from pydantic import ConfigDict, Field
+from sqlalchemy.exc import DataError, DBAPIError, OperationalError
 
 from valuerank.api.deps import Member, Viewer, get_app_context
 from valuerank.api.envelope import ok, success_json
+from valuerank.api.fields import NOT_BLANK, Body
 from valuerank.api.listener import VALIDATION_CHANNEL
 from valuerank.api.pagination import Cursor, InvalidCursorError, Limit, decode_cursor, page
 from valuerank.api.schemas import Debugged, Envelope, also
@@ -41,6 +42,7 @@ from valuerank.api.schemas.assumptions import (
 )
 from valuerank.config import get_settings
 from valuerank.consensus.consensus import Outcome
+from valuerank.providers.model_id import MODEL_ID_PATTERN
 from valuerank.validation.cache import ReadCache
 from valuerank.validation.errors import ValidationDatabaseError
 from valuerank.validation.model import (
@@ -49,6 +51,8 @@ from valuerank.validation.model import (
     MAX_NOTES,
     MAX_TAG_TEXT,
     MAX_TASK_ID,
+    TAG_ID,
+    TASK_ID_PATTERN,
     parse_task_id,
 )
 from valuerank.validation.reads import Read, available_models, multi_model_view, task_consensus
@@ -76,6 +80,8 @@ class _DatabaseErrors(APIRoute):
         async def handle(request: Request) -> Response:
             try:
                 return await handler(request)
+            except DataError:  # a value the database refused: the client's (422), not ours
+                raise
             except (OperationalError, DBAPIError) as exc:
                 log.warning("database error on %s: %s", request.url.path, exc)
                 raise ValidationDatabaseError(
@@ -91,9 +97,17 @@ router = APIRouter(prefix="/api/assumptions", tags=["assumptions"], route_class=
 
 
 async def _task_id(  # async: FastAPI would run a plain function in a worker thread
-    task_id: Annotated[str, Path(description="A task id: a positive integer.")],
+    task_id: Annotated[
+        str,
+        Path(
+            description="A task id: a positive integer.",
+            # documented, not enforced by FastAPI: a mismatch is INVALID_TASK_ID below
+            json_schema_extra={"pattern": TASK_ID_PATTERN},
+        ),
+    ],
 ) -> int:
-    return parse_task_id(task_id)  # INVALID_TASK_ID (422), not a generic validation error
+    # INVALID_TASK_ID (422), not a generic validation error; exactly the documented pattern
+    return parse_task_id(task_id, exact=True)
 
 
 TaskId = Annotated[int, Depends(_task_id)]
@@ -198,37 +212,56 @@ async def models_route(ctx: Viewer) -> JSONResponse:
 # --- feeding it ---------------------------------------------------------------------------
 
 
-class _Body(BaseModel):
+class _Body(Body):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class TaskIn(_Body):
-    name: str = Field(max_length=MAX_NAME)
+    name: str = Field(min_length=1, max_length=MAX_NAME, pattern=NOT_BLANK)
     description: str = Field(default="", max_length=MAX_DESCRIPTION)
 
 
 class TagIn(_Body):
-    text: str = Field(max_length=MAX_TAG_TEXT, description="e.g. `#COMPLETION_DRIVE_IMPL: …`")
-    id: str | None = Field(default=None, max_length=100, description="Default: a fresh `ra_…`.")
+    text: str = Field(
+        min_length=1,
+        max_length=MAX_TAG_TEXT,
+        pattern=NOT_BLANK,
+        description="e.g. `#COMPLETION_DRIVE_IMPL: …`",
+    )
+    id: str | None = Field(
+        default=None,
+        max_length=100,
+        pattern=TAG_ID.pattern,
+        description="Default: a fresh `ra_…`.",
+    )
 
 
 class ValidationIn(_Body):
-    validator_id: str = Field(max_length=300, description="A registered model id.")
+    validator_id: str = Field(
+        min_length=1,
+        max_length=300,
+        pattern=MODEL_ID_PATTERN,
+        description="A registered model id (`provider:name`).",
+    )
     # Checked by the service (INVALID_INPUT with the choices); the enum documents them.
     outcome: str = Field(
         max_length=16,
         description="validated, partial or rejected.",
         json_schema_extra={"enum": [o.value for o in Outcome]},
     )
-    confidence: float = Field(description="0..100.")
+    confidence: float = Field(ge=0, le=100, description="0..100.")
     notes: str = Field(default="", max_length=MAX_NOTES)
 
 
 class ValidateIn(_Body):
-    models: list[str] = Field(min_length=1, max_length=MAX_MODELS)
+    models: list[Annotated[str, Field(min_length=1, pattern=NOT_BLANK)]] = Field(
+        min_length=1, max_length=MAX_MODELS
+    )
     request_id: str | None = Field(
         default=None,
+        min_length=1,
         max_length=MAX_REQUEST_ID,
+        pattern=NOT_BLANK,
         description="Starts a new round: each model is asked once per tag and round.",
     )
 

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from valuerank.accounts import (
     Identity,
@@ -21,13 +21,14 @@ from valuerank.accounts import (
 from valuerank.api.auth import AccessPolicy, clear_session_cookies, set_session_cookies
 from valuerank.api.deps import Context, RequestContext, Viewer
 from valuerank.api.envelope import ok
+from valuerank.api.fields import Body
 from valuerank.api.ratelimit import LoginThrottle, client_host
 from valuerank.queue.dialect import iso
 
 router = APIRouter(prefix="/api/auth", tags=["auth"])
 
 
-class LoginBody(BaseModel):
+class LoginBody(Body):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     email: str = Field(min_length=3, max_length=320)
@@ -37,7 +38,7 @@ class LoginBody(BaseModel):
     )
 
 
-class SwitchBody(BaseModel):
+class SwitchBody(Body):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     org: str = Field(min_length=1, max_length=64, description="Organisation slug or id.")
@@ -163,7 +164,8 @@ async def me(request: Request, ctx: Viewer) -> JSONResponse:
 @router.post("/switch")
 async def switch(body: SwitchBody, request: Request, ctx: Viewer) -> JSONResponse:
     """Move this browser session to another of the user's organisations (by slug or id).
-    An organisation the user does not belong to is 404; API tokens cannot switch (400)."""
+    An organisation the user does not belong to is 404; API tokens cannot switch (403
+    SESSION_REQUIRED)."""
     principal = ctx.principal
     identity = Identity(
         principal.org_id,

@@ -5,25 +5,38 @@ a key the server's environment supplies."""
 from __future__ import annotations
 
 import os
+from typing import Annotated
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Path
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from valuerank.api.deps import Admin, Viewer
 from valuerank.api.envelope import ok
+from valuerank.api.fields import SPACE, Body
 from valuerank.api.schemas import Envelope
 from valuerank.api.schemas.accounts import CredentialList
 from valuerank.credentials import delete_credential, list_credentials, set_credential
 from valuerank.credentials.store import MAX_KEY_LENGTH
+from valuerank.providers.presets import known_providers, preset_for
 
 router = APIRouter(prefix="/api/credentials", tags=["credentials"])
 
+# Documented, not enforced by FastAPI: the store answers any other name (unknown, or a
+# provider that needs no key, e.g. a local server) with INVALID_INPUT saying why.
+KEYED = [name for name in known_providers() if preset_for(name).needs_key]
+Provider = Annotated[
+    str, Path(description="A provider that takes an API key.", json_schema_extra={"enum": KEYED})
+]
 
-class KeyBody(BaseModel):
+
+class KeyBody(Body):
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    api_key: str = Field(min_length=1, max_length=MAX_KEY_LENGTH)
+    # No blanks inside (the store trims the key, then refuses any whitespace left).
+    api_key: str = Field(
+        min_length=1, max_length=MAX_KEY_LENGTH, pattern=rf"^[{SPACE}]*[^{SPACE}\x00]+[{SPACE}]*$"
+    )
 
     def __repr__(self) -> str:
         return "KeyBody(api_key=<hidden>)"
@@ -41,7 +54,7 @@ async def list_credentials_route(ctx: Viewer) -> JSONResponse:
 
 
 @router.put("/{provider}")
-async def set_credential_route(provider: str, body: KeyBody, ctx: Admin) -> JSONResponse:
+async def set_credential_route(provider: Provider, body: KeyBody, ctx: Admin) -> JSONResponse:
     """Store (or replace) the organisation's key for a provider, encrypted. 503
     SECRET_KEY_MISSING when the server has no VALUERANK_SECRET_KEY."""
     async with ctx.db.transaction(immediate=True) as conn:

@@ -13,11 +13,19 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from valuerank.api.deps import Member, Viewer
 from valuerank.api.envelope import ok
-from valuerank.api.fields import NO_NUL, LabelFilter, NameFilter
+from valuerank.api.fields import (
+    NO_NUL,
+    Body,
+    LabelFilter,
+    NameFilter,
+    WholeNumber,
+    forbid_nul_in_schema,
+)
+from valuerank.api.limits import MAX_JSON_TEXT
 from valuerank.api.pagination import Cursor, Limit, after_created, page
 from valuerank.api.schemas import SuccessEnvelope, also
 from valuerank.api.uploads import read_upload, upload_openapi
@@ -29,7 +37,7 @@ from valuerank.definitions.service import StoredDefinition
 router = APIRouter(prefix="/api/definitions", tags=["definitions"])
 STORED = also(SuccessEnvelope, 200, description="The same content was stored: nothing written.")
 
-MAX_TEXT = 200_000  # characters of a template, preamble or markdown file
+MAX_TEXT = MAX_JSON_TEXT  # characters of a template, preamble or markdown file
 
 Label = Annotated[
     str | None,
@@ -37,24 +45,24 @@ Label = Annotated[
 ]
 
 
-class LevelBody(BaseModel):
+class LevelBody(Body):
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    score: int = Field(ge=1, le=1_000_000)
+    score: WholeNumber = Field(ge=1, le=1_000_000)
     label: str = Field(min_length=1, max_length=1000)
     options: list[Annotated[str, Field(max_length=5000)]] = Field(
         default_factory=list, max_length=200
     )
 
 
-class DimensionBody(BaseModel):
+class DimensionBody(Body):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     name: str = Field(min_length=1, max_length=200)
     levels: list[LevelBody] = Field(min_length=1, max_length=100)
 
 
-class DefinitionFields(BaseModel):
+class DefinitionFields(Body):
     """A definition's fields, as `content` shows them (everything but `name`, `template` and
     `dimensions` is optional)."""
 
@@ -69,10 +77,36 @@ class DefinitionFields(BaseModel):
     matching_rules: str | None = Field(default=None, max_length=MAX_TEXT)
 
 
-class CreateBody(BaseModel):
+def _one_form_schema(schema: dict[str, Any]) -> None:
+    """What CreateBody._one_form enforces (a null is "not given"): `markdown` and none of
+    the fields, or `name`, `template` and `dimensions` (and maybe more fields) but no
+    `markdown`."""
+    forbid_nul_in_schema(schema)  # what Body's own schema hook does
+    schema["oneOf"] = [
+        {
+            "required": ["markdown"],
+            "properties": {
+                "markdown": {"type": "string"},
+                **{field: {"type": "null"} for field in EDITABLE_FIELDS},
+            },
+        },
+        {
+            "required": ["name", "template", "dimensions"],
+            "properties": {
+                "markdown": {"type": "null"},
+                "name": {"type": "string"},
+                "template": {"type": "string"},
+                "dimensions": {"type": "array"},
+            },
+        },
+    ]
+
+
+class CreateBody(Body):
     """Either `markdown` (a CLI definition file) or the definition's fields."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra=_one_form_schema)
+    file_fields = frozenset({"markdown"})
 
     markdown: str | None = Field(default=None, min_length=1, max_length=MAX_TEXT)
     source_file: str | None = Field(default=None, min_length=1, max_length=255, pattern=NO_NUL)
@@ -100,7 +134,7 @@ class CreateBody(BaseModel):
         return self.model_dump(include=set(EDITABLE_FIELDS), exclude_none=True)
 
 
-class ChangesBody(BaseModel):
+class ChangesBody(Body):
     """Fields of the parent to change; those left out keep the parent's value."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
@@ -114,16 +148,28 @@ class ChangesBody(BaseModel):
     matching_rules: str | None = Field(default=None, max_length=MAX_TEXT)
 
 
-class ForkBody(BaseModel):
-    """Without `changes` or `markdown` the child is a copy of the parent."""
+def _changes_or_markdown_schema(schema: dict[str, Any]) -> None:
+    forbid_nul_in_schema(schema)  # what Body's own schema hook does
+    # What ForkBody._one_form enforces: not both (a null is "not given").
+    schema["not"] = {
+        "required": ["changes", "markdown"],
+        "properties": {"changes": {"type": "object"}, "markdown": {"type": "string"}},
+    }
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+
+class ForkBody(Body):
+    """Without `changes` or `markdown` the child is a copy of the parent."""
 
     label: Label = None
     changes: ChangesBody | None = None
     markdown: str | None = Field(
         default=None, min_length=1, max_length=MAX_TEXT, description="The child's whole file."
     )
+
+    model_config = ConfigDict(
+        extra="forbid", strict=True, json_schema_extra=_changes_or_markdown_schema
+    )
+    file_fields = frozenset({"markdown"})
 
     @model_validator(mode="after")
     def _one_form(self) -> ForkBody:
@@ -132,8 +178,9 @@ class ForkBody(BaseModel):
         return self
 
 
-class CheckBody(BaseModel):
+class CheckBody(Body):
     model_config = ConfigDict(extra="forbid", strict=True)
+    file_fields = frozenset({"markdown"})
 
     markdown: str = Field(min_length=1, max_length=MAX_TEXT, description="A definition file.")
     source_file: str | None = Field(default=None, min_length=1, max_length=255, pattern=NO_NUL)

@@ -11,17 +11,22 @@ rate-limit class.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Path, Query
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
+from pydantic.json_schema import SkipJsonSchema
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from valuerank.api.deps import SystemAdmin, Viewer
 from valuerank.api.envelope import ok
-from valuerank.api.fields import NO_NUL
+from valuerank.api.fields import NO_NUL, Body, forbid_nul_in_schema
 from valuerank.api.pagination import Cursor, Limit, decode_cursor, page
 from valuerank.errors import InvalidInputError
+from valuerank.providers.model_id import MODEL_ID_PATTERN
+from valuerank.providers.presets import known_providers
 from valuerank.registry import get_model, list_models, update_model, upsert_model
 from valuerank.registry.check import check_model_specs
 from valuerank.registry.service import (
@@ -33,34 +38,55 @@ from valuerank.registry.service import (
 
 router = APIRouter(prefix="/api/models", tags=["models"])
 
-ModelSpec = Annotated[str, Field(min_length=3, max_length=500, pattern=NO_NUL)]
+ModelSpec = Annotated[str, Field(min_length=3, max_length=500, pattern=MODEL_ID_PATTERN)]
+# Documented, not enforced by FastAPI: the routes answer a malformed id, or one of a
+# provider this version does not know, with their own INVALID_INPUT saying why. (The check's
+# body keeps MODEL_ID_PATTERN: it reports unknown providers as UNKNOWN_MODEL on purpose.)
+KNOWN_PROVIDER_MODEL_ID = "^(?:{}):{}".format(
+    "|".join(re.escape(name) for name in known_providers()), MODEL_ID_PATTERN.split(":", 1)[1]
+)
+PathModelId = Annotated[
+    str,
+    Path(
+        description="`provider:name` (a known provider).",
+        json_schema_extra={"pattern": KNOWN_PROVIDER_MODEL_ID},
+    ),
+]
 Price = Annotated[
     float | None, Field(ge=0, le=1e6, description="USD per million tokens; null: unknown.")
 ]
 
 
-class ModelChanges(BaseModel):
+def _no_default(schema: dict[str, Any]) -> None:
+    schema.pop("default", None)  # "default: null" would offer the null the field refuses
+
+
+class ModelChanges(Body):
     """The fields to set; the ones left out keep their value (a new model starts from its
     catalog entry, else from the model name, weight 1, active, prices unknown)."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    display_name: str | None = Field(
+    # `| SkipJsonSchema[None]`: left out is "keep"; a null is refused by changes(), so the
+    # schema does not offer one (the constraints sit on the non-null type).
+    display_name: (
+        Annotated[str, Field(min_length=1, max_length=MAX_DISPLAY_NAME, pattern=NO_NUL)]
+        | SkipJsonSchema[None]
+    ) = Field(default=None, description="Shown to people.", json_schema_extra=_no_default)
+    category: (
+        Annotated[str, Field(min_length=1, max_length=MAX_CATEGORY, pattern=NO_NUL)]
+        | SkipJsonSchema[None]
+    ) = Field(
         default=None,
-        min_length=1,
-        max_length=MAX_DISPLAY_NAME,
-        pattern=NO_NUL,
-        description="Shown to people.",
-    )
-    category: str | None = Field(
-        default=None,
-        min_length=1,
-        max_length=MAX_CATEGORY,
-        pattern=NO_NUL,
         description="frontier, small, open-weights, local, synthetic, …",
+        json_schema_extra=_no_default,
     )
-    weight: float | None = Field(default=None, ge=0, le=1000, description="Consensus weight.")
-    active: bool | None = Field(default=None, description="Offered for runs, or hidden.")
+    weight: Annotated[float, Field(ge=0, le=1000)] | SkipJsonSchema[None] = Field(
+        default=None, description="Consensus weight.", json_schema_extra=_no_default
+    )
+    active: bool | SkipJsonSchema[None] = Field(
+        default=None, description="Offered for runs, or hidden.", json_schema_extra=_no_default
+    )
     input_price_per_mtok: Price = None
     output_price_per_mtok: Price = None
 
@@ -79,7 +105,18 @@ class ModelChanges(BaseModel):
         return sent
 
 
-class CheckBody(BaseModel):
+def _at_least_one_field(schema: dict[str, Any]) -> None:
+    forbid_nul_in_schema(schema)  # what Body's own schema hook does
+    schema["minProperties"] = 1
+
+
+class ModelPatch(ModelChanges):
+    """PATCH's body: as PUT's, but a body that changes nothing is refused."""
+
+    model_config = ConfigDict(json_schema_extra=_at_least_one_field)
+
+
+class CheckBody(Body):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     models: list[ModelSpec] = Field(
@@ -146,8 +183,15 @@ async def check_models_route(body: CheckBody, ctx: Viewer) -> JSONResponse:
     )
 
 
+@router.api_route("/check", methods=["GET", "PUT", "PATCH", "DELETE"], include_in_schema=False)
+async def check_other_methods() -> None:
+    """`check` is no model id: other methods on it are a 405 (Allow: POST), not a lookup of
+    a model `check` by the `/{model_id:path}` routes below."""
+    raise StarletteHTTPException(405)
+
+
 @router.get("/{model_id:path}")
-async def get_model_route(model_id: str, ctx: Viewer) -> JSONResponse:
+async def get_model_route(model_id: PathModelId, ctx: Viewer) -> JSONResponse:
     """One registered model by id (`provider:name`; the catalog's aliases allowed).
     404 MODEL_NOT_FOUND when the registry does not have it."""
     await ensure_registry(ctx.db)  # an empty registry gets the catalog
@@ -161,7 +205,9 @@ async def get_model_route(model_id: str, ctx: Viewer) -> JSONResponse:
     # The 201's envelope schema is filled in by document_envelopes, as the 200's.
     responses={201: {"description": "Registered.", "content": {"application/json": {}}}},
 )
-async def put_model_route(model_id: str, body: ModelChanges, ctx: SystemAdmin) -> JSONResponse:
+async def put_model_route(
+    model_id: PathModelId, body: ModelChanges, ctx: SystemAdmin
+) -> JSONResponse:
     """Register a model the catalog lacks (201), or change the given fields of a registered
     one (200), like `valuerank models add`. Its provider must be a known one."""
     changes = body.changes()
@@ -177,7 +223,9 @@ async def put_model_route(model_id: str, body: ModelChanges, ctx: SystemAdmin) -
 
 
 @router.patch("/{model_id:path}")
-async def patch_model_route(model_id: str, body: ModelChanges, ctx: SystemAdmin) -> JSONResponse:
+async def patch_model_route(
+    model_id: PathModelId, body: ModelPatch, ctx: SystemAdmin
+) -> JSONResponse:
     """Change the given fields of a registered model (weight, active, prices, name,
     category), like `valuerank models set`. 404 MODEL_NOT_FOUND when it is not registered;
     422 when the body changes nothing."""

@@ -21,10 +21,11 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from valuerank.api.deps import Admin, SystemAdmin
 from valuerank.api.envelope import ok
+from valuerank.api.fields import Body, WholeNumber
 from valuerank.api.pagination import Cursor, Limit, decode_cursor, page
 from valuerank.config import get_settings
 from valuerank.crypto import optional_cipher
@@ -76,10 +77,10 @@ def _by_id(item: dict[str, Any]) -> list[Any]:
 # -- the notification outbox (organisation-scoped) -------------------------------------------
 
 
-class DrainBody(BaseModel):
+class DrainBody(Body):
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    limit: int = Field(default=50, ge=1, le=500, description="Notifications sent at most.")
+    limit: WholeNumber = Field(default=50, ge=1, le=500, description="Notifications sent at most.")
     timeout_seconds: float = Field(default=10.0, gt=0, le=60, description="Per delivery.")
 
 
@@ -155,7 +156,7 @@ async def drain_outbox_route(ctx: Admin, body: DrainBody | None = None) -> JSONR
 # -- the queue's maintenance (install-wide) -------------------------------------------------
 
 
-class PruneBody(BaseModel):
+class PruneBody(Body):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     retention_days: float | None = Field(
@@ -165,10 +166,10 @@ class PruneBody(BaseModel):
         description="Finished jobs older than this are deleted (default: the workers' "
         "VALUERANK_WORKER_RETENTION_DAYS).",
     )
-    batch: int = Field(default=5000, ge=1, le=100_000, description="Jobs deleted at most.")
+    batch: WholeNumber = Field(default=5000, ge=1, le=100_000, description="Jobs deleted at most.")
 
 
-class TriggerBody(BaseModel):
+class TriggerBody(Body):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     force: bool = Field(default=False, description="Run even if a pass ran recently.")
@@ -223,7 +224,7 @@ async def run_maintenance_route(ctx: SystemAdmin, settings: Settings) -> JSONRes
 @router.post("/queue/maintenance/reap-stale-runs")
 async def reap_stale_runs_route(ctx: SystemAdmin) -> JSONResponse:
     """Close the runs left `running`/`summarizing` with no job queued or running: `completed`
-    if they wrote transcripts, else `failed` with the reason, each with a `partition_reaped`
+    if they wrote transcripts, else `failed` with the reason, each with a `run_reaped`
     event (a run still owing judging gets its finalize job back). Recorded as a pass."""
     done = await reap_stale_runs_pass(ctx.db, trigger="api")
     return ok(done.to_dict())

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from valuerank.accounts import create_org_with_admin
 from valuerank.api.deps import Admin, ForbiddenError, Viewer
 from valuerank.api.envelope import ok
+from valuerank.api.fields import Body
 from valuerank.api.routes_auth import account_of
 from valuerank.api.schemas import Envelope
 from valuerank.api.schemas.accounts import OrgList
@@ -16,12 +17,17 @@ from valuerank.api.schemas.accounts import OrgList
 router = APIRouter(prefix="/api/orgs", tags=["organisations"])
 
 
-class NewOrgBody(BaseModel):
+class NewOrgBody(Body):
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    name: str = Field(min_length=1, max_length=200)
+    # A name derives a slug from its ASCII letters and digits: it needs one (no NUL either).
+    name: str = Field(min_length=1, max_length=200, pattern=r"^[^\x00]*[A-Za-z0-9][^\x00]*$")
     slug: str | None = Field(
-        default=None, max_length=64, description="Default: derived from the name."
+        default=None,
+        max_length=64,
+        # check_slug's rule, around the blanks create_org trims.
+        pattern=r"^\s*[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?\s*$",
+        description="Default: derived from the name.",
     )
 
 

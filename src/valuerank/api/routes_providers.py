@@ -12,11 +12,11 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BeforeValidator, ConfigDict, Field
 
 from valuerank.api.deps import SystemAdmin, Viewer
 from valuerank.api.envelope import ok
-from valuerank.api.fields import NO_NUL
+from valuerank.api.fields import NO_NUL, Body, WholeNumber, whole_number
 from valuerank.api.pagination import Cursor, Limit, decode_cursor, page
 from valuerank.providers.presets import known_providers
 from valuerank.queue import pause_provider, resume_provider
@@ -39,7 +39,7 @@ ModelQuery = Annotated[
 ]
 
 
-class LimitsBody(BaseModel):
+class LimitsBody(Body):
     """Every limit left out or 0 is no limit (`{"rpm": 0}` lifts the RPM limit)."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
@@ -49,12 +49,15 @@ class LimitsBody(BaseModel):
     )
     rpm: float | None = Field(default=None, ge=0, le=1e9, description="Requests per minute.")
     tpm: float | None = Field(default=None, ge=0, le=1e12, description="Tokens per minute.")
-    min_interval_ms: int = Field(default=0, ge=0, le=3_600_000, description="Request spacing.")
-    concurrency: int | None = Field(
-        default=None,
-        ge=0,
-        le=100_000,
-        description="Calls in flight (cut on a 429, grown back when clean).",
+    min_interval_ms: WholeNumber = Field(
+        default=0, ge=0, le=3_600_000, description="Request spacing."
+    )
+    # Bounds inside the Annotated (before the 20.0 → 20 validator): the schema keeps them.
+    concurrency: Annotated[int, Field(ge=0, le=100_000), BeforeValidator(whole_number)] | None = (
+        Field(
+            default=None,
+            description="Calls in flight (cut on a 429, grown back when clean).",
+        )
     )
 
 

@@ -131,6 +131,15 @@ async def failed_jobs_route(
     run: Annotated[
         str | None, Query(min_length=1, max_length=100, description="Only this run's jobs.")
     ] = None,
+    kind: Annotated[
+        str | None,
+        Query(
+            min_length=1,
+            max_length=100,
+            description="Only jobs of this kind: probe, judge, summarize, finalize, "
+            "analyze:basic, … (the seed's probe:scenario and summarize:run are accepted).",
+        ),
+    ] = None,
     limit: Limit = 50,
     cursor: Cursor = None,
 ) -> JSONResponse:
@@ -139,7 +148,9 @@ async def failed_jobs_route(
     after = str(decode_cursor(cursor, arity=1)[0]) if cursor else None
     async with ctx.db.transaction() as conn:
         run_id = None if run is None else (await service.get_run(conn, ctx.org_id, run)).id
-        found = await dead_jobs(conn, ctx.org_id, run_id=run_id, before_id=after, limit=limit + 1)
+        found = await dead_jobs(
+            conn, ctx.org_id, run_id=run_id, kind=kind, before_id=after, limit=limit + 1
+        )
     items = [job.to_dict() for job in found]
     return ok(page("jobs", items, limit=limit, key=lambda item: [item["id"]]))
 

@@ -12,12 +12,13 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from valuerank import rubrics as service
 from valuerank.api.deps import Member, Viewer
 from valuerank.api.envelope import ok
-from valuerank.api.fields import NO_NUL, LabelFilter, NameFilter
+from valuerank.api.fields import NO_NUL, Body, LabelFilter, NameFilter
+from valuerank.api.limits import MAX_JSON_TEXT
 from valuerank.api.pagination import Cursor, Limit, after_created, page
 from valuerank.api.schemas import SuccessEnvelope, also
 from valuerank.api.uploads import read_upload, upload_openapi
@@ -27,11 +28,12 @@ from valuerank.versioning import Version
 router = APIRouter(prefix="/api/rubrics", tags=["rubrics"])
 STORED = also(SuccessEnvelope, 200, description="The same content was stored: nothing written.")
 
-MAX_YAML = 1_000_000
+MAX_YAML = MAX_JSON_TEXT  # a larger file goes through POST /api/rubrics/import
 
 
-class RubricBody(BaseModel):
+class RubricBody(Body):
     model_config = ConfigDict(extra="forbid", strict=True)
+    file_fields = frozenset({"yaml"})
 
     name: str = Field(min_length=1, max_length=300, pattern=NO_NUL)
     yaml: str = Field(min_length=1, max_length=MAX_YAML, description="The rubric file's text.")

@@ -6,15 +6,15 @@ run is 404, like an unknown one."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Header, Query
 from fastapi.responses import JSONResponse, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from valuerank.api.deps import Member, Viewer
 from valuerank.api.envelope import ok
+from valuerank.api.fields import INT32_MAX, Body, IsoDateTime
 from valuerank.api.pagination import Cursor, EventsAfter, EventsLimit, Limit, after_created, page
 from valuerank.api.schemas import Envelope
 from valuerank.api.schemas.runs import (
@@ -42,7 +42,7 @@ from valuerank.runs.states import RunStatus
 router = APIRouter(prefix="/api/runs", tags=["runs"])
 
 
-class ExpandBody(BaseModel):
+class ExpandBody(Body):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     sample_percentage: float = Field(gt=0, le=100, description="The new, larger share.")
@@ -66,10 +66,10 @@ async def list_runs_route(
         str | None, Query(max_length=300, description="Only runs with this target model.")
     ] = None,
     created_since: Annotated[
-        datetime | None, Query(description="Created at or after (ISO-8601; naive = UTC).")
+        IsoDateTime | None, Query(description="Created at or after (ISO-8601; naive = UTC).")
     ] = None,
     created_until: Annotated[
-        datetime | None, Query(description="Created at or before (ISO-8601; naive = UTC).")
+        IsoDateTime | None, Query(description="Created at or before (ISO-8601; naive = UTC).")
     ] = None,
 ) -> JSONResponse:
     """The newest runs first, each with its status and probe progress; pass `next_cursor`
@@ -131,9 +131,10 @@ async def run_events_route(
 async def run_events_stream_route(
     run_id: str,
     ctx: Viewer,
-    after: Annotated[int, Query(ge=0, description="Start after this seq.")] = 0,
+    after: Annotated[int, Query(ge=0, le=INT32_MAX, description="Start after this seq.")] = 0,
     last_event_id: Annotated[
-        int | None, Header(alias="Last-Event-ID", ge=0, description="Resume after this seq.")
+        int | None,
+        Header(alias="Last-Event-ID", ge=0, le=INT32_MAX, description="Resume after this seq."),
     ] = None,
 ) -> StreamingResponse:
     """Server-Sent Events of the run until it ends (`event: end`): `task_complete`,
@@ -154,7 +155,7 @@ async def run_events_stream_route(
 async def expand_run_route(run_id: str, body: ExpandBody, ctx: Member) -> JSONResponse:
     """Grow a sampled run to a larger `sample_percentage`: the nested sample keeps the
     scenarios it has and only the ones it adds are enqueued (a finished run reopens).
-    422 INVALID_INPUT unless the share is larger than the run's."""
+    409 CONFLICT unless the share is larger than the run's."""
     async with ctx.db.transaction(immediate=True) as conn:
         run, added = await expand_run(conn, ctx.org_id, run_id, body.sample_percentage)
     return ok({**run.summary_dict(), "scenarios_added": added})

@@ -12,12 +12,14 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BeforeValidator, ConfigDict, Field, model_validator
 
 from valuerank.api.deps import Viewer
 from valuerank.api.envelope import ok
+from valuerank.api.fields import Body, forbid_nul_in_schema, whole_number
 from valuerank.api.pagination import Cursor, Limit, decode_cursor, items_after, page
 from valuerank.definitions import service
+from valuerank.definitions.sampling import MAX_SEED
 from valuerank.errors import InvalidInputError
 from valuerank.formats import serialize_scenarios
 from valuerank.formats.scenarios_model import Scenario
@@ -26,7 +28,6 @@ router = APIRouter(tags=["scenarios"])
 
 # Expansions larger than this are refused (the CLI has no such limit).
 MAX_SCENARIOS = 100_000
-MAX_SEED = 2**63 - 1
 
 Mode = Literal["first", "all", "random"]
 MODE_HELP = (
@@ -35,16 +36,30 @@ MODE_HELP = (
 )
 
 
-class ExpandBody(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
+def _one_sample_schema(schema: dict[str, Any]) -> None:
+    forbid_nul_in_schema(schema)  # what Body's own schema hook does
+    # What _one_sample enforces: not both a percentage and a size (a null is "not given").
+    schema["not"] = {
+        "required": ["sample_percentage", "sample_size"],
+        "properties": {"sample_percentage": {"type": "number"}, "sample_size": {"type": "integer"}},
+    }
+
+
+class ExpandBody(Body):
+    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra=_one_sample_schema)
 
     definition_id: str = Field(min_length=1, max_length=100)
     mode: Mode = Field(default="first", description=MODE_HELP)
-    seed: int | None = Field(default=None, ge=0, le=MAX_SEED, description="Seed of mode random.")
+    # Bounds inside the Annotated (before the 20.0 → 20 validator): the schema keeps them.
+    seed: Annotated[int, Field(ge=0, le=MAX_SEED), BeforeValidator(whole_number)] | None = Field(
+        default=None, description="Seed of mode random."
+    )
     sample_percentage: float | None = Field(default=None, gt=0, le=100)
-    sample_size: int | None = Field(default=None, ge=1, le=MAX_SCENARIOS)
-    sample_seed: int | None = Field(
-        default=None, ge=0, le=MAX_SEED, description="Seed of the sample (default: drawn)."
+    sample_size: (
+        Annotated[int, Field(ge=1, le=MAX_SCENARIOS), BeforeValidator(whole_number)] | None
+    ) = None
+    sample_seed: Annotated[int, Field(ge=0, le=MAX_SEED), BeforeValidator(whole_number)] | None = (
+        Field(default=None, description="Seed of the sample (default: drawn).")
     )
 
     @model_validator(mode="after")

@@ -6,18 +6,19 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from valuerank.accounts import Role, create_token, list_tokens, revoke_token
 from valuerank.accounts.tokens import MAX_EXPIRY_DAYS, MAX_TOKEN_NAME
 from valuerank.api.deps import ForbiddenError, RequestContext, Viewer
 from valuerank.api.envelope import ok
+from valuerank.api.fields import Body
 from valuerank.api.pagination import Cursor, Limit, decode_cursor, page
 
 router = APIRouter(prefix="/api/tokens", tags=["tokens"])
 
 
-class NewTokenBody(BaseModel):
+class NewTokenBody(Body):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     name: str = Field(default="", max_length=MAX_TOKEN_NAME)

@@ -5,17 +5,20 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BeforeValidator, ConfigDict, Field
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from valuerank.api.fields import Body, WholeNumber, whole_number
+from valuerank.api.limits import MAX_JSON_TEXT
 from valuerank.pipeline.launch import launch_run
-from valuerank.queue.enqueue import priority_value
+from valuerank.providers.model_id import MODEL_ID_PATTERN
+from valuerank.queue.enqueue import MAX_PRIORITY, MIN_PRIORITY, priority_value
 from valuerank.runs.config import build_config
 
-ModelId = Annotated[str, Field(min_length=1, max_length=300)]
+ModelId = Annotated[str, Field(min_length=1, max_length=300, pattern=MODEL_ID_PATTERN)]
 
 
-class RunSettingsBody(BaseModel):
+class RunSettingsBody(Body):
     """The settings of `valuerank runs create` (defaults the same)."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
@@ -25,27 +28,23 @@ class RunSettingsBody(BaseModel):
     judges: list[ModelId] = Field(default_factory=list, max_length=20)
     summary_model: ModelId | None = None
     sample_percentage: float | None = None
-    sample_seed: int | None = Field(default=None, description="Default: a random one, stored.")
-    samples_per_scenario: int | None = None
+    sample_seed: WholeNumber | None = Field(
+        default=None, description="Default: a random one, stored."
+    )
+    samples_per_scenario: WholeNumber | None = None
     temperature: float | None = None
-    max_tokens: int | None = None
-    followup_turns: int | None = None
-    system_prompt: str | None = Field(default=None, max_length=100_000)
+    max_tokens: WholeNumber | None = None
+    followup_turns: WholeNumber | None = None
+    system_prompt: str | None = Field(default=None, max_length=MAX_JSON_TEXT)
     reuse_cache: bool = False
     name: str = Field(default="", max_length=300)
-    priority: int | str = Field(default="normal", description="low, normal, high or a number.")
+    # The bounds on the int itself (then the float), so the schema keeps them.
+    priority: (
+        Annotated[int, Field(ge=MIN_PRIORITY, le=MAX_PRIORITY), BeforeValidator(whole_number)] | str
+    ) = Field(default="normal", description="low, normal, high or a number.")
     allow_unknown_models: bool = Field(
         default=False, description="Models the registry does not know (a known provider's)."
     )
-
-    @field_validator("*")
-    @classmethod
-    def _no_nul(cls, value: Any) -> Any:
-        """PostgreSQL stores no NUL character: refused here, on both databases."""
-        texts = value if isinstance(value, list) else [value]
-        if any(isinstance(t, str) and "\x00" in t for t in texts):
-            raise ValueError("contains a NUL character")
-        return value
 
 
 class NewRunBody(RunSettingsBody):

@@ -13,12 +13,12 @@ from typing import IO, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
-from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import DataError, DBAPIError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.client import ApiClient, ApiError
 from valuerank.config import Settings, get_settings
-from valuerank.db import Database, create_database
+from valuerank.db import Database, create_database, refused
 from valuerank.db.migrate import SchemaOutOfDateError, ensure_schema
 from valuerank.db.url import DatabaseURLError
 from valuerank.definitions.errors import DefinitionError
@@ -69,6 +69,13 @@ def run(coro: Awaitable[T], *, as_json: bool = False) -> T:
         fail(str(exc), code="INVALID_DATABASE_URL", as_json=as_json)
     except SchemaOutOfDateError as exc:
         fail(str(exc), code="SCHEMA_OUT_OF_DATE", as_json=as_json)
+    except DataError as exc:  # the database is up and refused a value: bad input
+        fail(
+            refused.refused_value_message(exc),
+            code=refused.CODE,
+            as_json=as_json,
+            hint=refused.HINT,
+        )
     except (OperationalError, DBAPIError) as exc:
         fail(
             f"database error: {exc.orig if exc.orig is not None else exc}",

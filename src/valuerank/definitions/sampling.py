@@ -47,6 +47,9 @@ Percentage = int | float | Fraction | Decimal
 
 # Seeds drawn when the user gives none: non-negative and small enough for every JSON reader.
 MAX_DRAWN_SEED = 2**31 - 1
+# Seeds a user may give over HTTP: integers a JSON reader holds exactly (2**53 - 1: a
+# JavaScript client, or a schema checker comparing as floats, rounds anything larger).
+MAX_SEED = 2**53 - 1
 
 
 def draw_seed() -> int:

@@ -6,6 +6,9 @@ import re
 from dataclasses import dataclass
 
 _PROVIDER = re.compile(r"^[a-z][a-z0-9_-]*$")
+# What the API documents of a model id (JSON Schema `pattern`): a provider, a colon, then a
+# name with at least one character that is not blank (and no NUL, which nothing stores).
+MODEL_ID_PATTERN = r"^[a-z][a-z0-9_-]*:[^\x00]*[^\s\x00][^\x00]*$"
 
 
 class InvalidModelId(ValueError):

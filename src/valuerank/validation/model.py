@@ -21,15 +21,18 @@ MAX_TAG_TEXT = 2_000
 MAX_NOTES = 4_000
 MAX_VALIDATOR_ID = 300
 TAG_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$")
-_DIGITS = re.compile(r"^[0-9]{1,19}$")
+# A task id as the API documents it: a positive integer without leading zeros, of at most
+# 18 digits (so it always fits a PostgreSQL BIGINT).
+TASK_ID_PATTERN = r"^[1-9][0-9]{0,17}$"
 # `#COMPLETION_DRIVE_IMPL: Using JWT tokens…` → the tag's type, COMPLETION_DRIVE_IMPL.
 _TAG_TYPE = re.compile(r"^#([A-Z][A-Z0-9_]*)\s*:")
 
 
-def parse_task_id(text: str | int) -> int:
-    """A task id from a path or a command line: a positive integer (INVALID_TASK_ID if not)."""
-    value = str(text).strip()
-    if not _DIGITS.match(value) or not 1 <= int(value) <= MAX_TASK_ID:
+def parse_task_id(text: str | int, *, exact: bool = False) -> int:
+    """A task id from a path or a command line: a positive integer (INVALID_TASK_ID if not).
+    `exact`: the text must match TASK_ID_PATTERN as it is (a command line's may be padded)."""
+    value = str(text) if exact else str(text).strip()
+    if not re.fullmatch(TASK_ID_PATTERN, value) or int(value) > MAX_TASK_ID:
         raise InvalidTaskIdError(
             f"invalid task id {value[:40]!r}", hint="task ids are positive integers, e.g. 123"
         )
