@@ -143,6 +143,19 @@ def compat_dir() -> Path:
     return path
 
 
+@contextmanager
+def serve_on_loopback(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    """Serve `handler` on 127.0.0.1 (an ephemeral port) in a thread; yields the base URL."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 @dataclass
 class Receiver:
     """A webhook receiver: a loopback HTTP server that records POSTs and answers with scripted
@@ -171,15 +184,9 @@ def receiver() -> Iterator[Receiver]:
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    state.url = f"http://127.0.0.1:{server.server_address[1]}/hook"
-    try:
+    with serve_on_loopback(Handler) as base:
+        state.url = f"{base}/hook"
         yield state
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 StaleRun = Callable[..., Awaitable[str]]

@@ -6,18 +6,18 @@ from __future__ import annotations
 
 import base64
 import os
-import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 
 import pytest
 from standardwebhooks import Webhook, WebhookVerificationError
+from tests.conftest import serve_on_loopback
 
 from valuerank.crypto import SecretCipher, generate_key
 from valuerank.errors import InvalidInputError
@@ -74,15 +74,9 @@ def verifier() -> Iterator[Verifier]:
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    state.url = f"http://127.0.0.1:{server.server_address[1]}/hook"
-    try:
+    with serve_on_loopback(Handler) as base:
+        state.url = f"{base}/hook"
         yield state
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def _post(url: str, headers: dict[str, str], body: bytes) -> int:
