@@ -19,15 +19,15 @@ from valuerank.analysis.stakes import (
 from valuerank.formats import parse_rubric
 from valuerank.formats.definition_md import parse_definition, serialize_definition
 
-CLI = Path("/work/shared/compat/valuerank-cli")
-ATHLETE = CLI / "definitions/exp-Trans_Athlete_Competition_Freedom_FairProcess_Harmony.new.md"
-RUBRIC = CLI / "config/values_rubric.yaml"
+ATHLETE = "definitions/exp-Trans_Athlete_Competition_Freedom_FairProcess_Harmony.new.md"
+RUBRIC = "config/values_rubric.yaml"
 
 
-@pytest.mark.skipif(not ATHLETE.exists(), reason="the CLI's files are not here")
-def test_cli_definition_and_rubric_give_values_and_scale_ends() -> None:
-    definition = parse_definition(ATHLETE.read_text("utf-8"), ATHLETE.name)
-    rubric, _ = parse_rubric(RUBRIC.read_text("utf-8"), RUBRIC.name)
+@pytest.mark.compat
+def test_cli_definition_and_rubric_give_values_and_scale_ends(compat_dir: Path) -> None:
+    athlete, rubric_path = compat_dir / ATHLETE, compat_dir / RUBRIC
+    definition = parse_definition(athlete.read_text("utf-8"), athlete.name)
+    rubric, _ = parse_rubric(rubric_path.read_text("utf-8"), rubric_path.name)
     assert set(rubric.value_names) == set(CANONICAL_VALUES)
     dims = [d.name for d in definition.dimensions]
     assert dimension_values(dims, rubric.value_names) == {
