@@ -106,7 +106,7 @@ def main() -> None:
         print(f"  pooled coverage {result['pooledCoverage']:.1%}")
     report = {
         "benchmark": "value_sensitivity_parameter_recovery",
-        "method": "OLS, CR1 cluster-robust by scenario, t(G-1) 95 % intervals",
+        "method": "OLS, CR2 cluster-robust by scenario, Bell-McCaffrey t df, 95 % intervals",
         "python": platform.python_version(),
         "designs": results,
     }

@@ -8,6 +8,7 @@ import pytest
 import statsmodels.formula.api as smf
 
 from valuerank.analysis.basic import analyze_basic
+from valuerank.analysis.cluster_robust import cr2_fit
 from valuerank.analysis.sensitivity import sentence, value_sensitivity
 from valuerank.analysis.synthetic import (
     RecoverySpec,
@@ -20,8 +21,10 @@ from .helpers import run_of, strict_json
 
 
 def test_matches_a_statsmodels_formula_fit_clustered_by_scenario() -> None:
-    """Same numbers as an independent statsmodels fit on a data frame: missing dimensions,
-    refusals and several samples per scenario included."""
+    """Same coefficients as an independent statsmodels fit on a data frame (missing
+    dimensions, refusals and several samples per scenario included), and the CR2 interval
+    of that frame's own design matrix (the estimator itself is checked against statsmodels
+    and scipy in test_cluster_robust.py)."""
     spec = SyntheticSpec(models=3, scenarios=60, dimensions=3, samples=3, seed=5)
     data = synthetic_run(spec)
     section, warnings = value_sensitivity(data)
@@ -34,15 +37,18 @@ def test_matches_a_statsmodels_formula_fit_clustered_by_scenario() -> None:
     formula = "y ~ " + " + ".join(data.dimensions)
     for model in data.models:
         mine = frame[frame["model"] == model]
-        fit = smf.ols(formula, data=mine).fit(
-            cov_type="cluster", cov_kwds={"groups": mine["scenario"]}, use_t=True
+        model_fit = smf.ols(formula, data=mine)
+        fit = model_fit.fit()
+        cr2 = cr2_fit(
+            np.asarray(model_fit.endog), np.asarray(model_fit.exog), mine["scenario"].to_numpy()
         )
-        bounds = fit.conf_int(alpha=0.05)
-        for dim in data.dimensions:
+        for k, dim in enumerate(model_fit.exog_names):
+            if dim == "Intercept":
+                continue
             entry = section[model][dim]
             assert entry["coefficient"] == pytest.approx(fit.params[dim], rel=1e-9)
-            assert entry["ci95"] == pytest.approx(list(bounds.loc[dim]), rel=1e-9)
-            assert entry["pValue"] == pytest.approx(fit.pvalues[dim], rel=1e-9)
+            assert entry["ci95"] == pytest.approx([cr2.lower[k], cr2.upper[k]], rel=1e-9)
+            assert entry["pValue"] == pytest.approx(cr2.pvalues[k], rel=1e-9)
             assert entry["n"] == len(mine) and entry["scenarios"] == mine["scenario"].nunique()
     # The clustering matters: several samples per scenario, the naive interval is narrower.
     naive = smf.ols(formula, data=frame[frame["model"] == data.models[0]]).fit()
@@ -149,7 +155,7 @@ def test_basic_analysis_puts_sensitivity_first_with_values_and_scale() -> None:
     )
     basic = strict_json(analyze_basic(labelled))
     assert next(iter(basic)) == "valueSensitivity"
-    assert basic["methodsUsed"]["valueSensitivity"].startswith("ols_cluster_robust_by_scenario")
+    assert basic["methodsUsed"]["valueSensitivity"].startswith("ols_cr2_by_scenario")
     assert basic["scaleLabels"]["5"] == "strongly support Jordan competing"
     entry = basic["valueSensitivity"]["model-0"]["Dim1"]
     assert entry["value"] == "Freedom"

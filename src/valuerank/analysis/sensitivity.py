@@ -5,10 +5,10 @@ an intercept) over the model's decided transcripts whose scenarios have every di
 model saw. A dimension's `coefficient` is the change of the expected decision, in points of
 the definition's scale, for a one-level increase of that dimension's score, the others held
 fixed. The samples of one scenario share the scenario and are not independent, so the
-covariance is cluster-robust by scenario (statsmodels `cov_type="cluster"`: CR1, with its
-small-sample factor G/(G−1)·(N−1)/(N−K)), and the interval and p-value use Student's t with
-G − 1 degrees of freedom (G scenarios). The bench study `bench/value_sensitivity.py` checks
-the 95 % intervals' coverage by parameter recovery.
+covariance is cluster-robust by scenario: CR2 with Bell–McCaffrey degrees of freedom
+(`cluster_robust.py`), which holds its coverage with few scenarios where CR1 with t(G − 1)
+did not. The bench study `bench/value_sensitivity.py` checks the 95 % intervals' coverage by
+parameter recovery.
 
 Degenerate input gives null figures and a warning, never an exception: a dimension with one
 level among the model's transcripts (`constant`), dimensions whose scores are collinear
@@ -23,18 +23,18 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from statsmodels.regression.linear_model import OLS
 
+from valuerank.analysis.cluster_robust import cr2_fit
 from valuerank.analysis.data import AnalysisInput, FloatArray, IntArray
 from valuerank.analysis.output import AnalysisWarning
 from valuerank.analysis.stakes import direction
 
 LEVEL = 0.95
 METHOD = (
-    "ols_cluster_robust_by_scenario: per model, OLS of the decision code on the dimensions' "
+    "ols_cr2_by_scenario: per model, OLS of the decision code on the dimensions' "
     "level scores (coefficient = decision points per level, others fixed); covariance "
-    "cluster-robust by scenario (statsmodels cov_type='cluster', CR1 with its small-sample "
-    "correction); 95 % interval and p-value from Student's t with (scenarios - 1) df; no "
+    "cluster-robust by scenario (CR2, Bell-McCaffrey 2002); 95 % interval and p-value from "
+    "Student's t with the Bell-McCaffrey/Imbens-Kolesar Satterthwaite degrees of freedom; no "
     "finite-population correction"
 )
 OK, CONSTANT, COLLINEAR, NO_DATA = "ok", "constant", "collinear", "no_data"
@@ -89,13 +89,10 @@ def fit_one(
         with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
             # No residual variation divides by zero: those intervals are withheld below.
             warnings.simplefilter("ignore", RuntimeWarning)
-            result = OLS(y, reduced).fit(
-                cov_type="cluster", cov_kwds={"groups": groups}, use_t=True
-            )
-            bounds = np.asarray(result.conf_int(alpha=1 - LEVEL), dtype=float)
-            pvalues = np.asarray(result.pvalues, dtype=float)
-        params = np.asarray(result.params, dtype=float)
-        bse = np.asarray(result.bse, dtype=float)
+            result = cr2_fit(y, reduced, groups, LEVEL)
+        params, bse = result.params, result.bse
+        bounds = np.column_stack([result.lower, result.upper])
+        pvalues = result.pvalues
         exact = bool(np.allclose(result.resid, 0.0, atol=1e-9))
         withheld = "exact" if exact else None
     estimates = [Estimate(None, None, None, None, CONSTANT) for _ in range(d)]
