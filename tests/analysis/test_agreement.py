@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import itertools
+
+import krippendorff
 import numpy as np
 import pytest
 from scipy import stats
 from statsmodels.stats.inter_rater import cohens_kappa
 
 from valuerank.analysis.agreement import (
+    code_weights,
     krippendorff_alpha,
     model_agreement,
     modified_z,
@@ -137,3 +141,84 @@ def test_krippendorff_alpha_on_his_published_reliability_data() -> None:
     assert krippendorff_alpha(np.array([[1.0, 2, 3]])) is None  # one coder
     assert krippendorff_alpha(np.array([[3.0, 3], [3.0, 3]])) is None  # no variation
     assert krippendorff_alpha(np.array([[1.0, NAN], [NAN, 2.0]])) is None  # nothing pairable
+
+
+def test_a_halfway_cell_counts_half_for_each_code() -> None:
+    weights = code_weights(np.array([1.0, 2.5, 2.4, 2.6, NAN, 4.5]))
+    np.testing.assert_array_equal(
+        weights,
+        [
+            [1, 0, 0, 0, 0],
+            [0, 0.5, 0.5, 0, 0],
+            [0, 1, 0, 0, 0],
+            [0, 0, 1, 0, 0],
+            [0, 0, 0, 0, 0],
+            [0, 0, 0, 0.5, 0.5],
+        ],
+    )
+
+
+def _halfway_cells(rng: np.random.Generator, shape: tuple[int, int]) -> np.ndarray:
+    """Cell means of two samples each: a third of them halfway between two codes."""
+    first = rng.integers(1, 6, shape)
+    second = np.clip(first + rng.choice([0, 0, 1, -1], shape), 1, 5)
+    return (first + second) / 2
+
+
+def test_weighted_kappa_with_halfway_cells_matches_statsmodels_on_the_split_table() -> None:
+    rng = np.random.default_rng(7)
+    cells = _halfway_cells(rng, (2, 60))
+    assert np.isclose(cells % 1, 0.5).mean() > 0.2
+    wa, wb = code_weights(cells[0]), code_weights(cells[1])
+    table = np.einsum("nc,nk->ck", wa, wb)  # a halfway cell puts ½ in each of its two rows
+    ref = cohens_kappa(table, wt="quadratic").kappa
+    assert weighted_kappa(wa, wb) == pytest.approx(ref)
+    # No direction is favoured: reading the scale backwards gives the same κ (rounding half
+    # up sends 2.5 up to 3 but its mirror 3.5 to 4, i.e. 2 on the reversed scale).
+    assert weighted_kappa(code_weights(6 - cells[0]), code_weights(6 - cells[1])) == (
+        pytest.approx(ref)
+    )
+    rounded_up = weighted_kappa(np.floor(cells[0] + 0.5), np.floor(cells[1] + 0.5))
+    mirrored = weighted_kappa(np.floor(6 - cells[0] + 0.5), np.floor(6 - cells[1] + 0.5))
+    assert rounded_up != pytest.approx(mirrored)
+
+
+def test_krippendorff_alpha_with_halfway_cells_is_the_alpha_of_every_coin_toss() -> None:
+    """Each halfway cell as a fair coin between its two codes: the coincidences are the
+    average over every outcome of the coins — the `krippendorff` package's coincidences of
+    the enumerated outcomes (each unit repeated so that every unit weighs the same), over
+    their number — and α follows from them with the package's own expected coincidences and
+    ordinal distances. (α of the enumerated data itself differs: its n is larger.)"""
+    from krippendorff.krippendorff import (
+        _coincidences,
+        _distances,
+        _ordinal_metric,
+        _random_coincidences,
+        _reliability_data_to_value_counts,
+    )
+
+    rng = np.random.default_rng(9)
+    cells = _halfway_cells(rng, (3, 12))
+    cells[0, :2] = NAN
+    ties = [np.flatnonzero(np.isclose(cells[:, u] % 1, 0.5)) for u in range(12)]
+    most = max(len(t) for t in ties)
+    columns = []
+    for u, tied in enumerate(ties):
+        for outcome in itertools.product((0.0, 1.0), repeat=len(tied)):
+            column = np.floor(cells[:, u] + 0.5)
+            column[tied] = np.floor(cells[tied, u]) + np.array(outcome)
+            columns += [column] * 2 ** (most - len(tied))
+    domain = np.arange(1, 6)
+    counts = _reliability_data_to_value_counts(np.stack(columns, axis=1), domain)
+    o = _coincidences(counts) / 2**most
+    n_v = o.sum(axis=0)
+    d = _distances(domain, _ordinal_metric, n_v)
+    ref = 1 - (o * d).sum() / (_random_coincidences(n_v) * d).sum()
+    assert krippendorff_alpha(code_weights(cells)) == pytest.approx(ref, rel=1e-9)
+    whole = np.floor(cells + 0.5)  # whole codes: the package itself
+    assert krippendorff_alpha(whole) == pytest.approx(
+        krippendorff.alpha(
+            reliability_data=whole, level_of_measurement="ordinal", value_domain=[1, 2, 3, 4, 5]
+        ),
+        rel=1e-9,
+    )

@@ -3,6 +3,8 @@ the correction across everything tested."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -98,23 +100,69 @@ def test_value_deltas_and_the_correction_across_every_test() -> None:
     assert care["delta"] == -0.5
     assert care["interval"]["upper"] < 0 and care["pValue"] < 0.05
     assert care["test"] == "paired_permutation"
-    p_values = [
-        result["perModel"][A]["wilcoxon"]["pValue"],
-        result["perModel"][A]["changedDecisions"]["pValue"],
-        result["values"][A]["Care"]["pValue"],
-        result["values"][A]["Honesty"]["pValue"],
-    ]
+    # Every decision is 3 in both runs: the Wilcoxon and changed-decision tests cannot
+    # reject (p = 1 by construction) and stay out of the family.
+    per_model = result["perModel"][A]
+    for dead in (per_model["wilcoxon"], per_model["changedDecisions"]):
+        assert dead["pValue"] == 1.0 and dead["canReject"] is False
+        assert dead["inFamily"] is False and dead["pValueCorrected"] == 1.0
     from statsmodels.stats.multitest import multipletests
 
-    expected = multipletests(p_values, method="holm")[1]
-    corrected = [
-        result["perModel"][A]["wilcoxon"]["pValueCorrected"],
-        result["perModel"][A]["changedDecisions"]["pValueCorrected"],
-        result["values"][A]["Care"]["pValueCorrected"],
-        result["values"][A]["Honesty"]["pValueCorrected"],
-    ]
-    assert corrected == pytest.approx(list(expected), rel=1e-5)
-    assert result["methodsUsed"]["correction"] == "holm"
+    live = [result["values"][A][v] for v in ("Care", "Honesty")]
+    expected = multipletests([e["pValue"] for e in live], method="holm")[1]
+    assert [e["pValueCorrected"] for e in live] == pytest.approx(list(expected), rel=1e-5)
+    assert all(e["inFamily"] and e["canReject"] for e in live)
+    methods = result["methodsUsed"]
+    assert methods["correction"] == "holm"
+    assert (methods["testsInFamily"], methods["testsLeftOut"]) == (2, 2)
+
+
+def test_tests_that_cannot_reject_do_not_dilute_a_real_effect() -> None:
+    """The issue's case: one value moved, many did not (identical lists in both runs). The
+    Holm-corrected p of the moved value is its raw p times the live tests only."""
+    n = 40
+    still = [f"Still{k:02d}" for k in range(28)]  # 28 values that never move: 28 dead tests
+    pairs = [(still[k % 28], still[(k + 1) % 28]) for k in range(n)]
+
+    def run(flip: bool) -> Any:
+        values = []
+        for k, (p, d) in enumerate(pairs):
+            moved = (["Care"], ["Honesty"]) if (k % 4 != 0) != flip else (["Honesty"], ["Care"])
+            values.append(([p, *moved[0]], [d, *moved[1]]))
+        return run_of([(A, f"s{k:02d}", 3) for k in range(n)], values=values)
+
+    result = strict_json(compare(run(False), run(True), bootstrap=400, correction="holm"))
+    entries = result["values"][A]
+    live = {v: e for v, e in entries.items() if e["canReject"]}
+    assert set(live) == {"Care", "Honesty"}
+    dead = [e for e in entries.values() if not e["canReject"]]
+    assert len(dead) == 28 and all(e["pValue"] == 1.0 and not e["inFamily"] for e in dead)
+    care = live["Care"]
+    assert care["pValue"] < 0.01
+    raw = sorted(e["pValue"] for e in live.values())
+    assert care["pValueCorrected"] == pytest.approx(min(1.0, raw[0] * 2), rel=1e-5)
+    assert care["significant"] is True
+    assert result["methodsUsed"]["testsLeftOut"] == 28 + 2  # + Wilcoxon and changes
+
+
+def test_more_samples_of_a_scenario_are_not_more_pairs() -> None:
+    """The scenario is the unit: three identical samples per scenario give the same
+    intervals and p-values as one."""
+    rng = np.random.default_rng(12)
+    base = rng.integers(1, 6, 30)
+    moved = np.clip(base + rng.choice([0, 1, 1, -1], 30), 1, 5)
+    judged = [(["Care"], ["Honesty"]) if x > 2 else (["Honesty"], ["Care"]) for x in moved]
+
+    def run(codes: np.ndarray, values: list[Any], samples: int) -> Any:
+        rows = [(A, f"s{k:02d}", int(x)) for k, x in enumerate(codes) for _ in range(samples)]
+        return run_of(rows, values=[v for v in values for _ in range(samples)])
+
+    plain = [(["Care"], ["Honesty"])] * 30
+    once = strict_json(compare(run(base, plain, 1), run(moved, judged, 1), bootstrap=300))
+    thrice = strict_json(compare(run(base, plain, 3), run(moved, judged, 3), bootstrap=300))
+    for key in ("perModel", "values"):
+        assert once[key] == thrice[key]
+    assert once["perModel"][A]["n"] == 30
 
 
 def test_comparing_runs_with_nothing_in_common() -> None:

@@ -87,3 +87,14 @@ def test_rounding_keeps_six_significant_digits_and_drops_non_finite() -> None:
     values = [1 / 3, 12345.678, 0.0, -2.5e-9, float("nan"), float("inf")]
     assert rounded(values) == [0.333333, 12345.7, 0.0, -2.5e-9, None, None]
     assert [number(v) for v in values] == rounded(values)
+
+
+def test_degenerate_figures_give_warnings_not_insights() -> None:
+    """One scenario: α over one unit is 0 by construction and each model's one comparison
+    separates its two values; neither becomes an insight, both are warned about."""
+    data, _ = CASES["one scenario"]
+    deep = strict_json(analyze_deep(data, basic=strict_json(analyze_basic(data))))
+    assert {"FEW_ALPHA_UNITS", "BRADLEY_TERRY_SEPARATION"} <= _codes(deep)
+    assert not any("Krippendorff" in s or "principal component" in s for s in deep["insights"])
+    care = deep["bradleyTerry"]["m:a"]["values"]["Care"]
+    assert (care["strength"], care["direction"]) == (None, "above")

@@ -100,4 +100,7 @@ def test_deep_cache_narrative_plots_and_tables(cli: Invoke, tmp_path: Path) -> N
         assert dim in shown
     for fit in deep["bradleyTerry"].values():
         for entry in (fit or {"values": {}})["values"].values():
-            assert f"{entry['strength']:.2f}" in shown
+            if entry["strength"] is None:  # separated: infinite or undetermined
+                assert f"separated ({entry['direction'] or 'unordered'})" in shown
+            else:
+                assert f"{entry['strength']:.2f}" in shown

@@ -14,7 +14,6 @@ import math
 from itertools import combinations
 from typing import Any
 
-import krippendorff
 import numpy as np
 from sklearn.metrics import cohen_kappa_score
 
@@ -138,31 +137,86 @@ def model_agreement(
 
 
 def code_matrix(cells: FloatArray) -> FloatArray:
-    """Cells as decision codes (the mean of a cell's samples rounded half up); NaN kept."""
+    """Cells as decision codes (the mean of a cell's samples rounded half up); NaN kept.
+    Used where a test needs one code per cell (changed decisions, paired.py): both runs are
+    rounded alike there. κ and α use `code_weights`, which does not favour the upper code."""
     return np.floor(cells + 0.5)
 
 
+def code_weights(cells: FloatArray) -> FloatArray:
+    """(…, codes): each cell's mean decision as weights over the codes 1–5. The nearest code
+    gets weight 1; a mean exactly halfway between two codes (27 % of the cells of a judged
+    run with two samples) gives ½ to each instead of rounding half up, which moved κ by 0.03.
+    A cell without decisions has all weights 0."""
+    lower = np.floor(cells)
+    tie = np.isclose(cells - lower, 0.5)
+    nearest = np.where(tie, lower, np.floor(cells + 0.5))
+    weights = np.zeros((*cells.shape, CODES.size))
+    for k, code in enumerate(CODES.tolist()):
+        weights[..., k] = np.where(tie, 0.5 * ((lower == code) | (lower + 1 == code)), 0.0)
+        weights[..., k] += np.where(~tie & (nearest == code), 1.0, 0.0)
+    return weights
+
+
+def _as_weights(codes: FloatArray) -> FloatArray:
+    """Integer codes (1-D, NaN allowed) as one-hot weights; weights pass through."""
+    return code_weights(codes) if codes.ndim == 1 else codes
+
+
 def weighted_kappa(a: FloatArray, b: FloatArray) -> float | None:
-    """Cohen's κ with quadratic weights over the codes 1–5; None when undefined (fewer than
-    two scenarios, or both raters constant on the same code)."""
-    if a.size < 2 or np.unique(np.concatenate([a, b])).size < 2:
+    """Cohen's κ with quadratic weights over the codes 1–5, from scikit-learn with a
+    scenario's joint weight (the product of the two models' code weights, `code_weights`)
+    as the sample weight; `a`, `b` are codes (n,) or code weights (n, 5) of the scenarios
+    both decided. None when undefined (fewer than two scenarios, or one code only)."""
+    wa, wb = _as_weights(a), _as_weights(b)
+    if wa.shape[0] < 2:
         return None
+    joint = np.einsum("nc,nk->ck", wa, wb)
+    if np.count_nonzero(joint.sum(axis=0) + joint.sum(axis=1)) < 2:
+        return None
+    first, second = np.nonzero(joint)
     kappa = cohen_kappa_score(
-        a.astype(int), b.astype(int), labels=CODES.tolist(), weights="quadratic"
+        CODES[first],
+        CODES[second],
+        labels=CODES.tolist(),
+        weights="quadratic",
+        sample_weight=joint[first, second],
     )
     return float(kappa) if math.isfinite(kappa) else None
 
 
 def krippendorff_alpha(codes: FloatArray) -> float | None:
     """Krippendorff's α, ordinal, over all models (coders) × scenarios (units) with missing
-    cells; None when undefined (fewer than two coders, no unit coded twice, no variation)."""
-    pairable = (~np.isnan(codes)).sum(axis=0) >= 2
-    if codes.shape[0] < 2 or not pairable.any():
+    cells; `codes` are codes (coders, units) with NaN, or code weights (coders, units, 5).
+    None when undefined (fewer than two coders, no unit coded twice, no variation).
+
+    Computed from the coincidence matrix (Krippendorff 2011): a halfway cell's ½ + ½ enter
+    it as the expected coincidences of a fair coin tossed for each such cell. The
+    `krippendorff` package cannot take such weights (its value counts assume whole
+    values), so the tests check this against it on whole codes and on the coin tosses
+    enumerated."""
+    weights = code_weights(codes) if codes.ndim == 2 else codes
+    coders = weights.sum(axis=2)  # 1 where a coder coded the unit
+    pairable = coders.sum(axis=0) >= 2
+    if weights.shape[0] < 2 or not pairable.any():
         return None
-    data = codes[:, pairable]
-    if np.unique(data[~np.isnan(data)]).size < 2:
+    w = weights[:, pairable]
+    m = coders[:, pairable].sum(axis=0)
+    totals = w.sum(axis=0)  # (units, codes)
+    same_coder = np.einsum("iuc,iuk->uck", w, w)
+    coincidences = np.einsum("uc,uk->uck", totals, totals) - same_coder
+    o = (coincidences / (m - 1)[:, None, None]).sum(axis=0)
+    n_c = o.sum(axis=1)
+    if np.count_nonzero(n_c > 1e-12) < 2:
         return None
-    value = krippendorff.alpha(
-        reliability_data=data, level_of_measurement="ordinal", value_domain=CODES.tolist()
-    )
+    # Ordinal metric: (the frequencies from code c to code k, halving both ends)².
+    cumulative = np.concatenate([[0.0], np.cumsum(n_c)])
+    index = np.arange(n_c.size)
+    lo, hi = np.minimum.outer(index, index), np.maximum.outer(index, index)
+    delta = (cumulative[hi + 1] - cumulative[lo] - (n_c[:, None] + n_c[None, :]) / 2) ** 2
+    n = n_c.sum()
+    expected = float((np.outer(n_c, n_c) * delta).sum())
+    if expected == 0:
+        return None
+    value = 1 - (n - 1) * float((o * delta).sum()) / expected
     return float(value) if math.isfinite(value) else None

@@ -4,9 +4,15 @@ For every model both runs have, its scores (mean decision per scenario) are pair
 scenarios both runs decided, and its judged transcripts' value counts over the scenarios both
 judged; the paired statistics are in paired.py (decision delta, Wilcoxon, d_z, rank-biserial,
 McNemar/Stuart–Maxwell, per-value win-rate deltas with a permutation test and Cohen's h).
-Every p-value of the comparison is corrected together (Benjamini–Hochberg by default, or
-Holm). The scenarios where the models moved most are listed. Models only one run has are
-named, not compared. When either run is a sample, each run's basis is stated (`samples`, a
+Every p-value of the comparison that can reject is corrected together (Benjamini–Hochberg
+by default, or Holm); a test where nothing differs between the runs (p = 1 by construction,
+`canReject` False) stays out of the family — 56 such tests beside 8 real ones turned a Holm
+p of 0.0065 into 0.052 — and keeps pValueCorrected 1 (`methodsUsed.testsLeftOut` counts
+them). The unit is the scenario throughout: a model's decisions are its mean per scenario,
+its value counts are summed per scenario, and the bootstrap and permutations resample or
+swap whole scenarios, so more samples of a scenario never count as more pairs. The
+scenarios where the models moved most are listed. Models only one run has are named, not
+compared. When either run is a sample, each run's basis is stated (`samples`, a
 SAMPLED_RUN warning) and the intervals carry the finite-population correction over the
 scenarios the pairs are drawn from (sampling.paired_population).
 
@@ -246,10 +252,15 @@ def compare(
         tests.append((entry["changedDecisions"], entry["changedDecisions"]["pValue"]))
         for value_entry in per_value[model].values():
             tests.append((value_entry, value_entry["pValue"]))
-    corrected, rejected = adjust([p for _, p in tests], correction, alpha)
-    for (target, _), p_adj, sig in zip(tests, corrected, rejected, strict=True):
-        target["pValueCorrected"] = p_adj
+    family = [p if target.get("canReject", True) else None for target, p in tests]
+    corrected, rejected = adjust(family, correction, alpha)
+    left_out = 0
+    for (target, p), p_adj, sig in zip(tests, corrected, rejected, strict=True):
+        in_family = p is not None and target.get("canReject", True)
+        left_out += p is not None and not in_family
+        target["pValueCorrected"] = p_adj if in_family else p  # p = 1: still 1 corrected
         target["significant"] = sig
+        target["inFamily"] = in_family
     if not baseline.judged.any() or not comparison.judged.any():
         warnings.append(
             AnalysisWarning(
@@ -291,7 +302,11 @@ def compare(
             "effectSize": "paired_cohens_dz_and_rank_biserial",
             "valueEffectSize": "cohens_h",
             "correction": correction,
-            "correctedAcross": "every test of the comparison",
+            "correctedAcross": "every test of the comparison that can reject (canReject): "
+            "tests where nothing differs between the runs have p = 1 by construction and are "
+            "left out of the family",
+            "testsInFamily": sum(p is not None for p in family),
+            "testsLeftOut": left_out,
             "bootstrapDraws": bootstrap,
             "alpha": alpha,
             "seed": seed,

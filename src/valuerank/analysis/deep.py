@@ -2,12 +2,15 @@
 
 PCA and outliers (structure.py), correlations of each dimension with the decision per model
 (dimensions.py), inter-model agreement — pairwise Spearman and quadratic-weighted Cohen's κ,
-Krippendorff's α (ordinal) over all models with missing cells (agreement.py) —,
-Bradley–Terry value strengths with bootstrap intervals (values.py), the most contested
-scenarios, and insights in words (insights.py). The optional narrative is written later by a
+Krippendorff's α (ordinal) over all models with missing cells; a cell whose mean decision
+is halfway between two codes counts half for each (agreement.py) —, Bradley–Terry value
+strengths with cluster-robust intervals and separated values reported as such (values.py),
+the most contested scenarios, and insights in words, none from a figure that is degenerate
+by construction (insights.py). The optional narrative is written later by a
 model (the `summarize` job) and stored next to these figures. A sampled run's deep section
 states its basis (`sample`, SAMPLED_RUN) and its correlation and Bradley–Terry intervals carry
 the finite-population correction (`methodsUsed.finitePopulationCorrection` says how).
+`bootstrap` is accepted for callers: nothing here is bootstrapped any more.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from valuerank.analysis.agreement import (
-    code_matrix,
+    code_weights,
     krippendorff_alpha,
     pairwise,
     weighted_kappa,
@@ -28,12 +31,12 @@ from valuerank.analysis.agreement import (
 from valuerank.analysis.basic import CODE_VERSION
 from valuerank.analysis.data import AnalysisInput, FloatArray
 from valuerank.analysis.dimensions import correlations
-from valuerank.analysis.insights import insights
+from valuerank.analysis.insights import insights_and_warnings
 from valuerank.analysis.output import AnalysisWarning, clean, pair_key
 from valuerank.analysis.profile import contested
 from valuerank.analysis.sampling import basis_warnings
 from valuerank.analysis.structure import outliers, pca
-from valuerank.analysis.values import BOOTSTRAP, bradley_terry
+from valuerank.analysis.values import BOOTSTRAP, METHOD, bradley_terry
 
 DEEP_CONTESTED = 10
 
@@ -42,12 +45,13 @@ def deep_agreement(
     models: tuple[str, ...], cells: FloatArray, alpha: float
 ) -> tuple[dict[str, Any], list[AnalysisWarning]]:
     pairs, warnings = pairwise(models, cells, alpha)
-    codes = code_matrix(cells)
+    weights = code_weights(cells)
+    decided = ~np.isnan(cells)
     for i, j in combinations(range(len(models)), 2):
-        shared = ~np.isnan(codes[i]) & ~np.isnan(codes[j])
+        shared = decided[i] & decided[j]
         entry = pairs[pair_key(models[i], models[j])]
-        entry["weightedKappa"] = weighted_kappa(codes[i, shared], codes[j, shared])
-    alpha_value = krippendorff_alpha(codes)
+        entry["weightedKappa"] = weighted_kappa(weights[i, shared], weights[j, shared])
+    alpha_value = krippendorff_alpha(weights)
     if alpha_value is None and len(models) > 1:
         warnings.append(
             AnalysisWarning(
@@ -63,7 +67,7 @@ def deep_agreement(
             "value": alpha_value,
             "level": "ordinal",
             "coders": len(models),
-            "units": int(((~np.isnan(codes)).sum(axis=0) >= 2).sum()),
+            "units": int((decided.sum(axis=0) >= 2).sum()),
         },
     }, warnings
 
@@ -81,7 +85,7 @@ def analyze_deep(
     cells = data.cell_means()
     fpc = None if data.sample is None else data.sample.fpc
     agreement, warnings = deep_agreement(data.models, cells, alpha)
-    strengths, bt_warnings = bradley_terry(data, bootstrap=bootstrap)
+    strengths, bt_warnings = bradley_terry(data)
     deep: dict[str, Any] = {
         "pca": pca(data.models, data.scenarios, cells),
         "outliers": outliers(data.models, cells),
@@ -99,15 +103,18 @@ def analyze_deep(
             "correlationLibrary": "scipy.stats.pearsonr (r, p, interval), spearmanr (rho, p)",
             "kappa": "cohen_quadratic_weights",
             "krippendorff": "ordinal",
-            "bradleyTerry": "choix_ilsr_percentile_bootstrap_over_scenarios"
-            + ("_fpc" if fpc is not None else ""),
-            "bootstrapDraws": bootstrap,
+            "decisionCodes": "a cell's mean decision rounded to the nearest code; a mean "
+            "halfway between two codes counts half for each (no rounding half up)",
+            "bradleyTerry": METHOD + ("_fpc" if fpc is not None else ""),
+            "bradleyTerrySeparation": "strengths on the largest strongly connected set of "
+            "values; the others are separated: strength and interval null, `direction` "
+            "above/below/null",
+            "bootstrapDraws": None,
             "finitePopulationCorrection": None
             if fpc is None
             else (
                 f"fpc = sqrt((N - n)/(N - 1)) = {fpc:.6g}: correlation intervals' half-width "
-                "on the Fisher-z scale times fpc; each Bradley-Terry bootstrap draw's "
-                "deviation from the estimate times fpc before the percentiles"
+                "on the Fisher-z scale times fpc; Bradley-Terry standard errors times fpc"
             ),
             "alpha": alpha,
             "codeVersion": CODE_VERSION,
@@ -116,8 +123,8 @@ def analyze_deep(
         "sample": None if data.sample is None else data.sample.to_dict(),
     }
     cleaned: dict[str, Any] = clean(deep)
-    cleaned["insights"] = insights(basic, cleaned)
-    found = (*basis_warnings(data.sample), *warnings, *bt_warnings)
+    cleaned["insights"], insight_warnings = insights_and_warnings(basic, cleaned)
+    found = (*basis_warnings(data.sample), *warnings, *bt_warnings, *insight_warnings)
     cleaned["warnings"] = [w.to_dict() for w in found]
     cleaned["computedAt"] = (now or datetime.now(UTC)).isoformat()
     cleaned["durationMs"] = round((time.perf_counter() - started) * 1000, 3)

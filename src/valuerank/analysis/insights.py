@@ -4,16 +4,25 @@ Built only from computed figures (never from a model): significant agreements an
 disagreements, the dimensions that drive decisions and in which direction, refusals, the
 spread of the models (PCA), outliers, contested scenarios and the values each model puts
 first. Every sentence states the number it rests on.
+
+A figure that is what it is by construction says nothing about the models, so no sentence
+is made of it; a warning says why instead: PC1 of a PCA with one component explains 100 %
+(DEGENERATE_PCA), Krippendorff's α over fewer than three scenarios is set by those few
+cells' own spread — one scenario where two models differ gives α = 0 (FEW_ALPHA_UNITS).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from valuerank.analysis.correlation import MIN_SHARED
+from valuerank.analysis.output import AnalysisWarning
+
 KRIPPENDORFF_RELIABLE = 0.8  # Krippendorff (2004): α ≥ .800 reliable, ≥ .667 tentative
 KRIPPENDORFF_TENTATIVE = 0.667
 NOTABLE_REFUSAL = 0.2
 NOTABLE_CORRELATION = 0.3
+MIN_ALPHA_UNITS = MIN_SHARED  # the minimum the correlations beside α use
 
 
 def _p(value: float | None) -> str:
@@ -106,30 +115,84 @@ def _drivers(deep: dict[str, Any]) -> list[str]:
 
 
 def _first_values(deep: dict[str, Any]) -> list[str]:
-    """The value each model puts first (Bradley–Terry), grouped by value."""
-    groups: dict[str, list[str]] = {}
+    """The value each model puts first (Bradley–Terry), grouped by value: the value separated
+    above the others when there is one (its strength is infinite, so null), else the
+    highest identified strength."""
+    groups: dict[tuple[str, bool], list[str]] = {}
     for model, fit in deep["bradleyTerry"].items():
-        if fit and fit["values"]:
-            value = max(fit["values"].items(), key=lambda item: item[1]["strength"])[0]
-            groups.setdefault(value, []).append(model)
+        if not fit or not fit["values"]:
+            continue
+        above = [v for v, e in fit["values"].items() if e.get("direction") == "above"]
+        identified = [
+            (v, e["strength"]) for v, e in fit["values"].items() if e["strength"] is not None
+        ]
+        if len(above) == 1:
+            groups.setdefault((above[0], True), []).append(model)
+        elif not above and identified:
+            groups.setdefault((max(identified, key=lambda item: item[1])[0], False), []).append(
+                model
+            )
     return [
         f"{_names(models)} put{'s' if len(models) == 1 else ''} {value} first "
-        "(highest Bradley–Terry strength)."
-        for value, models in sorted(groups.items())
+        + (
+            "(it never lost to the other values: Bradley–Terry separation)."
+            if separated
+            else "(highest Bradley–Terry strength)."
+        )
+        for (value, separated), models in sorted(groups.items())
     ]
 
 
-def _deep(deep: dict[str, Any]) -> list[str]:
+def _pca(pca: dict[str, Any]) -> tuple[list[str], list[AnalysisWarning]]:
+    if not pca.get("available"):
+        return [], []
+    if pca["components"] < 2:
+        return [], [
+            AnalysisWarning(
+                "DEGENERATE_PCA",
+                f"PCA has one component ({len(pca['coordinates'])} models, "
+                f"{pca['scenariosUsed']} scenarios on which they differ): it explains 100 % "
+                "of the differences by construction",
+                "No insight is drawn from it; compare at least three models",
+            )
+        ]
+    first = pca["explainedVarianceRatio"][0]
+    coords = {m: c[0] for m, c in pca["coordinates"].items()}
+    lo, hi = min(coords, key=coords.__getitem__), max(coords, key=coords.__getitem__)
+    return [
+        f"The first principal component explains {first:.0%} of the differences between "
+        f"models; {lo} and {hi} sit at its two ends."
+    ], []
+
+
+def _alpha(section: dict[str, Any]) -> tuple[list[str], list[AnalysisWarning]]:
+    alpha = section["value"]
+    if alpha is None:
+        return [], []
+    if section["units"] < MIN_ALPHA_UNITS:
+        return [], [
+            AnalysisWarning(
+                "FEW_ALPHA_UNITS",
+                f"Krippendorff's α = {alpha:.2f} rests on {section['units']} scenario(s) "
+                "decided by two models or more: with so few, its expected disagreement comes "
+                "from the same cells and α is set by construction (one scenario: 0 or undefined)",
+                f"No insight is drawn from it; it needs at least {MIN_ALPHA_UNITS} such scenarios",
+            )
+        ]
+    word = (
+        "reliable"
+        if alpha >= KRIPPENDORFF_RELIABLE
+        else "tentative"
+        if alpha >= KRIPPENDORFF_TENTATIVE
+        else "low"
+    )
+    return [f"Agreement across all models is {word}: Krippendorff's α = {alpha:.2f}."], []
+
+
+def _deep(deep: dict[str, Any]) -> tuple[list[str], list[AnalysisWarning]]:
     found = _drivers(deep)
-    pca = deep["pca"]
-    if pca.get("available"):
-        first = pca["explainedVarianceRatio"][0]
-        coords = {m: c[0] for m, c in pca["coordinates"].items()}
-        lo, hi = min(coords, key=coords.__getitem__), max(coords, key=coords.__getitem__)
-        found.append(
-            f"The first principal component explains {first:.0%} of the differences between "
-            f"models; {lo} and {hi} sit at its two ends."
-        )
+    pca_found, warnings = _pca(deep["pca"])
+    found += pca_found
     for method, label in (
         ("mahalanobis", "robust Mahalanobis distance"),
         ("isolationForest", "Isolation Forest"),
@@ -138,23 +201,23 @@ def _deep(deep: dict[str, Any]) -> list[str]:
         flagged = deep["outliers"].get(method, {}).get("flagged") or []
         if flagged:
             found.append(f"Outliers by {label}: {', '.join(flagged)}.")
-    alpha = deep["agreement"]["krippendorffAlpha"]["value"]
-    if alpha is not None:
-        word = (
-            "reliable"
-            if alpha >= KRIPPENDORFF_RELIABLE
-            else "tentative"
-            if alpha >= KRIPPENDORFF_TENTATIVE
-            else "low"
-        )
-        found.append(f"Agreement across all models is {word}: Krippendorff's α = {alpha:.2f}.")
-    found += _first_values(deep)
-    return found
+    alpha_found, alpha_warnings = _alpha(deep["agreement"]["krippendorffAlpha"])
+    found += alpha_found + _first_values(deep)
+    return found, warnings + alpha_warnings
 
 
-def insights(basic: dict[str, Any] | None, deep: dict[str, Any]) -> list[str]:
-    """Sentences from the basic analysis (when given) and the deep one."""
+def insights_and_warnings(
+    basic: dict[str, Any] | None, deep: dict[str, Any]
+) -> tuple[list[str], list[AnalysisWarning]]:
+    """Sentences from the basic analysis (when given) and the deep one, and the warnings
+    that say why a degenerate figure gave none."""
     found: list[str] = []
     if basic is not None:
         found += _agreement(basic) + _profile(basic)
-    return found + _deep(deep)
+    deep_found, warnings = _deep(deep)
+    return found + deep_found, warnings
+
+
+def insights(basic: dict[str, Any] | None, deep: dict[str, Any]) -> list[str]:
+    """The sentences of `insights_and_warnings`."""
+    return insights_and_warnings(basic, deep)[0]

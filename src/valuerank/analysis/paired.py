@@ -11,6 +11,11 @@
 For sampled runs an interval's bootstrap deviations from the estimate are multiplied by the
 finite-population correction (`fpc_scaled`). Tests are not corrected: they ask whether the
 models behave differently, not what the full runs would show.
+
+Every test says whether it `canReject`: False when nothing differs between the two runs
+(every paired difference 0, no decision changed, a value's counts equal in every pair), so
+that its null distribution is one point and p = 1 by construction. The comparison leaves
+such tests out of its multiple-testing family, where they would only dilute the others.
 """
 
 from __future__ import annotations
@@ -57,7 +62,7 @@ def wilcoxon(diff: FloatArray) -> tuple[float | None, float | None]:
     if diff.size == 0:
         return None, None
     if np.all(diff == 0):
-        return 0.0, 1.0
+        return 0.0, 1.0  # nothing moved: p = 1 by construction (canReject False)
     result = stats.wilcoxon(diff, zero_method="wilcox", alternative="two-sided")
     return float(result.statistic), float(result.pvalue)
 
@@ -73,7 +78,7 @@ def changed_decisions(a: FloatArray, b: FloatArray) -> dict[str, Any]:
     present = np.unique(np.concatenate([a, b])).astype(int)
     if a.size == 0 or changed == 0:
         none = {"test": None, "statistic": None, "df": None}
-        return {**base, **none, "pValue": 1.0 if a.size else None}
+        return {**base, **none, "pValue": 1.0 if a.size else None, "canReject": False}
     table = np.zeros((present.size, present.size))
     np.add.at(table, (np.searchsorted(present, a), np.searchsorted(present, b)), 1)
     # Codes nobody moved to or from add nothing to the statistic but make its covariance
@@ -96,6 +101,7 @@ def changed_decisions(a: FloatArray, b: FloatArray) -> dict[str, Any]:
         "statistic": float(result.statistic),
         "df": df,
         "pValue": p if np.isfinite(p) else None,
+        "canReject": True,
     }
 
 
@@ -127,7 +133,8 @@ def decision_delta(
     n = int(diff.size)
     if n == 0:
         return {"n": 0, "baselineMean": None, "comparisonMean": None, "delta": None,
-                "interval": None, "wilcoxon": {"statistic": None, "pValue": None},
+                "interval": None,
+                "wilcoxon": {"statistic": None, "pValue": None, "canReject": False},
                 "effectSize": {"dz": None, "rankBiserial": None, "interpretation": "undefined"},
                 "changedDecisions": changed_decisions(x, y)}  # fmt: skip
     lower, upper = mean_delta_interval(diff, rng, draws, fpc)
@@ -145,7 +152,7 @@ def decision_delta(
             "method": interval_method(fpc),
             "finitePopulationCorrection": fpc,
         },
-        "wilcoxon": {"statistic": statistic, "pValue": p},
+        "wilcoxon": {"statistic": statistic, "pValue": p, "canReject": bool(np.any(diff != 0))},
         "effectSize": {
             "dz": dz,
             "rankBiserial": rank_biserial(diff),
@@ -218,6 +225,7 @@ def value_deltas(
     extreme = (np.abs(null) >= np.abs(observed) - 1e-12).sum(axis=0)
     p_values = extreme / swaps.shape[0] if exact else (1 + extreme) / (1 + draws)
     h = cohens_h(base_rate, comparison_rate)
+    differs = ((pa != pb) | (da != db)).any(axis=0)  # else every swap is the observed split
     result = {}
     for k, value in enumerate(values):
         if (pa[:, k] + da[:, k] + pb[:, k] + db[:, k]).sum() == 0:
@@ -236,6 +244,7 @@ def value_deltas(
             },
             "pValue": float(p_values[k]),
             "test": "paired_permutation_exact" if exact else "paired_permutation",
+            "canReject": bool(differs[k]),
             "effectSize": {"cohensH": float(h[k]), "interpretation": interpret_d(float(h[k]))},
         }
     return result

@@ -114,15 +114,29 @@ def agreement_table(deep: Mapping[str, Any]) -> Table:
     return table
 
 
+def _bt_rank(entry: Mapping[str, Any]) -> tuple[int, float]:
+    """Separated-above values first, then by strength, then below, then unordered: a
+    separated value's strength is null (infinite or undetermined)."""
+    if entry["strength"] is not None:
+        return 1, -entry["strength"]
+    return {"above": 0, "below": 2}.get(entry.get("direction") or "", 3), 0.0
+
+
+def _bt_strength(entry: Mapping[str, Any]) -> str:
+    if entry["strength"] is not None:
+        return num(entry["strength"])
+    return f"separated ({entry.get('direction') or 'unordered'})"
+
+
 def bradley_terry_table(deep: Mapping[str, Any]) -> Table:
     groups: dict[str, list[list[str]]] = {}
     for model, fit in deep["bradleyTerry"].items():
         values = [] if fit is None else fit["values"].items()
-        ranked = sorted(values, key=lambda item: -item[1]["strength"])
-        groups[model] = [[value, num(e["strength"]), interval_text(e)] for value, e in ranked]
+        ranked = sorted(values, key=lambda item: _bt_rank(item[1]))
+        groups[model] = [[value, _bt_strength(e), interval_text(e)] for value, e in ranked]
     return grouped_table(
         "Bradley–Terry value strengths (log scale, mean 0)",
-        ("value", "strength", "95 % bootstrap CI"),
+        ("value", "strength", "95 % CI (cluster-robust)"),
         groups,
         caption=_caption("strongest first", _basis(deep)),
         empty="no comparison between two values",
