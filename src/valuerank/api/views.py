@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from valuerank.db import Database
+from valuerank.default_rubric import JudgeRubric, run_judge_rubric
 from valuerank.pipeline.run_status import watch_report
 from valuerank.queue.dialect import iso
 from valuerank.queue.events import Event, events_after
@@ -34,6 +35,7 @@ def run_item(report: RunReport) -> dict[str, Any]:
 class RunDetail:
     report: RunReport
     results: list[ModelResult]
+    rubric: JudgeRubric | None = None
 
     def to_dict(self) -> dict[str, Any]:
         run = self.report.run
@@ -44,6 +46,7 @@ class RunDetail:
             "sample_percentage": run.config.sample_percentage,
             "samples_per_scenario": run.config.samples_per_scenario,
             "judge_models": list(run.config.judge_models),
+            "rubric": None if self.rubric is None else self.rubric.to_dict(),
             "results": [r.to_dict() for r in self.results],
             "actions": [a.value for a in run_actions(self.report)],
         }
@@ -75,7 +78,8 @@ async def load_run(db: Database, org_id: str, ref: str) -> RunDetail:
     report = await watch_report(db, org_id, ref)
     async with db.transaction() as conn:
         results = await model_results(conn, org_id, report.run.id)
-    return RunDetail(report, results)
+        rubric = await run_judge_rubric(conn, org_id, report.run.rubric_id)
+    return RunDetail(report, results, rubric)
 
 
 async def load_breakdown(db: Database, org_id: str, ref: str) -> Breakdown:

@@ -6,6 +6,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from valuerank.cli.common import (
@@ -132,10 +133,21 @@ def create(
         + (f", {' and '.join(roles)} calls included" if roles else "")
         + (f" (no price for {', '.join(unknown)})" if unknown else "")
     )
+    rubric = data.get("rubric")
+    if rubric is not None:
+        console.print(f"judges read the values rubric {_rubric_line(rubric)}")
     if data["status"] == "pending":
         console.print(f"not started: valuerank runs start {data['id'][:8]}")
     else:
         console.print(f"watch it: valuerank runs wait {data['id'][:8]} [--work]")
+
+
+def _rubric_line(rubric: dict[str, Any]) -> str:
+    from valuerank.default_rubric import describe_rubric
+
+    own = " (import your own with `valuerank rubrics import FILE.yaml`)"
+    hint = own if rubric["default"] else ""
+    return escape(describe_rubric(rubric) + hint)
 
 
 @app.command("list")
@@ -186,10 +198,14 @@ def status(
         raise typer.Exit(print_status_from(server, run_id, as_json=as_json))
 
     async def _go() -> dict[str, Any]:
+        from valuerank.default_rubric import run_judge_rubric
+
         async with session() as s:
             report = await refresh_report(s.conn, s.org_id, run_id)
             results = await model_results(s.conn, s.org_id, report.run.id)
-        return report_json(report, results)
+            rubric = await run_judge_rubric(s.conn, s.org_id, report.run.rubric_id)
+        # The rubric its judges read, as GET /api/runs/{id} names it.
+        return {**report_json(report, results), "rubric": rubric and rubric.to_dict()}
 
     print_run_status(run(_go(), as_json=as_json), as_json=as_json)
 

@@ -18,6 +18,7 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.analysis import CODE_VERSION, AnalysisInput, SampleBasis, ScenarioInfo, stakes
+from valuerank.analysis.judged import RubricBasis
 from valuerank.db.streaming import stream_rows
 from valuerank.db.tables import judgments, rubrics, run_scenarios, transcripts
 from valuerank.definitions.expansion import expand_with_scores
@@ -43,15 +44,21 @@ def _values(consensus: Any, key: str) -> list[str]:
     return [str(v) for v in named] if isinstance(named, list) else []
 
 
-async def _rubric_values(conn: AsyncConnection, run: Run) -> list[str]:
+async def _rubric(conn: AsyncConnection, run: Run) -> tuple[list[str], RubricBasis | None]:
+    """The values of the rubric the run's judges read, and which rubric it is (None: none)."""
     if run.rubric_id is None:
-        return []
-    content = await conn.scalar(
-        select(rubrics.c.content).where(
-            rubrics.c.org_id == run.org_id, rubrics.c.id == run.rubric_id
+        return [], None
+    row = (
+        await conn.execute(
+            select(rubrics.c.name, rubrics.c.version_label, rubrics.c.content).where(
+                rubrics.c.org_id == run.org_id, rubrics.c.id == run.rubric_id
+            )
         )
-    )
-    return [] if content is None else list(Rubric.from_dict(content).value_names)
+    ).first()
+    if row is None:
+        return [], None
+    names = list(Rubric.from_dict(row.content).value_names)
+    return names, RubricBasis(str(row.name), str(row.version_label), len(names))
 
 
 async def sample_basis(conn: AsyncConnection, run: Run) -> SampleBasis:
@@ -185,7 +192,7 @@ async def load_run(conn: AsyncConnection, run: Run) -> LoadedRun:
             .order_by(run_scenarios.c.scenario_id)
         )
     ).all()
-    universe = await _rubric_values(conn, run)
+    universe, rubric = await _rubric(conn, run)
     sample = await sample_basis(conn, run)
     scenarios = {
         sid: ScenarioInfo(
@@ -197,6 +204,7 @@ async def load_run(conn: AsyncConnection, run: Run) -> LoadedRun:
     digest = _StreamHash()
     digest.put([[sid, scenarios[sid].name, scenarios[sid].levels] for sid in scenarios])
     digest.put(universe)
+    digest.put(None if rubric is None else [rubric.name, rubric.version_label])
     digest.put(sample.to_dict())
     dims = sorted({d for info in scenarios.values() for d in info.levels})
     meaning = await definition_stakes(conn, run, dims, universe)
@@ -252,5 +260,6 @@ async def load_run(conn: AsyncConnection, run: Run) -> LoadedRun:
         sample=sample,
         dimension_values=meaning.dimension_values,
         scale_labels=meaning.scale_labels,
+        rubric=rubric,
     )
     return LoadedRun(run=run, data=data, input_hash=digest.hexdigest())

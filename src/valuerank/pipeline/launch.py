@@ -12,7 +12,8 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.credentials.store import require_credentials
-from valuerank.db.tables import rubrics, run_scenarios
+from valuerank.db.tables import run_scenarios
+from valuerank.default_rubric import JudgeRubric, rubric_for_judges
 from valuerank.pipeline.judging import JUDGE_MAX_TOKENS, SUMMARY_MAX_TOKENS, run_rubric
 from valuerank.pipeline.prompts import (
     DEFAULT_FOLLOWUPS,
@@ -101,6 +102,7 @@ class Launched:
     created: CreatedRun
     estimate: RunCostEstimate
     started: Started | None
+    rubric: JudgeRubric | None = None  # what the judges read (None: the run has no judges)
 
     def to_dict(self) -> dict[str, Any]:
         run = self.started.run if self.started else self.created.run
@@ -111,19 +113,8 @@ class Launched:
             "jobs": self.created.jobs_planned,
             "enqueued": self.started.enqueued if self.started else 0,
             "estimate": self.estimate.to_dict(),
+            "rubric": None if self.rubric is None else self.rubric.to_dict(),
         }
-
-
-async def _latest_rubric(conn: AsyncConnection, org_id: str) -> str | None:
-    row = (
-        await conn.execute(
-            select(rubrics.c.id)
-            .where(rubrics.c.org_id == org_id)
-            .order_by(rubrics.c.created_at.desc(), rubrics.c.id.desc())
-            .limit(1)
-        )
-    ).first()
-    return None if row is None else str(row[0])
 
 
 async def launch_run(
@@ -150,10 +141,18 @@ async def launch_run(
     await require_credentials(
         conn, org_id, models, environ=os.environ if environ is None else environ
     )
-    rubric_id = await _latest_rubric(conn, org_id) if config.judge_models else None
+    # Judges always read a rubric (the default when the organisation has none): without one
+    # they name values freely, rarely agree, and every value win rate comes out empty.
+    rubric = await rubric_for_judges(conn, org_id, store=True) if config.judge_models else None
     created = await create_run(
-        conn, org_id, definition_ref, config, name=name, priority=priority, rubric_id=rubric_id
+        conn,
+        org_id,
+        definition_ref,
+        config,
+        name=name,
+        priority=priority,
+        rubric_id=None if rubric is None else rubric.id,
     )
     estimate = await estimate_cost(conn, created.run)
     started = await start_run(conn, org_id, created.run.id) if start else None
-    return Launched(created, estimate, started)
+    return Launched(created, estimate, started, rubric)

@@ -22,6 +22,7 @@ from valuerank.api.pagination import MAX_CURSOR_LENGTH, Limit, after_created, pa
 from valuerank.api.views import RunDetail, load_run, load_run_page, run_item
 from valuerank.credentials.store import list_credentials
 from valuerank.db import Database
+from valuerank.default_rubric import rubric_for_judges
 from valuerank.definitions.service import list_definitions
 from valuerank.errors import InvalidInputError
 from valuerank.findings.loading import sample_basis
@@ -147,6 +148,7 @@ async def new_run_page(
         versions = await list_definitions(conn, ctx.org_id)
         registry = await list_models(conn, active_only=True)
         stored = await list_credentials(conn, ctx.org_id, environ=os.environ, env_hints=False)
+        judge_rubric = await rubric_for_judges(conn, ctx.org_id, store=False)
     groups = _provider_groups(registry, {c.provider for c in stored})
     newest_first = sorted(versions, key=lambda s: s.version.created_at, reverse=True)
     return templates.TemplateResponse(
@@ -156,6 +158,7 @@ async def new_run_page(
             "versions": newest_first,
             "selected": definition or (newest_first[0].version.id if newest_first else None),
             "groups": groups,
+            "judge_rubric": judge_rubric,
         },
     )
 

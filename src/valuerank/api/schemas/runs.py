@@ -75,11 +75,26 @@ class ModelResult(Out):
     synthetic: bool
 
 
+class JudgeRubric(Out):
+    """The values rubric a run's judges read (`default_rubric.JudgeRubric`)."""
+
+    id: str | None = Field(description="Rubric version id; null in a preview of the default.")
+    name: str
+    version_label: str | None
+    values: int = Field(description="How many values the rubric defines.")
+    default: bool = Field(
+        description="True when it is ValueRank's packaged default (the organisation has none)."
+    )
+
+
 class RunDetail(RunItem):
     summary: str | None
     priority: int
     samples_per_scenario: int
     judge_models: list[str]
+    rubric: JudgeRubric | None = Field(
+        description="The rubric the run's judges read (null: none recorded)."
+    )
     results: list[ModelResult]
     actions: list[RunAction] = Field(description="What may be done with the run now.")
 
@@ -211,6 +226,9 @@ class LaunchedRun(RunSummary):
     jobs: int = Field(description="Probe jobs planned.")
     enqueued: int = Field(description="Jobs put on the queue now (0 for a pending run).")
     estimate: CostEstimate
+    rubric: JudgeRubric | None = Field(
+        description="The rubric the judges will read; null for a run without judges."
+    )
 
 
 class StartedRun(RunSummary):

@@ -155,6 +155,14 @@
       cell(row, m.cost_usd === null ? "no price" : money(m.cost_usd), true);
       body.appendChild(row);
     });
+    var rubric = byId("est-rubric");
+    rubric.hidden = !run.rubric;
+    if (run.rubric) {
+      var r = run.rubric;
+      rubric.textContent = "The judges will read the values rubric " + r.name + " " + r.version_label +
+        " (" + r.values + " value" + (r.values === 1 ? "" : "s") +
+        (r.default ? "; the default rubric, as the organisation has none" : "") + ").";
+    }
     byId("est-note").textContent = "Saved as a pending run (" + run.id.slice(0, 8) +
       "): nothing is queued until you start it. Judges and summaries read every transcript at its largest.";
     var box = byId("estimate");
@@ -175,6 +183,15 @@
       settings.disabled = !on;
       box.hidden = on;
     }
+
+    // Which rubric the judges will read, shown as soon as a judge is chosen.
+    var judgeRubric = byId("judge-rubric");
+    function showJudgeRubric() {
+      if (judgeRubric) { judgeRubric.hidden = ids(form, "judges", "extra_judges").length === 0; }
+    }
+    form.addEventListener("change", showJudgeRubric);
+    form.addEventListener("input", showJudgeRubric);
+    showJudgeRubric();
 
     form.addEventListener("submit", function (event) {
       event.preventDefault();
