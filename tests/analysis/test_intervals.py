@@ -39,25 +39,23 @@ def test_wilson_of_nothing_is_the_whole_interval() -> None:
     assert (float(lower[0]), float(upper[0])) == (0.0, 1.0)
 
 
-def test_wilson_with_finite_population_correction_is_wilson_at_the_effective_size() -> None:
-    fpc = math.sqrt((120 - 12) / (120 - 1))
-    lower, upper = wilson(4, 12, fpc=fpc)
-    ref_lo, ref_hi = proportion_confint(4 / 12 * (12 / fpc**2), 12 / fpc**2, method="wilson")
+def test_wilson_at_an_effective_size_keeps_the_proportion_and_changes_the_width() -> None:
+    lower, upper = wilson(4, 12, effective=30.0)
+    ref_lo, ref_hi = proportion_confint(4 / 12 * 30, 30, method="wilson")
     assert float(lower) == pytest.approx(ref_lo, abs=1e-12)
     assert float(upper) == pytest.approx(ref_hi, abs=1e-12)
     plain = wilson(4, 12)
     assert float(upper) - float(lower) < float(plain[1]) - float(plain[0])
-    point = wilson(4, 12, fpc=0.0)
-    assert float(point[0]) == float(point[1]) == pytest.approx(1 / 3)
+    fewer = wilson(4, 12, effective=3.0)
+    assert float(fewer[1]) - float(fewer[0]) > float(plain[1]) - float(plain[0])
+    unusable = wilson(np.array([4]), np.array([12]), effective=np.array([np.nan]))
+    assert float(unusable[0][0]) == pytest.approx(float(plain[0]))
 
 
 def test_mean_interval_is_students_t() -> None:
     x = np.array([1.0, 2, 2, 3, 5, 4, 4])
     ref = stats.t.interval(0.95, x.size - 1, loc=x.mean(), scale=stats.sem(x))
     assert mean_interval(x) == pytest.approx(ref)
-    half = (ref[1] - ref[0]) / 2
-    corrected = mean_interval(x, fpc=0.5)
-    assert corrected is not None and corrected[1] - x.mean() == pytest.approx(half * 0.5)
     assert mean_interval(np.array([3.0])) is None
 
 

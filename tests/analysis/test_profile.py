@@ -6,6 +6,7 @@ import statistics
 
 import numpy as np
 import pytest
+from scipy import stats
 from statsmodels.stats.proportion import proportion_confint
 
 from valuerank.analysis.basic import analyze_basic
@@ -50,7 +51,8 @@ def test_per_model_figures() -> None:
     lo, hi = proportion_confint(2, 3, method="wilson")
     ci = honesty["confidenceInterval"]
     assert (ci["lower"], ci["upper"]) == (pytest.approx(lo, rel=1e-5), pytest.approx(hi, rel=1e-5))
-    assert ci["method"] == "wilson_score" and ci["level"] == 0.95
+    assert ci["method"] == "wilson_score_scenario_clustered" and ci["level"] == 0.95
+    assert ci["scenarios"] == 3 and a["scenarios"] == 3
     b = profile[B]
     assert b["unparseable"] == 1 and b["refusals"] == 0
     assert b["overall"]["stdDev"] is None  # one decision: undefined, not 0
@@ -81,16 +83,38 @@ def test_per_model_matches_a_reference_on_a_synthetic_run() -> None:
             assert count["neutral"] == int((status == 0).sum())
 
 
-def test_sampled_runs_use_the_finite_population_correction() -> None:
+def test_one_sample_per_scenario_cannot_use_the_correction() -> None:
+    """The samples' own variance is not separable from the scenarios' spread: the interval
+    of a 10 % sample is the ordinary one, and says so (no `_fpc`)."""
     rows = [(A, f"s{k}", 1 + k % 5) for k in range(12)]
     values = [(["Honesty"], []) if k % 3 else ([], ["Honesty"]) for k in range(12)]
-    full = per_model(run_of(rows, values=values))[A]
+    plain = per_model(run_of(rows, values=values))[A]
     sampled = per_model(run_of(rows, values=values, sample=SampleBasis(10, 12, 120)))[A]
-    ci_full = full["values"]["Honesty"]["confidenceInterval"]
-    ci_sampled = sampled["values"]["Honesty"]["confidenceInterval"]
-    assert ci_sampled["method"] == "wilson_score_fpc"
-    assert ci_sampled["upper"] - ci_sampled["lower"] < ci_full["upper"] - ci_full["lower"]
-    assert sampled["overall"]["confidenceInterval"]["method"] == "t_fpc"
+    assert sampled["overall"]["confidenceInterval"] == plain["overall"]["confidenceInterval"]
+    assert sampled["values"]["Honesty"] == plain["values"]["Honesty"]
+    assert sampled["overall"]["confidenceInterval"]["method"] == "t_scenario_clustered"
+    ref = stats.t.interval(
+        0.95, 11, loc=np.mean([1 + k % 5 for k in range(12)]),
+        scale=stats.sem([1 + k % 5 for k in range(12)]),
+    )  # fmt: skip
+    ci = plain["overall"]["confidenceInterval"]
+    assert (ci["lower"], ci["upper"]) == pytest.approx(ref)
+
+
+def test_repeated_samples_of_a_sampled_run_use_the_correction() -> None:
+    """Three samples per scenario that mostly agree (the scenarios differ more than the
+    samples): half the population run, the intervals narrow against an unknown population."""
+    cases = [(k, r) for k in range(12) for r in range(3)]
+    rows = [(A, f"s{k}", min(5, 1 + k % 5 + (r == 0))) for k, r in cases]
+    values = [(["Honesty"], []) if k % 3 or r == 0 else ([], ["Honesty"]) for k, r in cases]
+    unknown = per_model(run_of(rows, values=values, sample=SampleBasis(10, 12, None)))[A]
+    sampled = per_model(run_of(rows, values=values, sample=SampleBasis(50, 12, 24)))[A]
+    for part in ("overall", "values"):
+        wide = unknown[part] if part == "overall" else unknown[part]["Honesty"]
+        narrow = sampled[part] if part == "overall" else sampled[part]["Honesty"]
+        w, n = wide["confidenceInterval"], narrow["confidenceInterval"]
+        assert n["method"].endswith("_fpc") and not w["method"].endswith("_fpc")
+        assert n["upper"] - n["lower"] < w["upper"] - w["lower"]
 
 
 def test_visualization_data() -> None:
@@ -125,7 +149,9 @@ def test_basic_analysis_keeps_the_original_keys_and_is_strict_json() -> None:
         "visualizationData", "methodsUsed", "warnings", "computedAt", "durationMs",
         "meta", "sample",
     }  # fmt: skip
-    assert result["methodsUsed"]["winRateCI"] == "wilson_score"
+    assert result["methodsUsed"]["winRateCI"] == "wilson_score_scenario_clustered"
+    assert result["methodsUsed"]["meanCI"] == "t_scenario_clustered"
+    assert result["methodsUsed"]["unit"] == "scenario"
     assert result["methodsUsed"]["alpha"] == 0.05 and result["methodsUsed"]["codeVersion"]
     assert len(result["mostContestedScenarios"]) == 5
     for warning in result["warnings"]:
@@ -141,5 +167,8 @@ def test_methods_used_names_what_computed_each_figure() -> None:
     assert methods["winRateCILibrary"].startswith("statsmodels proportion_confint")
     assert methods["finitePopulationCorrection"] is None
     sampled = synthetic_run(SyntheticSpec(models=3, scenarios=40, sample=SampleBasis(10, 40, 400)))
-    how = analyze_basic(sampled)["methodsUsed"]["finitePopulationCorrection"]
-    assert "effective size n / fpc^2" in how and "10 % sample: 40 of 400" in how
+    methods = analyze_basic(sampled)["methodsUsed"]
+    how = methods["finitePopulationCorrection"]
+    assert "fpc^2 = (N - n)/(N - 1) = 0.902256" in how and "10 % sample: 40 of 400" in how
+    assert "Kish's effective size" in how and "Satterthwaite" in how
+    assert methods["meanCI"] == "t_scenario_clustered_fpc"

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import math
 
-from valuerank.analysis.sampling import SampleBasis
+import pytest
+
+from valuerank.analysis.sampling import SampleBasis, between_weight_of
 
 
 def test_a_sampled_run_says_what_it_rests_on() -> None:
@@ -27,3 +29,11 @@ def test_an_unknown_population_gets_no_correction() -> None:
     basis = SampleBasis(25, 7, None)
     assert basis.sampled and basis.fpc is None
     assert "population size unknown" in basis.basis
+
+
+def test_the_between_scenario_weight_is_fpc_squared_and_falls_to_zero_at_full() -> None:
+    weights = [SampleBasis(p, n, 120).between_weight for p, n in ((10, 12), (90, 108))]
+    assert weights == [pytest.approx(108 / 119), pytest.approx(12 / 119)]
+    assert SampleBasis(100, 120, 120).between_weight == 0.0
+    assert SampleBasis(25, 7, None).between_weight == 1.0  # N unknown: no correction
+    assert between_weight_of(None) == 1.0

@@ -18,8 +18,10 @@ import numpy as np
 from valuerank.analysis.agreement import model_agreement
 from valuerank.analysis.data import AnalysisInput
 from valuerank.analysis.dimensions import dimension_analysis
+from valuerank.analysis.judged import judged_value_warnings
 from valuerank.analysis.output import AnalysisWarning, clean
 from valuerank.analysis.profile import contested, per_model, sample_warnings, visualization
+from valuerank.analysis.profile import mean_method as _mean_method
 from valuerank.analysis.profile import win_rate_method as _win_rate_method
 from valuerank.analysis.sampling import basis_warnings
 from valuerank.analysis.sensitivity import METHOD as SENSITIVITY_METHOD
@@ -40,21 +42,28 @@ VARIANTS = (
     "overall.stdDev/mean/min/max are null, not 0, when undefined",
     "outlier models by modified z-score (median/MAD) of mean agreement, low side, >= 4 models",
     "dimension significance is Holm-corrected across dimensions",
+    "the scenario is the unit: dimension tests, eta² and R² on scenario means (per model: "
+    "the model's; pooled: the mean of the models'), intervals clustered by scenario",
     "varianceExplained is the R² of one OLS fit with every dimension categorical",
-    "dimensions missing from some transcripts are reported per dimension (missing)",
+    "dimensions missing from some scenarios are reported per dimension (missing scenarios)",
     "refusal and unparseable rates per model",
-    "sampled runs: intervals with the finite-population correction",
+    "finite population: the between-scenario variance weighs fpc², the within-scenario "
+    "variance 1 - fpc² (two-stage), so expanding a run never widens an interval in expectation",
 )
 
 
 def fpc_how(data: AnalysisInput) -> str | None:
-    """How the finite-population correction was applied, or None when it was not."""
-    fpc = None if data.sample is None else data.sample.fpc
-    if fpc is None:
+    """How the finite-population correction was applied, or None when it was not (no basis,
+    or the population is unknown)."""
+    sample = data.sample
+    if sample is None or sample.between_weight >= 1:
         return None
     return (
-        f"fpc = sqrt((N - n)/(N - 1)) = {fpc:.6g} ({data.sample.basis if data.sample else ''}): "
-        "Wilson at the effective size n / fpc^2, t standard error times fpc"
+        f"two-stage variance ({sample.basis}): between-scenario (clustered) variance times "
+        f"fpc^2 = (N - n)/(N - 1) = {sample.between_weight:.6g}, plus the pooled "
+        "within-scenario variance times 1 - fpc^2; t interval with Satterthwaite df, Wilson "
+        "at Kish's effective size. Figures without repeated samples of a scenario cannot "
+        "separate the two and use the clustered variance alone (their method lacks _fpc)"
     )
 
 
@@ -62,7 +71,8 @@ def methods_used(data: AnalysisInput, alpha: float) -> dict[str, Any]:
     return {
         "winRateCI": _win_rate_method(data),
         "winRateCILibrary": "statsmodels proportion_confint(method='wilson')",
-        "meanCI": "t_fpc" if data.sample is not None and data.sample.fpc is not None else "t",
+        "meanCI": _mean_method(data),
+        "unit": "scenario",
         "finitePopulationCorrection": fpc_how(data),
         "modelComparison": "spearman_rho",
         "correlationLibrary": "scipy.stats.spearmanr",
@@ -143,6 +153,7 @@ def analyze_basic(
     sensitivity, sensitivity_warnings = value_sensitivity(data)
     warnings = [
         *input_warnings(data),
+        *judged_value_warnings(data),
         *sample_warnings(data, profile),
         *agreement_warnings,
         *dimension_warnings,

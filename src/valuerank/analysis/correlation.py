@@ -14,7 +14,7 @@ import numpy as np
 from scipy import stats
 
 from valuerank.analysis.data import FloatArray
-from valuerank.analysis.intervals import LEVEL, correlation_interval, fisher_fpc
+from valuerank.analysis.intervals import LEVEL, correlation_interval
 
 MIN_SHARED = 3  # observations a correlation needs
 
@@ -41,11 +41,8 @@ class Correlation:
     interval: tuple[float, float] | None
 
 
-def pearson_with_interval(
-    x: FloatArray, y: FloatArray, *, level: float = LEVEL, fpc: float | None = None
-) -> Correlation:
-    """Pearson's r with scipy's Fisher-z interval (`confidence_interval`), its half-width on
-    the z scale times `fpc` for a sampled run; no interval for n ≤ 3."""
+def pearson_with_interval(x: FloatArray, y: FloatArray, *, level: float = LEVEL) -> Correlation:
+    """Pearson's r with scipy's Fisher-z interval (`confidence_interval`); none for n ≤ 3."""
     if not _defined(x, y):
         return Correlation(None, None, None)
     result = stats.pearsonr(x, y)
@@ -53,16 +50,14 @@ def pearson_with_interval(
     interval = None
     if x.size > 3:
         ci = result.confidence_interval(confidence_level=level)
-        interval = fisher_fpc(r, (float(ci.low), float(ci.high)), fpc)
+        interval = (float(ci.low), float(ci.high))
     return Correlation(r, float(result.pvalue), interval)
 
 
-def spearman_with_interval(
-    x: FloatArray, y: FloatArray, *, level: float = LEVEL, fpc: float | None = None
-) -> Correlation:
-    """Spearman's ρ with the Bonett–Wright Fisher-z interval (times `fpc` when sampled)."""
+def spearman_with_interval(x: FloatArray, y: FloatArray, *, level: float = LEVEL) -> Correlation:
+    """Spearman's ρ with the Bonett–Wright Fisher-z interval."""
     rho, p = spearman(x, y)
     if rho is None:
         return Correlation(None, None, None)
-    interval = correlation_interval(rho, int(x.size), level=level, spearman=True, fpc=fpc)
+    interval = correlation_interval(rho, int(x.size), level=level, spearman=True)
     return Correlation(rho, p, interval)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from valuerank.analysis.judged import RubricBasis
 from valuerank.analysis.sampling import SampleBasis
 
 FloatArray = npt.NDArray[np.float64]
@@ -60,6 +61,8 @@ class AnalysisInput:
     # value ("Freedom") and the decision scale's labels by code; empty when unknown.
     dimension_values: Mapping[str, str] = field(default_factory=dict)
     scale_labels: Mapping[int, str] = field(default_factory=dict)
+    # The values rubric the judges read (None: none), for why no value was judged.
+    rubric: RubricBasis | None = None
 
     @property
     def n(self) -> int:
@@ -94,6 +97,7 @@ class AnalysisInput:
         sample: SampleBasis | None = None,
         dimension_values: Mapping[str, str] | None = None,
         scale_labels: Mapping[int, str] | None = None,
+        rubric: RubricBasis | None = None,
     ) -> AnalysisInput:
         """Arrays from per-transcript columns. `scenarios` describes every scenario id used
         (others get their id as name and no levels); `judged[i]` says whether transcript i
@@ -145,6 +149,7 @@ class AnalysisInput:
             sample=sample,
             dimension_values=dict(dimension_values or {}),
             scale_labels=dict(scale_labels or {}),
+            rubric=rubric,
         )
 
 

@@ -1,14 +1,17 @@
 """Which scenario dimensions move the decisions: Kruskal–Wallis, η², R², correlations.
 
-For each dimension, the decided transcripts are grouped by the dimension's level: the
-Kruskal–Wallis H test says whether the groups differ (p-value, Holm-corrected across the
-dimensions), η² = SS_between / SS_total says how much of the decisions' variance the
-grouping explains. `varianceExplained` is the R² of one least-squares fit with every
-dimension as a categorical factor (the original summed the η², which double counts when
-dimensions are correlated and is not an R²). A transcript whose scenario lacks a dimension
-is left out of that dimension's test only, and counted in `missing` — never dropped silently.
-The pooled analysis (all models) keeps the original's keys; `byModel` repeats it per model,
-since models that weigh a dimension in opposite directions cancel out when pooled.
+The scenario is the unit: a dimension's level is a property of the scenario, and a model's
+samples of one scenario (and the models' answers to it) share it, so counting transcripts as
+independent overstates the evidence. Each test therefore runs on scenario means: per
+model (`byModel`) on the model's mean decision per scenario; pooled on each scenario's mean of
+the models' means (every model weighs alike). For each dimension, the scenarios are grouped by
+its level: the Kruskal–Wallis H test says whether the groups differ (p-value, Holm-corrected
+across the dimensions), η² = SS_between / SS_total says how much of the scenario means'
+variance the grouping explains. `varianceExplained` is the R² of one least-squares fit of the
+scenario means with every dimension as a categorical factor (the original summed the η², which
+double counts when dimensions are correlated and is not an R²). A scenario that lacks a
+dimension is left out of that dimension's test only, and counted in `missing` — never dropped
+silently. `n` counts scenarios, `transcripts` the decided transcripts behind them.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import numpy as np
 from scipy import stats
 
 from valuerank.analysis.correlation import pearson_with_interval, spearman_with_interval
-from valuerank.analysis.data import AnalysisInput, BoolArray, FloatArray, IntArray
+from valuerank.analysis.data import AnalysisInput, FloatArray, IntArray
 from valuerank.analysis.intervals import adjust
 from valuerank.analysis.output import AnalysisWarning
 
@@ -39,8 +42,10 @@ def eta_squared(groups: IntArray, y: FloatArray) -> float | None:
 
 def kruskal(groups: IntArray, y: FloatArray) -> float | None:
     """Kruskal–Wallis p-value (tie-corrected); None with fewer than two groups or no
-    variation."""
+    variation. Means are rounded to 10 decimals first: equal means (10/3 from two sums) are
+    ties, not ranks apart by a rounding error."""
     labels = np.unique(groups)
+    y = np.round(y, 10)
     if labels.size < 2 or np.all(y == y[0]):
         return None
     return float(stats.kruskal(*(y[groups == g] for g in labels)).pvalue)
@@ -53,7 +58,7 @@ def r_squared(levels: FloatArray, y: FloatArray) -> float | None:
     With categorical predictors only, the least-squares fit depends on the data through the
     cells (distinct level combinations) alone: the residual sum of squares is the spread
     within cells plus the count-weighted misfit of the cell means. So the fit is solved on
-    the cells (at most the product of the level counts) instead of on every transcript."""
+    the cells (at most the product of the level counts) instead of on every row."""
     if y.size == 0:
         return None
     total = float(((y - y.mean()) ** 2).sum())
@@ -77,15 +82,15 @@ def r_squared(levels: FloatArray, y: FloatArray) -> float | None:
 
 @dataclass(frozen=True)
 class _Levels:
-    """Each decided transcript's level of each dimension: the values and 0-based codes
-    (-1 where its scenario lacks the dimension), computed once for every subset."""
+    """Each scenario's level of each dimension: the values and 0-based codes (-1 where the
+    scenario lacks the dimension), computed once for every subset."""
 
-    values: FloatArray  # (transcripts, dimensions)
-    codes: IntArray  # (transcripts, dimensions)
+    values: FloatArray  # (scenarios, dimensions)
+    codes: IntArray  # (scenarios, dimensions)
 
     @classmethod
     def of(cls, data: AnalysisInput) -> _Levels:
-        values = data.levels[data.scenario_idx]
+        values = data.levels
         codes = np.full(values.shape, -1, dtype=np.intp)
         for j in range(values.shape[1]):
             present = ~np.isnan(values[:, j])
@@ -94,26 +99,26 @@ class _Levels:
 
 
 def _effects(
-    data: AnalysisInput, levels: _Levels, rows: BoolArray, alpha: float
+    dimensions: tuple[str, ...], levels: _Levels, y: FloatArray, weight: FloatArray, alpha: float
 ) -> tuple[dict[str, Any], float | None]:
-    """The dimensions section over the transcripts selected by `rows` (decided ones)."""
-    y_all = data.decision
+    """The dimensions section over the scenario means `y` (NaN: no decision); `weight` is
+    each scenario's number of decided transcripts, reported, not used."""
+    rows = ~np.isnan(y)
     found: list[dict[str, Any]] = []
-    for j, dim in enumerate(data.dimensions):
+    for j, dim in enumerate(dimensions):
         codes = levels.codes[:, j]
         has = rows & (codes >= 0)
-        y = y_all[has]
+        ys = y[has]
         groups = codes[has]
-        eta = eta_squared(groups, y) if y.size else None
-        p = kruskal(groups, y) if y.size else None
         found.append(
             {
                 "name": dim,
-                "effectSize": eta,
-                "pValue": p,
-                "n": int(y.size),
+                "effectSize": eta_squared(groups, ys) if ys.size else None,
+                "pValue": kruskal(groups, ys) if ys.size else None,
+                "n": int(ys.size),
+                "transcripts": int(weight[has].sum()),
                 "missing": int((rows & (codes < 0)).sum()),
-                "levels": int(np.count_nonzero(np.bincount(groups))) if y.size else 0,
+                "levels": int(np.count_nonzero(np.bincount(groups))) if ys.size else 0,
             }
         )
     corrected, significant = adjust([f["pValue"] for f in found], "holm", alpha)
@@ -132,8 +137,26 @@ def _effects(
             "significant": significant[k],
         }
     complete = rows & (levels.codes >= 0).all(axis=1)
-    r2 = r_squared(levels.values[complete], y_all[complete]) if data.dimensions else None
+    r2 = r_squared(levels.values[complete], y[complete]) if dimensions else None
     return dims, r2
+
+
+def scenario_means(data: AnalysisInput) -> tuple[FloatArray, FloatArray]:
+    """(pooled, cells): each scenario's mean of the models' mean decisions (scenarios,) and
+    the model × scenario means (models, scenarios); NaN where nothing was decided."""
+    cells = data.cell_means()
+    present = ~np.isnan(cells)
+    models = present.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        pooled = np.where(models > 0, np.where(present, cells, 0.0).sum(axis=0) / models, np.nan)
+    return pooled, cells
+
+
+def _decided_per_cell(data: AnalysisInput) -> FloatArray:
+    m, s = data.shape
+    decided = data.decided
+    flat = data.model_idx[decided] * s + data.scenario_idx[decided]
+    return np.bincount(flat, minlength=m * s).astype(float).reshape(m, s)
 
 
 def dimension_analysis(
@@ -141,7 +164,6 @@ def dimension_analysis(
 ) -> tuple[dict[str, Any], list[AnalysisWarning]]:
     """The `dimensionAnalysis` section and its warnings."""
     warnings: list[AnalysisWarning] = []
-    decided = data.decided
     if not data.dimensions:
         warnings.append(
             AnalysisWarning(
@@ -151,10 +173,12 @@ def dimension_analysis(
             )
         )
     levels = _Levels.of(data)
-    pooled, r2 = _effects(data, levels, decided, alpha)
+    pooled_y, cells = scenario_means(data)
+    counts = _decided_per_cell(data)
+    pooled, r2 = _effects(data.dimensions, levels, pooled_y, counts.sum(axis=0), alpha)
     by_model = {}
     for i, model in enumerate(data.models):
-        dims, model_r2 = _effects(data, levels, decided & (data.model_idx == i), alpha)
+        dims, model_r2 = _effects(data.dimensions, levels, cells[i], counts[i], alpha)
         by_model[model] = {"dimensions": dims, "varianceExplained": model_r2}
     missing = {d: e["missing"] for d, e in pooled.items() if e["missing"]}
     if missing:
@@ -162,36 +186,38 @@ def dimension_analysis(
         warnings.append(
             AnalysisWarning(
                 "DIMENSION_MISSING",
-                f"Some decided transcripts' scenarios lack dimensions: {listed}",
-                "Each dimension is tested on the transcripts that have it; varianceExplained "
-                "uses only transcripts with every dimension",
+                f"Some scenarios with decisions lack dimensions (scenarios): {listed}",
+                "Each dimension is tested on the scenarios that have it; varianceExplained "
+                "uses only scenarios with every dimension",
             )
         )
     return {
         "dimensions": pooled,
         "varianceExplained": r2,
         "method": "kruskal_wallis",
+        "unit": "scenario",
         "byModel": by_model,
     }, warnings
 
 
 def correlations(data: AnalysisInput) -> dict[str, Any]:
     """Per model and dimension: Pearson and Spearman correlation of the dimension's level
-    with the decision over the model's decided transcripts, with Fisher-z 95 % intervals
-    (scipy's for Pearson, Bonett–Wright's for Spearman); a sampled run's intervals have
-    their z-scale half-width times the finite-population correction."""
-    levels = data.levels[data.scenario_idx]
-    decided = data.decided
-    fpc = None if data.sample is None else data.sample.fpc
+    with the model's mean decision per scenario (n = scenarios), with Fisher-z 95 % intervals
+    (scipy's for Pearson, Bonett–Wright's for Spearman).
+
+    No finite-population correction: a correlation over noisy scenario means is attenuated
+    by the samples' noise, which running every scenario does not remove, so an interval
+    narrowed towards the full run's r would not cover the models' correlation."""
+    _, cells = scenario_means(data)
     result: dict[str, Any] = {}
     for i, model in enumerate(data.models):
-        mine = decided & (data.model_idx == i)
+        mine = ~np.isnan(cells[i])
         result[model] = {}
         for j, dim in enumerate(data.dimensions):
-            rows = mine & ~np.isnan(levels[:, j])
-            x, y = levels[rows, j], data.decision[rows]
-            r = pearson_with_interval(x, y, fpc=fpc)
-            rho = spearman_with_interval(x, y, fpc=fpc)
+            rows = mine & ~np.isnan(data.levels[:, j])
+            x, y = data.levels[rows, j], cells[i, rows]
+            r = pearson_with_interval(x, y)
+            rho = spearman_with_interval(x, y)
             result[model][dim] = {
                 "n": int(rows.sum()),
                 "pearson": {"r": r.value, "pValue": r.p_value, "interval": r.interval},

@@ -4,10 +4,11 @@ Each function is vectorised where callers pass many figures at once (win rates o
 model × value), and gives defined values on degenerate input: an empty count gives the
 whole [0, 1], a sample too small for an interval gives None — never NaN.
 
-Sampled runs: an interval of a figure from a sample of n of a definition's N scenarios uses
-the finite-population correction fpc = sqrt((N − n)/(N − 1)) (sampling.py) on its standard
-error — Wilson's interval at the effective size n / fpc², the t and Fisher-z half-widths
-times fpc, and a bootstrap's deviations from the estimate times fpc (`fpc_scaled`).
+The per-model figures of a run take the scenario as the unit and weigh the finite population
+into their variance (clustered.py): Wilson's interval at Kish's effective size (`effective`),
+a t interval of the two-stage variance. A bootstrap over scenarios gets the same correction by
+scaling its deviations from the estimate (`fpc_scaled`, with the factor
+`clustered.design_factor`, or the scenario-level `fpc` of sampling.py).
 """
 
 from __future__ import annotations
@@ -35,78 +36,62 @@ def wilson(
     trials: npt.ArrayLike,
     *,
     level: float = LEVEL,
-    fpc: float | None = None,
+    effective: npt.ArrayLike | None = None,
 ) -> tuple[FloatArray, FloatArray]:
     """Wilson score interval(s) for successes/trials (Wilson 1927; statsmodels'
     `proportion_confint(method="wilson")`), elementwise.
 
-    With a finite-population correction `fpc` the binomial variance p(1-p)/n is scaled by
-    fpc², i.e. the interval is Wilson's at the effective size n / fpc² with the same
-    proportion (fpc = 0: the proportion itself). trials = 0 gives [0, 1]."""
+    `effective`: the effective sample size(s) for the width — the same proportion, Wilson's
+    interval at that size (Korn & Graubard 1998; clustered.effective_size for transcripts
+    clustered by scenario). trials = 0 gives [0, 1]."""
     k = np.asarray(successes, dtype=float)
     n = np.asarray(trials, dtype=float)
     some = n > 0
     p = np.where(some, k / np.maximum(n, 1), 0.5)
-    if fpc is not None and fpc <= 0:
-        lower, upper = p, p
-    else:
-        n_eff = np.maximum(n, 1) / (fpc * fpc if fpc is not None else 1.0)
-        lower, upper = proportion_confint(p * n_eff, n_eff, alpha=1 - level, method="wilson")
+    size = n if effective is None else np.asarray(effective, dtype=float)
+    n_eff = np.where(np.isfinite(size) & (size > 0), size, np.maximum(n, 1))
+    n_eff = np.maximum(n_eff, 1e-9)
+    lower, upper = proportion_confint(p * n_eff, n_eff, alpha=1 - level, method="wilson")
     return (
         np.where(some, np.asarray(lower, dtype=float), 0.0),
         np.where(some, np.asarray(upper, dtype=float), 1.0),
     )
 
 
-def mean_interval(
-    values: npt.ArrayLike, *, level: float = LEVEL, fpc: float | None = None
-) -> tuple[float, float] | None:
-    """Student-t interval of a mean (times the finite-population correction); None for
-    fewer than two values."""
+def mean_interval(values: npt.ArrayLike, *, level: float = LEVEL) -> tuple[float, float] | None:
+    """Student-t interval of the mean of independent values; None for fewer than two."""
     x = np.asarray(values, dtype=float)
     x = x[~np.isnan(x)]
     if x.size < 2:
         return None
     mean = float(x.mean())
-    se = float(x.std(ddof=1)) / math.sqrt(x.size) * (1.0 if fpc is None else fpc)
+    se = float(x.std(ddof=1)) / math.sqrt(x.size)
     half = float(stats.t.ppf(0.5 + level / 2, x.size - 1)) * se
     return mean - half, mean + half
 
 
-def fisher_fpc(r: float, bounds: tuple[float, float], fpc: float | None) -> tuple[float, float]:
-    """A Fisher-z interval (tanh(z ± h)) of r with its half-width h times `fpc`: the
-    standard error of z = atanh(r) corrected for the finite population."""
-    if fpc is None or abs(r) >= 1.0:
-        return bounds
-    if fpc <= 0:
-        return r, r
-    z = math.atanh(r)
-    with np.errstate(divide="ignore"):  # a bound at ±1 is ±inf on the z scale: it stays
-        low, high = np.arctanh(np.clip(np.asarray(bounds, dtype=float), -1.0, 1.0))
-    return float(np.tanh(z - (z - low) * fpc)), float(np.tanh(z + (high - z) * fpc))
-
-
 def correlation_interval(
-    r: float, n: int, *, level: float = LEVEL, spearman: bool = False, fpc: float | None = None
+    r: float, n: int, *, level: float = LEVEL, spearman: bool = False
 ) -> tuple[float, float] | None:
     """Fisher z interval of a correlation: se = 1/sqrt(n-3) for Pearson (as scipy's
     `pearsonr(...).confidence_interval()`, which the analysis uses where it has the samples),
     the Bonett–Wright se = sqrt((1 + r²/2)/(n-3)) for Spearman (Bonett & Wright 2000; no
-    library provides it); times `fpc` for a sampled run. None for n ≤ 3."""
+    library provides it). None for n ≤ 3."""
     if n <= 3 or not math.isfinite(r):
         return None
     if abs(r) >= 1.0:
         return r, r
     se = math.sqrt((1 + r * r / 2) / (n - 3)) if spearman else 1 / math.sqrt(n - 3)
     z = math.atanh(r)
-    half = z_of(level) * se * (1.0 if fpc is None else fpc)
+    half = z_of(level) * se
     return math.tanh(z - half), math.tanh(z + half)
 
 
-def fpc_scaled(draws: FloatArray, estimate: Any, fpc: float | None) -> FloatArray:
-    """Bootstrap draws with their deviations from the estimate multiplied by `fpc`: the
-    bootstrap standard error (and every percentile's distance from the estimate) shrinks by
-    the finite-population correction, as an analytic standard error would."""
+def fpc_scaled(draws: FloatArray, estimate: Any, fpc: Any) -> FloatArray:
+    """Bootstrap draws with their deviations from the estimate multiplied by `fpc` (a factor,
+    or factors broadcasting over the draws' trailing axes): the bootstrap standard error (and
+    every percentile's distance from the estimate) scales as an analytic standard error
+    would — by sampling.fpc_of, or by clustered.design_factor when samples repeat a scenario."""
     if fpc is None:
         return draws
     scaled: FloatArray = estimate + fpc * (draws - estimate)

@@ -3,9 +3,14 @@
 `perModel[model]` keeps the original cloud worker's keys: `sampleSize` (all transcripts),
 `overall{mean, stdDev (ddof=1), min, max}` over the decided ones, and `values[v]{winRate,
 confidenceInterval, count}` with winRate = p / (p + d) — neutral excluded; 0.5 and [0, 1]
-when p + d = 0 — and a Wilson score interval. Added: how many decided, refusal and
-unparseable rates, and an interval for the mean. Everything is a few `bincount`s over the
-transcript arrays.
+when p + d = 0 — and a Wilson score interval. Added: how many decided, on how many
+scenarios, refusal and unparseable rates, and an interval for the mean. Everything is a few
+`bincount`s over the transcript arrays.
+
+Both intervals take the scenario as the unit (clustered.py): the mean's is a t interval of
+its two-stage variance (scenario-clustered, with the finite population weighed in), the win
+rate's is Wilson's at Kish's effective size under the same variance. With one sample per
+scenario and an unknown or infinite population they are the ordinary t and Wilson intervals.
 """
 
 from __future__ import annotations
@@ -14,9 +19,17 @@ from typing import Any
 
 import numpy as np
 
+from valuerank.analysis.clustered import (
+    TwoStage,
+    cell_totals,
+    effective_size,
+    t_interval,
+    two_stage,
+)
 from valuerank.analysis.data import CODES, REFUSED, UNPARSEABLE, AnalysisInput, FloatArray
-from valuerank.analysis.intervals import LEVEL, interval_dict, mean_interval, wilson
+from valuerank.analysis.intervals import LEVEL, interval_dict, wilson
 from valuerank.analysis.output import AnalysisWarning, Checked, rounded
+from valuerank.analysis.sampling import between_weight_of
 
 CONTESTED_LIMIT = 5
 SMALL_SAMPLE = 10
@@ -28,12 +41,47 @@ def _per_model_counts(data: AnalysisInput, weights: Any = None) -> FloatArray:
     return np.bincount(data.model_idx, weights=weights, minlength=m).astype(float)
 
 
+WIN_RATE_METHOD = "wilson_score_scenario_clustered"
+MEAN_METHOD = "t_scenario_clustered"
+
+
+def method_name(base: str, corrected: bool) -> str:
+    """`base`, with `_fpc` when the finite population lowered the between-scenario part."""
+    return base + ("_fpc" if corrected else "")
+
+
 def win_rate_method(data: AnalysisInput) -> str:
-    return "wilson_score_fpc" if _fpc(data) is not None else "wilson_score"
+    """The run-level name: `_fpc` when the run is a sample or a full run of a known
+    definition (each interval's own `method` says whether its figure could use it)."""
+    return method_name(WIN_RATE_METHOD, between_weight_of(data.sample) < 1)
 
 
-def _fpc(data: AnalysisInput) -> float | None:
-    return None if data.sample is None else data.sample.fpc
+def mean_method(data: AnalysisInput) -> str:
+    """The run-level name of the mean decision's interval (as `win_rate_method`)."""
+    return method_name(MEAN_METHOD, between_weight_of(data.sample) < 1)
+
+
+def mean_decision_fit(data: AnalysisInput) -> TwoStage:
+    """Each model's mean decision with its two-stage variance (scenarios as clusters)."""
+    sums, counts, within = cell_totals(data.model_idx, data.scenario_idx, data.decision, data.shape)
+    return two_stage(sums, counts, within, between_weight_of(data.sample))
+
+
+def win_rate_fit(data: AnalysisInput) -> TwoStage:
+    """Each model × value win rate p / (p + d) with its two-stage variance, (models, values):
+    per scenario, a = p, b = p + d and the within sum of squares of the 0/1 verdicts p·d/b."""
+    m, s = data.shape
+    v = len(data.values)
+    rows, cols = np.nonzero(data.value_status * data.judged[:, None].astype(np.int8))
+    # index (model, value, scenario) of every verdict, counted once per sign
+    flat = (data.model_idx[rows] * v + cols) * s + data.scenario_idx[rows]
+    up = data.value_status[rows, cols] > 0
+    pri = np.bincount(flat[up], minlength=m * v * s).astype(float).reshape(m, v, s)
+    dep = np.bincount(flat[~up], minlength=m * v * s).astype(float).reshape(m, v, s)
+    both = pri + dep
+    with np.errstate(invalid="ignore", divide="ignore"):
+        within = np.where(both > 0, pri * dep / np.maximum(both, 1), 0.0)
+    return two_stage(pri, both, within, between_weight_of(data.sample))
 
 
 def value_counts(data: AnalysisInput) -> tuple[FloatArray, FloatArray, FloatArray]:
@@ -68,9 +116,9 @@ def per_model(data: AnalysisInput) -> dict[str, Any]:
     refused = _per_model_counts(data, data.outcome == REFUSED)
     unparseable = _per_model_counts(data, data.outcome == UNPARSEABLE)
     prioritized, deprioritized, neutral = value_counts(data)
-    fpc = _fpc(data)
-    lower, upper = wilson(prioritized, prioritized + deprioritized, fpc=fpc)
-    method = win_rate_method(data)
+    rates = win_rate_fit(data)
+    lower, upper = wilson(prioritized, prioritized + deprioritized, effective=effective_size(rates))
+    fit = mean_decision_fit(data)
     result: dict[str, Any] = {}
     for i, model in enumerate(data.models):
         k = int(n_dec[i])
@@ -83,11 +131,16 @@ def per_model(data: AnalysisInput) -> dict[str, Any]:
                     "lower": lower[i, j],
                     "upper": upper[i, j],
                     "level": LEVEL,
-                    "method": method,
+                    "method": method_name(WIN_RATE_METHOD, bool(rates.corrected[i, j])),
+                    "scenarios": int(rates.scenarios[i, j]),
                 },
                 "count": {"prioritized": p, "deprioritized": d, "neutral": int(neutral[i, j])},
             }
-        interval = mean_interval(x[d_idx == i], fpc=fpc) if k > 1 else None
+        interval = (
+            t_interval(float(fit.estimate[i]), float(fit.variance[i]), float(fit.df[i]))
+            if k > 1
+            else None
+        )
         result[model] = {
             "sampleSize": int(size[i]),
             "overall": {
@@ -96,11 +149,12 @@ def per_model(data: AnalysisInput) -> dict[str, Any]:
                 "min": lows[i] if k else None,
                 "max": highs[i] if k else None,
                 "confidenceInterval": interval_dict(
-                    interval, method="t_fpc" if fpc is not None else "t"
+                    interval, method=method_name(MEAN_METHOD, bool(fit.corrected[i]))
                 ),
             },
             "values": values,
             "decided": k,
+            "scenarios": int(fit.scenarios[i]),
             "refusals": int(refused[i]),
             "unparseable": int(unparseable[i]),
             "refusalRate": refused[i] / size[i] if size[i] else None,

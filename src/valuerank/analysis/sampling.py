@@ -7,10 +7,12 @@ sample of n drawn without replacement from N is multiplied by
 
     fpc = sqrt((N - n) / (N - 1))
 
-(Cochran, *Sampling Techniques*, 3rd ed., eq. 2.12). It is 1 for a tiny share and 0 when
-the sample is the whole population: expanding a run to 100 % narrows the intervals to the
-figures themselves. A full run (100 %) is not a sample of a finite population but of the
-models' behaviour, so its intervals are the ordinary ones (`fpc` None).
+(Cochran, *Sampling Techniques*, 3rd ed., eq. 2.12). It applies to the scenario-level
+(between-scenario) part of a figure's variance only: the models' answers to a scenario vary
+from sample to sample whatever the share run. So a run's figures weigh the two parts by
+`between_weight` = fpc² — 1 for a tiny share or an unknown N, 0 for a full run, where only the
+within-scenario part remains (clustered.py) — and expanding a run narrows its intervals in
+expectation up to 100 %. `fpc` stays None for a full run: it is the factor of a sample.
 """
 
 from __future__ import annotations
@@ -41,6 +43,15 @@ class SampleBasis:
         if not self.sampled:
             return None
         return fpc_of(self.total, self.scenarios)
+
+    @property
+    def between_weight(self) -> float:
+        """g = fpc²: the weight of the between-scenario variance in a figure's variance, 0
+        for a full run, 1 when the population is unknown."""
+        if not self.sampled:
+            return 0.0
+        fpc = self.fpc
+        return 1.0 if fpc is None else fpc * fpc
 
     @property
     def basis(self) -> str:
@@ -82,6 +93,12 @@ def paired_population(a: SampleBasis | None, b: SampleBasis | None) -> int | Non
     return min(t for t in totals if t is not None)
 
 
+def between_weight_of(sample: SampleBasis | None) -> float:
+    """`sample.between_weight`, 1 when the basis is unknown (the scenarios then count as a
+    sample of an unbounded population: the conservative choice)."""
+    return 1.0 if sample is None else sample.between_weight
+
+
 def fpc_of(population: int | None, n: int) -> float | None:
     """sqrt((N − n)/(N − 1)) for n of N scenarios; None when N is unknown or ≤ 1."""
     if population is None or population <= 1:
@@ -99,7 +116,8 @@ def basis_warnings(sample: SampleBasis | None) -> list[AnalysisWarning]:
         AnalysisWarning(
             "SAMPLED_RUN",
             f"Figures are {sample.basis}",
-            "Intervals use the finite-population correction; expand the run "
+            "Intervals use the finite-population correction where samples repeat a "
+            "scenario; expand the run "
             "(`valuerank runs expand RUN --sample-percentage 100`) for the full figures",
         )
     ]
