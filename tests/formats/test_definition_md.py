@@ -130,7 +130,13 @@ def test_unused_dimension_is_a_warning() -> None:
 
 def test_markdown_links_are_not_placeholders() -> None:
     text = GOOD.replace("Pick [Color] and [Size].", "Pick [Color] [Size], see [docs](http://x).")
-    parse_definition(text, "a.md")
+    warnings: list[FormatWarning] = []
+    d = parse_definition(text, "a.md", warnings=warnings)
+    # `[docs](http://x)` is a link, not a dimension: no unknown-placeholder warning, the
+    # link survives verbatim, and the dimensions are still the two of the front matter.
+    assert warnings == []
+    assert "see [docs](http://x)." in d.template
+    assert [dim.name for dim in d.dimensions] == ["Color", "Size"]
 
 
 def test_empty_matching_rules_section_is_kept() -> None:

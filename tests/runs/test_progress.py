@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from sqlalchemy import func, select
 
 import valuerank
@@ -143,12 +144,11 @@ async def test_tallies_equal_the_transcripts_they_count(db: Database, org_id: st
             assert await insert_transcript(conn, org_id, run.id, record) is not None
         # The same transcript again (a probe executed twice) writes and counts nothing.
         assert await insert_transcript(conn, org_id, run.id, records[0]) is None
-    try:  # a write rolled back takes its tally with it
+    # A write rolled back takes its tally with it (only our own exception may escape).
+    with pytest.raises(RuntimeError, match=r"^rolled back$"):
         async with db.transaction(immediate=True) as conn:
-            await insert_transcript(conn, org_id, run.id, _record("x:y", "z", 0, 3))
+            assert await insert_transcript(conn, org_id, run.id, _record("x:y", "z", 0, 3))
             raise RuntimeError("rolled back")
-    except RuntimeError:
-        pass
 
     async with db.transaction() as conn:
         results = {r.model: r for r in await model_results(conn, org_id, run.id)}
