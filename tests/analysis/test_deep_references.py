@@ -114,19 +114,24 @@ def test_correlations_are_over_scenario_means_with_uncorrected_fisher_z_interval
             )
 
 
-def test_the_deep_section_states_its_basis_and_how_the_correction_applies() -> None:
+def test_the_deep_section_states_its_basis_and_applies_no_correction() -> None:
+    """Correlations and Bradley–Terry cannot separate the scenarios' spread from the models'
+    own variance: a sample's intervals are those of the same data read as a full run."""
     sample = SampleBasis(10, 60, 600)
     data = synthetic_run(SyntheticSpec(models=4, scenarios=60, seed=3, sample=sample))
     deep = strict_json(analyze_deep(data, bootstrap=10))
     assert deep["sample"]["basis"] == "based on 10 % sample: 60 of 600 scenarios"
     assert "SAMPLED_RUN" in {w["code"] for w in deep["warnings"]}
     methods = deep["methodsUsed"]
-    assert methods["correlation"].endswith("_fpc") and methods["bradleyTerry"].endswith("_fpc")
-    assert f"{sample.fpc:.6g}" in methods["finitePopulationCorrection"]
+    assert not methods["correlation"].endswith("_fpc")
+    assert not methods["bradleyTerry"].endswith("_fpc")
+    assert methods["finitePopulationCorrection"] is None
+    assert "unbounded population" in methods["scenarioPopulation"]
     full = strict_json(
         analyze_deep(synthetic_run(SyntheticSpec(models=4, scenarios=60, seed=3)), bootstrap=10)
     )
     assert full["methodsUsed"]["finitePopulationCorrection"] is None
+    assert full["methodsUsed"]["bradleyTerry"] == methods["bradleyTerry"]
     assert "SAMPLED_RUN" not in {w["code"] for w in full["warnings"]}
     widths = 0
     for model, fit in deep["bradleyTerry"].items():
@@ -134,7 +139,9 @@ def test_the_deep_section_states_its_basis_and_how_the_correction_applies() -> N
             wide = full["bradleyTerry"][model]["values"][value]
             if entry["separated"] or wide["separated"]:
                 continue
-            ratio = (entry["upper"] - entry["lower"]) / (wide["upper"] - wide["lower"])
-            assert ratio == pytest.approx(sample.fpc, rel=1e-3)  # same data, se times fpc
+            assert (entry["lower"], entry["upper"]) == pytest.approx(
+                (wide["lower"], wide["upper"]), rel=1e-9
+            )  # same data: same interval, sampled or not
+            assert entry["upper"] > entry["lower"]
             widths += 1
     assert widths >= 8

@@ -1,10 +1,9 @@
 """A comparison's intervals, tests and effect sizes against references computed here with
 scipy (`bootstrap`, `permutation_test`) and statsmodels (`mcnemar`, `proportion_effectsize`),
-for full and sampled runs (the finite-population correction)."""
+for full and sampled runs (no finite-population correction: the same intervals)."""
 
 from __future__ import annotations
 
-import math
 import zlib
 
 import numpy as np
@@ -101,54 +100,90 @@ def test_paired_bootstrap_intervals_are_scipys() -> None:
     assert "SAMPLED_RUN" not in {w["code"] for w in result["warnings"]}
 
 
-def test_sampled_runs_scale_the_bootstrap_deviations_by_the_correction() -> None:
+def test_sampled_runs_get_the_plain_bootstrap_and_say_so() -> None:
+    """No finite-population correction: a scenario's mean difference keeps the models'
+    randomness at 100 %, so a sample's intervals are scipy's plain paired bootstrap."""
     total = 240
     bases = (SampleBasis(25, 60, total), SampleBasis(25, 60, total))
     a, b, x, y, care_a, care_b = _pair(60, 2, sample=bases)
     result = strict_json(compare(a, b, bootstrap=600))
-    fpc = math.sqrt((total - 60) / (total - 1))
-    tail = 2.5
-    ref = _decision_reference(x, y, 600)
-    delta = float((y - x).mean())
-    scaled = delta + fpc * (ref.bootstrap_distribution - delta)
+    ref = _decision_reference(x, y, 600).confidence_interval
     entry = result["perModel"][A]
-    assert entry["interval"]["method"] == "paired_bootstrap_percentile_fpc"
-    assert entry["interval"]["finitePopulationCorrection"] == pytest.approx(fpc, rel=1e-5)
-    assert entry["interval"]["lower"] == pytest.approx(np.percentile(scaled, tail), abs=1e-6)
-    assert entry["interval"]["upper"] == pytest.approx(np.percentile(scaled, 100 - tail), abs=1e-6)
-    plain = ref.confidence_interval
-    assert entry["interval"]["upper"] - entry["interval"]["lower"] < plain.high - plain.low
-    value_ref = _value_reference(care_a, care_b, 600)
+    assert entry["interval"]["method"] == "paired_bootstrap_percentile"
+    assert entry["interval"]["finitePopulationCorrection"] is None
+    assert entry["interval"]["lower"] == pytest.approx(ref.low, abs=1e-6)
+    assert entry["interval"]["upper"] == pytest.approx(ref.high, abs=1e-6)
+    value_ref = _value_reference(care_a, care_b, 600).confidence_interval
     care = result["values"][A]["Care"]
-    scaled_value = care["delta"] + fpc * (value_ref.bootstrap_distribution - care["delta"])
-    assert care["interval"]["lower"] == pytest.approx(np.percentile(scaled_value, tail), abs=1e-5)
-    assert care["interval"]["upper"] == pytest.approx(
-        np.percentile(scaled_value, 100 - tail), abs=1e-5
-    )
-    # What the figures rest on: both bases, a warning, and how the correction was applied.
+    assert care["interval"]["method"] == "paired_bootstrap_percentile"
+    assert care["interval"]["lower"] == pytest.approx(value_ref.low, abs=1e-6)
+    assert care["interval"]["upper"] == pytest.approx(value_ref.high, abs=1e-6)
+    # What the figures rest on: both bases, a warning, and that no correction applies.
     assert result["samples"]["pairedPopulation"] == total
     assert result["samples"]["baseline"]["basis"] == "based on 25 % sample: 60 of 240 scenarios"
     sampled = [w for w in result["warnings"] if w["code"] == "SAMPLED_RUN"]
     assert len(sampled) == 1 and "baseline based on 25 % sample: 60 of 240" in sampled[0]["message"]
-    assert "sqrt((N - n)/(N - 1))" in result["methodsUsed"]["finitePopulationCorrection"]
-    assert result["methodsUsed"]["deltaInterval"] == "paired_bootstrap_percentile_fpc"
+    assert "no finite-population correction" in sampled[0]["recommendation"]
+    assert result["methodsUsed"]["finitePopulationCorrection"] is None
+    assert "unbounded population" in result["methodsUsed"]["scenarioPopulation"]
+    assert result["methodsUsed"]["deltaInterval"] == "paired_bootstrap_percentile"
 
 
-def test_a_full_run_against_a_sample_of_another_version_uses_the_smaller_population() -> None:
+def test_a_full_run_against_a_sample_of_every_shared_scenario_is_not_zero_width() -> None:
+    """Every pairable scenario paired (fpc would be 0): the interval keeps its width."""
     bases = (SampleBasis(100, 60, 60), SampleBasis(50, 60, 120))
     a, b, *_ = _pair(60, 3, sample=bases)
     result = strict_json(compare(a, b, bootstrap=200))
-    assert result["samples"]["pairedPopulation"] == 60  # every pairable scenario was paired
-    assert result["perModel"][A]["interval"]["finitePopulationCorrection"] == 0
-    assert result["perModel"][A]["interval"]["lower"] == result["perModel"][A]["delta"]
+    assert result["samples"]["pairedPopulation"] == 60
+    interval = result["perModel"][A]["interval"]
+    assert interval["finitePopulationCorrection"] is None
+    assert interval["lower"] < result["perModel"][A]["delta"] < interval["upper"]
 
 
-def test_unknown_population_is_said_and_not_corrected() -> None:
+@pytest.mark.parametrize(("percentage", "sampled"), [(50, 100), (90, 180)], ids=["50%", "90%"])
+def test_expanding_the_compared_run_to_every_scenario_does_not_widen_the_intervals(
+    percentage: int, sampled: int
+) -> None:
+    """A full baseline against a sample of `sampled` of 200 scenarios, then against the
+    sample expanded: the same pairs plus the rest of the scenarios, which repeat the first
+    ones' pairs. Neither interval widens and none has zero width (scaling the sample's
+    deviations by fpc made the 90 % sample's interval 3× narrower than its expansion's)."""
+    total = 200
+    rng = np.random.default_rng(7)
+    base = rng.integers(1, 6, sampled)
+    moved = np.clip(base + rng.choice([-1, 0, 1, 1, 2], sampled), 1, 5)
+    care_a, care_b = rng.random(sampled) < 0.6, rng.random(sampled) < 0.35
+    extra = total - sampled
+
+    def run(decisions: np.ndarray, care: np.ndarray, sample: SampleBasis):  # type: ignore[no-untyped-def]
+        decisions = np.concatenate([decisions, decisions[:extra]])[: sample.scenarios]
+        care = np.concatenate([care, care[:extra]])[: sample.scenarios]
+        return run_of(
+            [(A, f"s{k:03d}", int(d)) for k, d in enumerate(decisions)],
+            values=[(["Care"], ["Honesty"]) if c else (["Honesty"], ["Care"]) for c in care],
+            sample=sample,
+        )
+
+    every = SampleBasis(100, total, total)
+    baseline = run(base, care_a, every)
+    part = strict_json(
+        compare(baseline, run(moved, care_b, SampleBasis(percentage, sampled, total)))
+    )
+    full = strict_json(compare(baseline, run(moved, care_b, every)))
+    assert (part["perModel"][A]["n"], full["perModel"][A]["n"]) == (sampled, total)
+    for before, after in (
+        (part["perModel"][A]["interval"], full["perModel"][A]["interval"]),
+        (part["values"][A]["Care"]["interval"], full["values"][A]["Care"]["interval"]),
+    ):
+        assert 0 < after["upper"] - after["lower"] < before["upper"] - before["lower"]
+
+
+def test_an_unknown_population_gives_no_paired_population() -> None:
     bases = (SampleBasis(25, 60, None), SampleBasis(25, 60, 240))
     a, b, *_ = _pair(60, 4, sample=bases)
     result = strict_json(compare(a, b, bootstrap=100))
-    codes = {w["code"] for w in result["warnings"]}
-    assert {"SAMPLED_RUN", "POPULATION_UNKNOWN"} <= codes
+    assert result["samples"]["pairedPopulation"] is None
+    assert "SAMPLED_RUN" in {w["code"] for w in result["warnings"]}
     assert result["perModel"][A]["interval"]["method"] == "paired_bootstrap_percentile"
 
 

@@ -89,7 +89,10 @@ def test_analyze_compare_experiment_and_lineage(cli: Invoke, tmp_path: Path) -> 
     assert "baseline: based on 20 % sample: 5 of 27 scenarios" in shown
     assert "SAMPLED_RUN" in shown
     assert result["samples"]["pairedPopulation"] == 27
-    assert result["perModel"]["scripted:utilitarian"]["interval"]["method"].endswith("_fpc")
+    # The paired delta's unit is a scenario's mean difference: no finite-population correction.
+    interval = result["perModel"]["scripted:utilitarian"]["interval"]
+    assert interval["method"] == "paired_bootstrap_percentile"
+    assert interval["finitePopulationCorrection"] is None
 
     made = cli("experiments", "create", "--name", "agreeable", "--baseline", a, "--json")
     assert made.exit_code == 0, made.stdout

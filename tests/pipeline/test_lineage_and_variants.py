@@ -56,7 +56,7 @@ async def test_lineage_walks_past_a_version_without_results_to_a_grandchild(
     assert comparison["samples"]["pairedPopulation"] == 27
     assert "SAMPLED_RUN" in {w["code"] for w in comparison["warnings"]}
     for entry in comparison["perModel"].values():
-        assert entry["interval"]["method"] == "paired_bootstrap_percentile_fpc"
+        assert entry["interval"]["method"] == "paired_bootstrap_percentile"  # no fpc: paired.py
     assert {frozenset(row["versions"]) for row in lineage["aligned"]} == {
         frozenset({root, grandchild.version.id})
     }

@@ -154,7 +154,7 @@ def effective_size(fit: TwoStage) -> FloatArray:
 def design_factor(fit: TwoStage) -> FloatArray:
     """√(v / v_between): what the finite population does to a scenario-level standard error
     (1 with one sample per scenario or an unknown N). A scenario bootstrap's deviations
-    times this factor (`intervals.fpc_scaled`) get the same correction as an analytic one."""
+    times this factor get the same correction as an analytic one."""
     with np.errstate(invalid="ignore", divide="ignore"):
         factor = np.sqrt(fit.variance / fit.between)
     result: FloatArray = np.where(np.isfinite(factor), factor, 1.0)

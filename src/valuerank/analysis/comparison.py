@@ -13,8 +13,9 @@ its value counts are summed per scenario, and the bootstrap and permutations res
 swap whole scenarios, so more samples of a scenario never count as more pairs. The
 scenarios where the models moved most are listed. Models only one run has are named, not
 compared. When either run is a sample, each run's basis is stated (`samples`, a
-SAMPLED_RUN warning) and the intervals carry the finite-population correction over the
-scenarios the pairs are drawn from (sampling.paired_population).
+SAMPLED_RUN warning); the intervals carry no finite-population correction (paired.py: the
+scenarios count as a sample of an unbounded population), and `samples.pairedPopulation` says
+how many scenarios the pairs are drawn from (sampling.paired_population).
 
 Each model's draws come from their own random streams, seeded by the comparison's seed, the
 model id and the purpose: a model's intervals do not change when another model is added.
@@ -34,17 +35,18 @@ from valuerank.analysis.basic import CODE_VERSION
 from valuerank.analysis.data import AnalysisInput, FloatArray
 from valuerank.analysis.intervals import Correction, adjust
 from valuerank.analysis.output import AnalysisWarning, clean
-from valuerank.analysis.paired import decision_delta, value_deltas
-from valuerank.analysis.sampling import SampleBasis, fpc_of, paired_population
+from valuerank.analysis.paired import INTERVAL_METHOD, decision_delta, value_deltas
+from valuerank.analysis.sampling import SampleBasis, paired_population
 
 BOOTSTRAP = 1000
 SEED = 20240612
 DIVERGED_LIMIT = 10
 SMALL_PAIRED = 10
-FPC_HOW = (
-    "each bootstrap draw's deviation from the estimate is multiplied by sqrt((N - n)/(N - 1)),"
-    " n the model's pairs, N the scenarios the pairs are drawn from (the smaller of the two "
-    "runs' populations), before the percentiles are taken"
+POPULATION_HOW = (
+    "no finite-population correction: a scenario's mean difference keeps the models' "
+    "randomness when every scenario is run, so the scenarios count as a sample of an "
+    "unbounded population (conservative; expanding a run never widens an interval in "
+    "expectation)"
 )
 
 
@@ -93,9 +95,8 @@ def stream(seed: int, model: str, purpose: int) -> np.random.Generator:
 
 
 def _value_deltas(
-    i: int, a: _Side, b: _Side, values: list[str], model: str, seed: int, draws: int,
-    population: int | None,
-) -> dict[str, Any]:  # fmt: skip
+    i: int, a: _Side, b: _Side, values: list[str], model: str, seed: int, draws: int
+) -> dict[str, Any]:
     pairs = (a.judged[i] > 0) & (b.judged[i] > 0)
     n = int(pairs.sum())
     if n == 0:
@@ -109,7 +110,6 @@ def _value_deltas(
         boot_rng=stream(seed, model, 1),
         perm_rng=stream(seed, model, 2),
         draws=draws,
-        fpc=fpc_of(population, n),
     )
 
 
@@ -179,31 +179,22 @@ def _coverage_warnings(
 def pair_basis_warnings(
     baseline: SampleBasis | None, comparison: SampleBasis | None
 ) -> list[AnalysisWarning]:
-    """SAMPLED_RUN naming each run's basis when either is a sample (POPULATION_UNKNOWN when
-    its population is not known: no correction then)."""
+    """SAMPLED_RUN naming each run's basis when either is a sample."""
     if not any(s is not None and s.sampled for s in (baseline, comparison)):
         return []
     bases = "; ".join(
         f"{side} {'(basis unknown)' if s is None else s.basis}"
         for side, s in (("baseline", baseline), ("comparison", comparison))
     )
-    found = [
+    return [
         AnalysisWarning(
             "SAMPLED_RUN",
             f"At least one run is a sample: {bases}",
-            "Intervals use the finite-population correction; expand the runs "
+            "Intervals treat the scenarios as a sample of an unbounded population (no "
+            "finite-population correction); expand the runs "
             "(`valuerank runs expand RUN --sample-percentage 100`) for the full figures",
         )
     ]
-    if paired_population(baseline, comparison) is None:
-        found.append(
-            AnalysisWarning(
-                "POPULATION_UNKNOWN",
-                "The number of scenarios a sampled run was drawn from is unknown",
-                "Intervals are not corrected for the finite population",
-            )
-        )
-    return found
 
 
 def compare(
@@ -232,11 +223,8 @@ def compare(
     per_model: dict[str, Any] = {}
     per_value: dict[str, Any] = {}
     for i, model in enumerate(shared_models):
-        decided = int((~np.isnan(a.cells[i]) & ~np.isnan(b.cells[i])).sum())
-        per_model[model] = decision_delta(
-            a.cells[i], b.cells[i], stream(seed, model, 0), bootstrap, fpc_of(population, decided)
-        )
-        per_value[model] = _value_deltas(i, a, b, values, model, seed, bootstrap, population)
+        per_model[model] = decision_delta(a.cells[i], b.cells[i], stream(seed, model, 0), bootstrap)
+        per_value[model] = _value_deltas(i, a, b, values, model, seed, bootstrap)
         if 0 < per_model[model]["n"] < SMALL_PAIRED:
             warnings.append(
                 AnalysisWarning(
@@ -292,9 +280,9 @@ def compare(
         },
         "methodsUsed": {
             "pairing": "scenario_id",
-            "deltaInterval": "paired_bootstrap_percentile"
-            + ("_fpc" if population is not None else ""),
-            "finitePopulationCorrection": FPC_HOW if population is not None else None,
+            "deltaInterval": INTERVAL_METHOD,
+            "finitePopulationCorrection": None,
+            "scenarioPopulation": POPULATION_HOW,
             "decisionTest": "wilcoxon_signed_rank",
             "changedDecisions": "mcnemar_or_stuart_maxwell",
             "mcnemar": "exact_binomial_below_25_discordant_else_chi2_uncorrected",

@@ -8,8 +8,10 @@ strengths with cluster-robust intervals and separated values reported as such (v
 the most contested scenarios, and insights in words, none from a figure that is degenerate
 by construction (insights.py). The optional narrative is written later by a
 model (the `summarize` job) and stored next to these figures. A sampled run's deep section
-states its basis (`sample`, SAMPLED_RUN) and its correlation and Bradley–Terry intervals carry
-the finite-population correction (`methodsUsed.finitePopulationCorrection` says how).
+states its basis (`sample`, SAMPLED_RUN); its correlation and Bradley–Terry intervals carry no
+finite-population correction (one figure per scenario, or judgments pooled over scenarios,
+cannot separate the scenarios' spread from the models' own variance): the scenarios count as
+a sample of an unbounded population (`methodsUsed.scenarioPopulation`).
 `bootstrap` is accepted for callers: nothing here is bootstrapped any more.
 """
 
@@ -39,6 +41,12 @@ from valuerank.analysis.structure import outliers, pca
 from valuerank.analysis.values import BOOTSTRAP, METHOD, bradley_terry
 
 DEEP_CONTESTED = 10
+SCENARIO_POPULATION = (
+    "no finite-population correction: correlations and Bradley-Terry strengths cannot separate "
+    "the scenarios' spread from the models' own variance, which persists when every scenario "
+    "is run, so the scenarios count as a sample of an unbounded population (conservative; "
+    "expanding a run never widens these intervals in expectation)"
+)
 
 
 def deep_agreement(
@@ -83,7 +91,6 @@ def analyze_deep(
     """The deep analysis of `data` (strict-JSON-ready); `basic` feeds the insights."""
     started = time.perf_counter()
     cells = data.cell_means()
-    fpc = None if data.sample is None else data.sample.fpc
     agreement, warnings = deep_agreement(data.models, cells, alpha)
     strengths, bt_warnings = bradley_terry(data)
     deep: dict[str, Any] = {
@@ -98,24 +105,19 @@ def analyze_deep(
             "mahalanobis": "minimum_covariance_determinant_chi2_0.975",
             "isolationForest": "sklearn_isolation_forest_auto",
             "jackknife": "rms_consensus_shift_modified_z_3.5",
-            "correlation": "pearson_spearman_fisher_z_bonett_wright"
-            + ("_fpc" if fpc is not None else ""),
+            "correlation": "pearson_spearman_fisher_z_bonett_wright",
             "correlationLibrary": "scipy.stats.pearsonr (r, p, interval), spearmanr (rho, p)",
             "kappa": "cohen_quadratic_weights",
             "krippendorff": "ordinal",
             "decisionCodes": "a cell's mean decision rounded to the nearest code; a mean "
             "halfway between two codes counts half for each (no rounding half up)",
-            "bradleyTerry": METHOD + ("_fpc" if fpc is not None else ""),
+            "bradleyTerry": METHOD,
             "bradleyTerrySeparation": "strengths on the largest strongly connected set of "
             "values; the others are separated: strength and interval null, `direction` "
             "above/below/null",
             "bootstrapDraws": None,
-            "finitePopulationCorrection": None
-            if fpc is None
-            else (
-                f"fpc = sqrt((N - n)/(N - 1)) = {fpc:.6g}: correlation intervals' half-width "
-                "on the Fisher-z scale times fpc; Bradley-Terry standard errors times fpc"
-            ),
+            "finitePopulationCorrection": None,
+            "scenarioPopulation": SCENARIO_POPULATION,
             "alpha": alpha,
             "codeVersion": CODE_VERSION,
         },

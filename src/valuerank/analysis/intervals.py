@@ -6,9 +6,9 @@ whole [0, 1], a sample too small for an interval gives None — never NaN.
 
 The per-model figures of a run take the scenario as the unit and weigh the finite population
 into their variance (clustered.py): Wilson's interval at Kish's effective size (`effective`),
-a t interval of the two-stage variance. A bootstrap over scenarios gets the same correction by
-scaling its deviations from the estimate (`fpc_scaled`, with the factor
-`clustered.design_factor`, or the scenario-level `fpc` of sampling.py).
+a t interval of the two-stage variance. Figures that cannot separate the within- from the
+between-scenario variance (comparison bootstraps, Bradley–Terry, correlations) take no
+correction: their scenarios count as a sample of an unbounded population.
 """
 
 from __future__ import annotations
@@ -85,17 +85,6 @@ def correlation_interval(
     z = math.atanh(r)
     half = z_of(level) * se
     return math.tanh(z - half), math.tanh(z + half)
-
-
-def fpc_scaled(draws: FloatArray, estimate: Any, fpc: Any) -> FloatArray:
-    """Bootstrap draws with their deviations from the estimate multiplied by `fpc` (a factor,
-    or factors broadcasting over the draws' trailing axes): the bootstrap standard error (and
-    every percentile's distance from the estimate) scales as an analytic standard error
-    would — by sampling.fpc_of, or by clustered.design_factor when samples repeat a scenario."""
-    if fpc is None:
-        return draws
-    scaled: FloatArray = estimate + fpc * (draws - estimate)
-    return scaled
 
 
 def percentile_interval(draws: FloatArray, level: float = LEVEL) -> tuple[Any, Any]:

@@ -8,9 +8,13 @@
   (each scenario's two sides swapped; every swap enumerated when there are at most as many
   as draws, as scipy's `permutation_test` does) and Cohen's h.
 
-For sampled runs an interval's bootstrap deviations from the estimate are multiplied by the
-finite-population correction (`fpc_scaled`). Tests are not corrected: they ask whether the
-models behave differently, not what the full runs would show.
+No finite-population correction, for sampled runs either: the unit is a scenario's mean
+difference, whose models' randomness persists when every scenario is run, and one mean per
+scenario cannot tell it apart from the scenarios' spread. The scenarios count as a sample of
+an unbounded population (conservative): expanding the runs never widens an interval in
+expectation, and a comparison of every scenario never has a zero-width one (multiplying the
+deviations by fpc gave both). Tests ask whether the models behave differently, not what the
+full runs would show.
 
 Every test says whether it `canReject`: False when nothing differs between the two runs
 (every paired difference 0, no decision changed, a value's counts equal in every pair), so
@@ -29,19 +33,10 @@ from statsmodels.stats.contingency_tables import SquareTable, mcnemar
 
 from valuerank.analysis.agreement import code_matrix, paired_dz
 from valuerank.analysis.data import FloatArray
-from valuerank.analysis.intervals import (
-    LEVEL,
-    cohens_h,
-    fpc_scaled,
-    interpret_d,
-    percentile_interval,
-)
+from valuerank.analysis.intervals import LEVEL, cohens_h, interpret_d, percentile_interval
 
 EXACT_MCNEMAR_BELOW = 25  # discordant pairs: the binomial test below, χ² from here on
-
-
-def interval_method(fpc: float | None) -> str:
-    return "paired_bootstrap_percentile" + ("_fpc" if fpc is not None else "")
+INTERVAL_METHOD = "paired_bootstrap_percentile"
 
 
 def rank_biserial(diff: FloatArray) -> float | None:
@@ -106,11 +101,11 @@ def changed_decisions(a: FloatArray, b: FloatArray) -> dict[str, Any]:
 
 
 def mean_delta_interval(
-    diff: FloatArray, rng: np.random.Generator, draws: int, fpc: float | None
+    diff: FloatArray, rng: np.random.Generator, draws: int
 ) -> tuple[float, float]:
     """The paired percentile bootstrap interval of the mean difference (scipy's
-    `bootstrap` over the pairs; its distribution scaled by `fpc` for a sampled run). One
-    pair: every resample is that pair, the interval its difference."""
+    `bootstrap` over the pairs). One pair: every resample is that pair, the interval its
+    difference."""
     if diff.size < 2:
         return float(diff.mean()), float(diff.mean())
     with pywarnings.catch_warnings():
@@ -118,13 +113,12 @@ def mean_delta_interval(
         result = stats.bootstrap(
             (diff,), np.mean, n_resamples=draws, method="percentile", vectorized=True, rng=rng
         )
-    boot = fpc_scaled(result.bootstrap_distribution, float(diff.mean()), fpc)
-    lower, upper = percentile_interval(boot)
+    lower, upper = percentile_interval(result.bootstrap_distribution)
     return float(lower), float(upper)
 
 
 def decision_delta(
-    a: FloatArray, b: FloatArray, rng: np.random.Generator, draws: int, fpc: float | None
+    a: FloatArray, b: FloatArray, rng: np.random.Generator, draws: int
 ) -> dict[str, Any]:
     """A model's mean decision in both runs over the scenarios it decided in both."""
     pairs = ~np.isnan(a) & ~np.isnan(b)
@@ -137,7 +131,7 @@ def decision_delta(
                 "wilcoxon": {"statistic": None, "pValue": None, "canReject": False},
                 "effectSize": {"dz": None, "rankBiserial": None, "interpretation": "undefined"},
                 "changedDecisions": changed_decisions(x, y)}  # fmt: skip
-    lower, upper = mean_delta_interval(diff, rng, draws, fpc)
+    lower, upper = mean_delta_interval(diff, rng, draws)
     statistic, p = wilcoxon(diff)
     dz = paired_dz(y, x)
     return {
@@ -149,8 +143,8 @@ def decision_delta(
             "lower": lower,
             "upper": upper,
             "level": LEVEL,
-            "method": interval_method(fpc),
-            "finitePopulationCorrection": fpc,
+            "method": INTERVAL_METHOD,
+            "finitePopulationCorrection": None,
         },
         "wilcoxon": {"statistic": statistic, "pValue": p, "canReject": bool(np.any(diff != 0))},
         "effectSize": {
@@ -196,7 +190,6 @@ def value_deltas(
     boot_rng: np.random.Generator,
     perm_rng: np.random.Generator,
     draws: int,
-    fpc: float | None,
 ) -> dict[str, Any]:
     """Per value: the win-rate delta over n judged pairs (arrays (n, values): prioritised
     and deprioritised counts per scenario, baseline a and comparison b), its interval, the
@@ -216,7 +209,7 @@ def value_deltas(
     observed = comparison_rate - base_rate
     weights = resample_weights(n, draws, boot_rng)
     boot = win(weights @ pb, weights @ db) - win(weights @ pa, weights @ da)
-    lower, upper = percentile_interval(fpc_scaled(boot, observed, fpc))
+    lower, upper = percentile_interval(boot)
     swaps, exact = side_swaps(n, draws, perm_rng)
     keep = 1 - swaps
     null = win(keep @ pb + swaps @ pa, keep @ db + swaps @ da) - win(
@@ -239,8 +232,8 @@ def value_deltas(
                 "lower": float(lower[k]),
                 "upper": float(upper[k]),
                 "level": LEVEL,
-                "method": interval_method(fpc),
-                "finitePopulationCorrection": fpc,
+                "method": INTERVAL_METHOD,
+                "finitePopulationCorrection": None,
             },
             "pValue": float(p_values[k]),
             "test": "paired_permutation_exact" if exact else "paired_permutation",

@@ -23,7 +23,11 @@ loses every resample is separated too, and the intervals collapsed onto the esti
 simulated runs whose three samples per scenario repeat one comparison, these intervals
 cover the true strengths 95.5 % of the time (intervals counting the samples as independent
 comparisons: 73 %; tests/analysis/test_values.py).
-For a sampled run the standard errors are multiplied by the finite-population correction.
+No finite-population correction: the strengths are fitted on judgments pooled over every
+scenario, so the scenarios' spread cannot be told apart from the judgments' own variance, which
+persists when every scenario is run. The scenarios count as a sample of an unbounded population
+(conservative): expanding a run never widens these intervals in expectation (a sampled run's
+standard errors times fpc made its expansion to 100 % widen them, up to 3×).
 Fewer than two scenarios with comparisons in the core, or scenarios that each balance out on
 their own (a zero standard error): no interval (BRADLEY_TERRY_NO_INTERVAL).
 """
@@ -144,7 +148,7 @@ def per_scenario(scenario_idx: Any, per_transcript: FloatArray) -> FloatArray:
 
 
 def _model_fit(
-    names: list[str], total: FloatArray, sub: FloatArray, fpc: float | None
+    names: list[str], total: FloatArray, sub: FloatArray
 ) -> tuple[dict[str, Any], list[str]]:
     """One model's entry over its involved values, and the problems met ("separated",
     "no_interval")."""
@@ -159,8 +163,6 @@ def _model_fit(
         # Every scenario balanced on its own (scores all 0): the sandwich has no spread to
         # measure, and a zero-width interval would claim certainty.
         se, covariance = None, None
-    if se is not None and fpc is not None:
-        se = se * fpc
     z = z_of(0.95)
     position = {int(v): n for n, v in enumerate(core.tolist())}
     values: dict[str, Any] = {}
@@ -218,7 +220,6 @@ def bradley_terry(
     result: dict[str, Any] = {}
     if not data.values:
         return result, warnings
-    fpc = None if data.sample is None else data.sample.fpc
     tensor = comparison_tensor(data.value_status)
     for i, model in enumerate(data.models):
         rows = np.flatnonzero((data.model_idx == i) & data.judged)
@@ -230,7 +231,7 @@ def bradley_terry(
             continue
         sub = per_scenario(data.scenario_idx[rows], per_transcript[:, involved][:, :, involved])
         names = [data.values[v] for v in involved.tolist()]
-        values, problems = _model_fit(names, total[np.ix_(involved, involved)], sub, fpc)
+        values, problems = _model_fit(names, total[np.ix_(involved, involved)], sub)
         warnings += [_warning(model, problem, values) for problem in problems]
         result[model] = {
             "comparisons": int(total.sum()),
