@@ -15,11 +15,14 @@ from valuerank.definitions.service import import_definition
 from valuerank.findings.comparisons import create_comparison
 from valuerank.formats.transcript_md import Transcript, Turn
 from valuerank.orgs import ensure_org
+from valuerank.report.svg import svg_cache
+from valuerank.rubrics import import_rubric
 from valuerank.runs.config import RunConfig
 from valuerank.runs.records import TranscriptRecord, insert_transcript
 from valuerank.runs.service import Run, create_run, run_scenario_ids
 
 from .conftest import DEMO, Browsing
+from .test_runs_pages import RUBRIC, UTIL, demo_definition, launch, until_terminal, worker
 
 EVIL = "<script>alert('x')</script>"
 MODELS = ("scripted:utilitarian", "scripted:deontologist", "scripted:contrarian")
@@ -181,3 +184,105 @@ async def test_runs_without_transcripts_have_empty_states(
     assert compared.status_code == 200 and "NO_SHARED_SCENARIOS" in compared.text
     itself = await browser.get("/compare", params={"baseline": a.id, "comparison": a.id})
     assert itself.status_code == 422 and "give two different runs" in itself.text
+
+
+async def judged_run(db: Database, org_id: str) -> Run:
+    """A run of three scenarios on a scripted model, read by two scripted judges against the
+    values rubric by a real worker. The judges always prioritise the same values, so every
+    win rate is exactly 0 or 1; at three scenarios the stored Wilson lower end of a 0 is
+    5.6e-17 (floating-point rounding), past its point: the issue's input."""
+    definition = await demo_definition(db, org_id)
+    async with db.transaction() as conn:
+        await import_rubric(conn, org_id, RUBRIC.read_text(), name="values")
+    run = await launch(
+        db,
+        org_id,
+        definition,
+        models=(UTIL,),
+        judge_models=("scripted:centrist", "scripted:agreeable"),
+        sample_percentage=12,
+        sample_seed=5,
+        name="judged",
+    )
+    async with worker(db):
+        report = await until_terminal(db, org_id, run.id)
+    assert report.run.status.value == "completed" and report.transcripts == 3
+    return run
+
+
+def win_rate_rows(html: str) -> dict[tuple[str, str], tuple[str, str]]:
+    """The page's win-rate table: (model, value) -> (win rate, interval) as shown."""
+    start = html.index('<table id="win-rates"')
+    rows = ET.fromstring(html[start : html.index("</table>", start) + 8]).findall("./tbody/tr")
+    return {
+        (r.get("data-model", ""), r.get("data-value", "")): (
+            "".join(r[2].itertext()),
+            "".join(r[3].itertext()),
+        )
+        for r in rows
+    }
+
+
+def expected_rows(analysis: dict[str, Any]) -> dict[tuple[str, str], tuple[str, str]]:
+    """The same table from the API's analysis, formatted as the page formats numbers."""
+
+    def fmt(x: float | None) -> str:
+        return "–" if x is None else f"{x:.2f}"
+
+    return {
+        (model, value): (
+            fmt(e["winRate"]),
+            f"{fmt(e['confidenceInterval']['lower'])} – {fmt(e['confidenceInterval']['upper'])}",
+        )
+        for model, stats in analysis["perModel"].items()
+        for value, e in stats["values"].items()
+    }
+
+
+async def test_a_judged_run_with_win_rates_of_zero_and_one(
+    browser: httpx.AsyncClient, db: Database, org_id: str
+) -> None:
+    """Issue 20: every win rate exactly 0 or 1, a stored interval end a rounding error past
+    its point (the page answered 500). Served twice: the second time the figures come from
+    the cache."""
+    run = await judged_run(db, org_id)
+    # Cold: the analysis is computed and the figures drawn (seconds on a loaded CI machine).
+    page = await browser.get(f"/runs/{run.id}/analysis", timeout=60)
+    assert page.status_code == 200, page.text[-500:]
+    api = (await browser.get(f"/api/runs/{run.id}/analysis")).json()
+    analysis = api["data"]
+    rates = {e["winRate"] for s in analysis["perModel"].values() for e in s["values"].values()}
+    assert rates == {0.0, 1.0}
+    labels = [f.get("aria-label") for f in svgs(page.text)]
+    assert "Value win rates per model with 95% intervals" in labels
+    shown = win_rate_rows(page.text)
+    assert shown == expected_rows(analysis) and len(shown) >= 2
+    assert "win rates need judges" not in page.text and "FIGURE_FAILED" not in page.text
+
+    cached_before = len(svg_cache)
+    again = await browser.get(f"/runs/{run.id}/analysis")
+    assert again.status_code == 200 and "· cached</p>" in again.text
+    assert len(svg_cache) == cached_before  # nothing new rendered
+    assert [ET.tostring(f) for f in svgs(again.text)] == [ET.tostring(f) for f in svgs(page.text)]
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # a browser: one DB
+async def test_win_rates_of_zero_and_one_in_a_browser(
+    ui: Browsing, db: Database, org_id: str
+) -> None:
+    run = await judged_run(db, org_id)
+    page = await ui.open(f"/runs/{run.id}/analysis")
+    assert await page.locator("#fig-win-rates svg").count() == 1
+    label = await page.locator("#fig-win-rates svg").get_attribute("aria-label")
+    assert label == "Value win rates per model with 95% intervals"
+    api = await page.request.get(f"{ui.site.url}/api/runs/{run.id}/analysis")
+    assert api.status == 200
+    expected = expected_rows((await api.json())["data"])
+    shown = {}
+    for row in await page.locator("#win-rates tbody tr").all():
+        key = (await row.get_attribute("data-model"), await row.get_attribute("data-value"))
+        rate = await row.locator('[data-field="winRate"]').inner_text()
+        interval = await row.locator('[data-field="interval"]').inner_text()
+        shown[key] = (rate, interval)
+    assert shown == expected and {rate for rate, _ in shown.values()} == {"0.00", "1.00"}
+    await ui.screenshot("analysis-win-rates-0-1")

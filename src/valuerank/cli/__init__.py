@@ -50,6 +50,10 @@ COMMANDS: dict[str, Entry] = {
         "analyze_cmd",
         "Compare two runs paired on scenario identity: deltas, intervals, tests, divergences.",
     ),
+    "report": Entry(
+        "report_cmd",
+        "A run's findings as one self-contained HTML file (inline SVG, no network, printable).",
+    ),
     "db": Entry("db_cmd", "Database schema: upgrade and inspect."),
     "formats": Entry("formats_cmd", "The original ValueRank CLI's file formats."),
     "definitions": Entry(

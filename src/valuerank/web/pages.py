@@ -28,6 +28,7 @@ def install(app: FastAPI) -> None:
         pages_auth,
         pages_definitions,
         pages_queue,
+        pages_report,
         pages_runs,
         pages_settings,
         pages_transcripts,
@@ -41,6 +42,7 @@ def install(app: FastAPI) -> None:
         pages_queue,
         pages_definitions,
         pages_analysis,
+        pages_report,
         pages_settings,
         pages_validation,
     ):

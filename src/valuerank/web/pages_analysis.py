@@ -3,8 +3,9 @@ with intervals, PCA, agreement heat map, dimension effects, outliers, contested 
 comparing two runs (deltas with intervals and significance as a forest plot, the most
 divergent scenarios), experiments and the lineage results of a definition.
 
-The figures are the analysis package's own (analysis/plots.py) rendered as inline SVG; the
-data comes from the services the API and CLI call. Queuing work (a deep analysis, a
+The figures are the analysis package's own (analysis/plots.py) rendered as inline SVG, once
+per analysis (report/svg.cached_analysis_svgs); the data comes from the services the API
+and CLI call. Queuing work (a deep analysis, a
 background comparison) happens in the page's JavaScript through the API."""
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ from valuerank.findings.analyses import run_analysis
 from valuerank.findings.comparisons import Comparison, compare_runs, get_comparison
 from valuerank.findings.lineage import lineage_results
 from valuerank.pipeline.experiments import experiment_report, list_experiments
+from valuerank.report.svg import cached_analysis_svgs, figure_key, forest_svg
 from valuerank.runs.service import get_run
-from valuerank.web.svg_charts import analysis_svgs, forest_svg
 from valuerank.web.templating import templates
 
 router = APIRouter(include_in_schema=False)
@@ -33,7 +34,7 @@ RefQuery = Annotated[str | None, Query(max_length=100)]
 
 
 def _markup(svgs: dict[str, str]) -> dict[str, Markup]:
-    # matplotlib escapes the texts it writes (web/svg_charts.figure_svg): safe to embed.
+    # matplotlib escapes the texts it writes (report/svg.figure_svg): safe to embed.
     return {name: Markup(svg) for name, svg in svgs.items()}
 
 
@@ -44,7 +45,8 @@ async def analysis_page(request: Request, run_id: str, ctx: Viewer) -> Response:
     async with ctx.db.transaction() as conn:
         run = await get_run(conn, ctx.org_id, outcome.run_id)
     basic = outcome.analysis
-    svgs = await asyncio.to_thread(analysis_svgs, basic, deep)
+    key = figure_key(ctx.org_id, outcome.run_id, outcome.input_hash, deep is not None)
+    svgs, _ = await asyncio.to_thread(cached_analysis_svgs, key, basic, deep)
     return templates.TemplateResponse(
         request,
         "analysis.html",

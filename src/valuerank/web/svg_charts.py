@@ -1,63 +1,15 @@
-"""SVG for the research pages: the analysis package's matplotlib figures made inline-safe, and
-the definition version tree drawn here (forks as branches, runs hanging under their version).
+"""The definition version tree as SVG (forks as branches, runs hanging under their version).
 
-Every text is escaped (matplotlib escapes what it writes; the tree escapes its own labels);
-ids are prefixed so several figures can share one page.
+Every label is escaped here. The analysis figures' SVG is `valuerank.report.svg`.
 """
 
 from __future__ import annotations
 
-import io
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
-from typing import Any
 
-from matplotlib import rc_context
-from matplotlib.figure import Figure
-
-from valuerank.analysis.plots import analysis_figures, comparison_forest
 from valuerank.versioning import TreeNode
-
-_PROLOG = re.compile(r"^.*?(?=<svg)", re.DOTALL)
-_SIZE = re.compile(r'(<svg[^>]*?)\s(width|height)="[^"]*"')
-_ID_REFS = re.compile(r'(id="|url\(#|href="#)')
-_STYLE_ELEMENT = re.compile(r"<style[^>]*>.*?</style>|<metadata>.*?</metadata>", re.DOTALL)
-_STYLE_ATTR = re.compile(r'\sstyle="([^"]*)"')
-_FONT = re.compile(r"^([\d.]+px)\s+(.+)$")
-
-
-def _attributes(match: re.Match[str]) -> str:
-    """`style="fill: #fff; font: 10px 'DejaVu Sans'"` as presentation attributes: the
-    pages' Content-Security-Policy allows no inline styles."""
-    attrs = []
-    for declaration in match.group(1).split(";"):
-        name, _, value = declaration.partition(":")
-        name, value = name.strip(), value.strip()
-        if not name or not value:
-            continue
-        font = _FONT.match(value) if name == "font" else None
-        if font:
-            attrs += [("font-size", font.group(1)), ("font-family", font.group(2))]
-        elif name != "font":
-            attrs.append((name, value))
-    return "".join(f' {name}="{value}"' for name, value in attrs)
-
-
-def figure_svg(fig: Figure, prefix: str, label: str) -> str:
-    """`fig` as an inline `<svg>` (text kept as text, ids prefixed, scales with its box)."""
-    buffer = io.StringIO()
-    with rc_context({"svg.fonttype": "none", "svg.hashsalt": prefix}):
-        fig.savefig(buffer, format="svg")
-    svg = _PROLOG.sub("", buffer.getvalue(), count=1)
-    while _SIZE.search(svg[: svg.index(">") + 1]):  # let CSS size it (viewBox kept)
-        svg = _SIZE.sub(r"\1", svg, count=1)
-    svg = _ID_REFS.sub(lambda m: f"{m.group(1)}{prefix}-", svg)
-    svg = _STYLE_ATTR.sub(_attributes, _STYLE_ELEMENT.sub("", svg))
-    return svg.replace(
-        "<svg ", f'<svg class="chart figure" role="img" aria-label="{escape(label)}" ', 1
-    )
 
 
 @dataclass(frozen=True)
@@ -144,24 +96,3 @@ def version_tree_svg(
             )
     parts.append("</svg>")
     return "".join(parts)
-
-
-def analysis_svgs(basic: Mapping[str, Any], deep: Mapping[str, Any] | None) -> dict[str, str]:
-    """The analysis package's figures of a run as inline SVG, by name (blocking: matplotlib)."""
-    figures = analysis_figures(basic, deep)
-    labels = {
-        "value_sensitivity": "Value sensitivity: decision points per level, 95% intervals",
-        "win_rates": "Value win rates per model with 95% intervals",
-        "agreement_heatmap": "Model agreement heat map (Spearman rho)",
-        "dimension_effects": "Dimension effects (eta squared)",
-        "pca_scatter": "Models on the first two principal components",
-    }
-    return {
-        name: figure_svg(fig, name.replace("_", "-"), labels[name]) for name, fig in figures.items()
-    }
-
-
-def forest_svg(result: Mapping[str, Any]) -> str:
-    """The forest plot of a comparison's decision deltas (blocking: matplotlib)."""
-    label = "Decision delta per model with 95% intervals; red: significant"
-    return figure_svg(comparison_forest(result), "forest", label)
