@@ -16,8 +16,9 @@ import pytest
 
 import valuerank.formats
 import valuerank.queue
+import valuerank.queue.outbox
 
-PACKAGES = [valuerank.formats, valuerank.queue]
+PACKAGES = [valuerank.formats, valuerank.queue, valuerank.queue.outbox]
 
 
 def fresh_json(code: str) -> object:

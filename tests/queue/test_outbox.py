@@ -6,13 +6,16 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
+from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import pytest
 from sqlalchemy import select, update
 from standardwebhooks import Webhook
+from tests.conftest import serve_on_loopback
 
 from valuerank.crypto import SecretCipher, SecretKeyMissing, generate_key
 from valuerank.db.tables import events, outbox, webhooks
@@ -409,3 +412,36 @@ async def test_listing_by_several_statuses(kit: Kit, receiver: Receiver) -> None
             await list_outbox(conn, kit.org_id, status=["dead", "lost"])
     assert sorted(r.status for r in both) == ["dead", "pending"]
     assert len(every) == 3
+
+
+@pytest.mark.parametrize("form", ["seconds", "http-date"])
+async def test_a_receivers_retry_after_is_honoured_in_either_form(kit: Kit, form: str) -> None:
+    """503 with `Retry-After: 300` or the HTTP date 300 s ahead: the next attempt waits it (the
+    backoff alone would retry after 0.01 s); the one parser the providers' 429s use."""
+
+    class Busy(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            self.send_response(503)
+            when = (
+                "300"
+                if form == "seconds"
+                else format_datetime(datetime.now(UTC) + timedelta(seconds=300), usegmt=True)
+            )
+            self.send_header("Retry-After", when)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    with serve_on_loopback(Busy) as base:
+        await _hook(kit, f"{base}/hook")
+        await _event(kit)
+        report = await deliver_due(kit.db, timeout=5, backoff_base=0.01, rng=Ceiling())
+    assert report.retried == 1
+    async with kit.db.transaction() as conn:
+        (row,) = await list_outbox(conn, kit.org_id)
+    assert row.last_status_code == 503
+    wait = row.next_attempt_at - row.created_at
+    assert timedelta(seconds=290) < wait < timedelta(seconds=310)

@@ -31,3 +31,14 @@ def test_the_dialect_helpers_load_without_the_rest_of_the_queue_or_psycopg() -> 
         "    if m.startswith('valuerank.queue.') or m.split('.')[0] == 'psycopg')))"
     )
     assert loaded == ["valuerank.queue.dialect"]
+
+
+def test_the_outbox_statuses_load_without_its_http_client_or_signing() -> None:
+    # The metrics and the maintenance read the statuses; the outbox's other steps stay unloaded.
+    loaded = fresh_json(
+        "import json, sys\n"
+        "from valuerank.queue.outbox import DELIVERED, OUTBOX_STATUSES\n"
+        "print(json.dumps(sorted(m for m in sys.modules\n"
+        "    if m.startswith('valuerank.queue.') or m in ('urllib.request', 'valuerank.crypto'))))"
+    )
+    assert loaded == ["valuerank.queue.outbox", "valuerank.queue.outbox.statuses"]

@@ -32,7 +32,6 @@ from valuerank.queue.ratelimit import (
     bucket_key,
     bucket_state,
     configure_bucket,
-    parse_duration,
     refill,
     reset_from_headers,
 )
@@ -67,80 +66,7 @@ def test_adaptive_steps() -> None:
     assert rl.grow_concurrency(8, None) == 9
 
 
-@pytest.mark.parametrize(
-    ("text", "seconds"),
-    [
-        ("1s", 1.0),
-        ("6m0s", 360.0),
-        ("120ms", 0.12),
-        ("1h2m3.5s", 3723.5),
-        ("0.5s", 0.5),
-        ("20", 20.0),
-        ("2.5", 2.5),
-        ("17ms", 0.017),
-        ("1m", 60.0),
-        ("", None),
-        ("soon", None),
-        ("5x", None),
-        ("1s junk", None),
-    ],
-)
-def test_parse_duration(text: str, seconds: float | None) -> None:
-    if seconds is None:
-        assert parse_duration(text) is None
-    else:
-        assert parse_duration(text) == pytest.approx(seconds)
-
-
-NOW = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
-
-
-@pytest.mark.parametrize(
-    ("headers", "seconds"),
-    [
-        ({"Retry-After": "7"}, 7.0),
-        ({"retry-after": "1.5"}, 1.5),
-        ({"Retry-After": "Thu, 02 Jan 2025 03:04:35 GMT"}, 30.0),
-        ({"Retry-After": "Thu, 02 Jan 2025 03:00:00 GMT"}, 0.0),  # in the past
-        ({"retry-after-ms": "250", "retry-after": "1"}, 0.25),
-        ({"Retry-After": "3", "x-ratelimit-reset-requests": "6m0s"}, 3.0),  # retry-after wins
-        ({"x-ratelimit-reset-requests": "1s", "x-ratelimit-reset-tokens": "6m0s"}, 360.0),
-        ({"x-ratelimit-reset-tokens": "120ms"}, 0.12),
-        (
-            {
-                "x-ratelimit-remaining-requests": "0",
-                "x-ratelimit-remaining-tokens": "5000",
-                "x-ratelimit-reset-requests": "2s",
-                "x-ratelimit-reset-tokens": "6m0s",
-            },
-            2.0,  # only the exhausted limit counts
-        ),
-        ({"anthropic-ratelimit-requests-reset": "2025-01-02T03:04:15Z"}, 10.0),
-        ({"anthropic-ratelimit-tokens-reset": "2025-01-02T03:05:05+00:00"}, 60.0),
-        (
-            {
-                "anthropic-ratelimit-requests-remaining": "0",
-                "anthropic-ratelimit-requests-reset": "2025-01-02T03:04:06Z",
-                "anthropic-ratelimit-input-tokens-reset": "2025-01-02T03:05:05Z",
-            },
-            1.0,
-        ),
-        ({"anthropic-ratelimit-output-tokens-reset": "2025-01-02T03:04:05.5Z"}, 0.5),
-        ([("Retry-After", "4")], 4.0),  # pairs, as from http.client
-        ({"content-type": "application/json"}, None),
-        ({"Retry-After": "garbage"}, None),
-        ({"x-ratelimit-reset-requests": "later"}, None),
-    ],
-)
-def test_reset_from_headers(headers: Any, seconds: float | None) -> None:
-    got = reset_from_headers(headers, now=NOW)
-    if seconds is None:
-        assert got is None
-    else:
-        assert got == pytest.approx(seconds)
-
-
-# -- helpers on the database ----------------------------------------------------------------------
+# Parsing a 429's headers (`reset_from_headers`): tests/test_ratelimit_headers.py.
 
 
 async def _configure(kit: Kit, provider: str, model: str = "", **kw: Any) -> str:

@@ -223,3 +223,67 @@ def retry_failed(
         print_json({"requeued": len(ids), "job_ids": ids})
     else:
         console.print(f"requeued {len(ids)} failed job(s)")
+
+
+class SqlShape(StrEnum):
+    all = "all"
+    general = "general"
+    fast = "fast"
+    alone = "alone"
+
+
+class SqlDialect(StrEnum):
+    postgresql = "postgresql"
+    sqlite = "sqlite"
+
+
+@app.command("sql")
+def sql(
+    shape: SqlShape = typer.Option(
+        SqlShape.all,
+        "--shape",
+        help="PostgreSQL: general (caps or rate limits apply), fast (none do, events written "
+        "in the same statement), alone (fast, run in autocommit) or all.",
+    ),
+    n: int = typer.Option(8, "-n", "--jobs", min=1, help="Jobs to claim."),
+    kinds: list[str] | None = typer.Option(
+        None, "--kind", help="A kind the claimer runs (repeat it; default: any kind)."
+    ),
+    window: int | None = typer.Option(
+        None, "--window", min=1, help="Candidates read per partition (default: n + the slack)."
+    ),
+    dialect: SqlDialect = typer.Option(SqlDialect.postgresql, "--dialect"),
+    compact: bool = typer.Option(
+        False, "--compact", help="Exactly the text sent: one line, no comments."
+    ),
+) -> None:
+    """Print the claiming statement(s) a worker runs, part by part with comments (needs no
+    database). `:worker_id` and `:lease_seconds` stay parameters."""
+    # Here: the claim's statements load SQLAlchemy's compiler, which no other command needs.
+    from valuerank.queue.claim_pg import ClaimShape, statement_text
+    from valuerank.queue.claim_sql import claim_statement, claim_window, pg_sql
+    from valuerank.queue.settings import QueueSettings
+
+    kinds_key = None if not kinds else tuple(kinds)
+    if dialect is SqlDialect.sqlite:
+        from sqlalchemy.dialects import sqlite
+
+        statement = claim_statement(
+            "sqlite", n=n, worker_id=":worker_id", lease_seconds=30.0, kinds=kinds
+        )
+        compiled = statement.compile(
+            dialect=sqlite.dialect(), compile_kwargs={"literal_binds": True}
+        )
+        typer.echo(str(compiled).replace("':worker_id'", ":worker_id"))
+        return
+    slack = QueueSettings.model_fields["claim_window_slack"].default
+    width = window if window is not None else claim_window(n, 0, slack)
+    shapes = list(ClaimShape) if shape is SqlShape.all else [ClaimShape(shape.value)]
+    for i, one in enumerate(shapes):
+        if i:
+            typer.echo("")
+        if compact:
+            typer.echo(pg_sql(one, n, kinds_key, width) + ";")
+            continue
+        typer.echo(f"-- {one.value}: claim up to {n} job(s), {width} candidate(s) per partition")
+        typer.echo(statement_text(one, n, kinds_key, width, comments=True) + ";")

@@ -21,8 +21,8 @@ from valuerank.db.engine import Database
 from valuerank.db.tables import rate_buckets
 from valuerank.queue.ratelimit import (
     BucketState,
+    LiveBucket,
     Reservation,
-    _Live,
     load_buckets,
     resolve,
     seconds_until_tokens,
@@ -69,7 +69,7 @@ async def try_reserve_request(
     state = (await load_buckets(conn, [key], lock=True)).get(key)
     if state is None:  # removed since the read above: no limit any more
         return None
-    live = _Live.of(state)
+    live = LiveBucket.of(state)
     if live.take(0.0):
         await write_reservations(conn, Reservation(granted=[key], live={key: live}))
         return None

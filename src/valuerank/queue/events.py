@@ -380,10 +380,10 @@ async def notify_webhooks(
     type: EventType | str,
     data: Mapping[str, Any],
 ) -> None:
-    """Webhook notifications of an event, in the same transaction (see queue/outbox.py)."""
+    """Webhook notifications of an event, in the same transaction (see queue/outbox/)."""
     # Here, not with the module: the outbox brings the webhooks' signing (cryptography) and
     # HTTP, which a command that only reads a run's events never needs.
-    from valuerank.queue.outbox import enqueue_notifications
+    from valuerank.queue.outbox.notify import enqueue_notifications
 
     topic = str(type)
     for publish in _publishers:

@@ -59,7 +59,7 @@ from valuerank.queue.events import (
     recount_partition,
 )
 from valuerank.queue.ids import new_id
-from valuerank.queue.outbox import DELIVERED
+from valuerank.queue.outbox.statuses import DELIVERED
 from valuerank.queue.prune import delete_batch, prune_events, prune_jobs
 from valuerank.queue.reaper import reap
 from valuerank.queue.settings import QueueSettings

@@ -32,7 +32,8 @@ from valuerank.db.tables import maintenance_alerts, outbox
 from valuerank.queue.dialect import as_utc, iso, upsert
 from valuerank.queue.ids import new_id
 from valuerank.queue.maintenance import MaintenanceRun
-from valuerank.queue.outbox import DEAD, DELIVERED, PENDING, enqueue_notifications
+from valuerank.queue.outbox.notify import enqueue_notifications
+from valuerank.queue.outbox.statuses import DEAD, DELIVERED, PENDING
 
 ALERT_TOPIC = "maintenance.anomaly"
 DEFAULT_TOLERANCE = 2.0  # intervals between passes before a gap is a missed schedule

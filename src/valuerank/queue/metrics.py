@@ -28,7 +28,7 @@ from valuerank.db.engine import Database
 from valuerank.db.tables import job_errors, jobs, maintenance_runs, outbox
 from valuerank.queue.dialect import db_now, db_now_plus, seconds_since
 from valuerank.queue.errors import ErrorCategory
-from valuerank.queue.outbox import OUTBOX_STATUSES
+from valuerank.queue.outbox.statuses import OUTBOX_STATUSES
 from valuerank.queue.states import JobStatus
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"

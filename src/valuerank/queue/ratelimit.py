@@ -38,11 +38,9 @@ Lock order everywhere: job rows, then bucket rows, then slot rows.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
-from email.utils import parsedate_to_datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import and_, func, insert, not_, select, update
@@ -54,6 +52,10 @@ from valuerank.queue.dialect import as_utc, db_now, seconds_since, to_db, upsert
 from valuerank.queue.job import Job
 from valuerank.queue.settings import unlimited_if_zero
 from valuerank.queue.slots import SlotScope, model_key, provider_key, remove_cap, set_cap
+
+# For handlers that call an HTTP API themselves: the wait a 429's headers name (the one
+# parser, shared with the provider adapters; see `valuerank.ratelimit_headers`).
+from valuerank.ratelimit_headers import parse_duration, reset_from_headers
 
 CLEAN_COMPLETIONS_TO_GROW = 20
 """Clean completions in a row after which an adaptive bucket's concurrency grows by one."""
@@ -94,105 +96,6 @@ def cut_concurrency(limit: int, floor: int) -> int:
 def grow_concurrency(limit: int, ceiling: int | None) -> int:
     """The concurrency after enough clean completions: one more, up to `ceiling`."""
     return limit + 1 if ceiling is None or limit < ceiling else limit
-
-
-_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|h|m|s)")
-_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-def parse_duration(text: str) -> float | None:
-    """Seconds in an OpenAI/Go style duration ("1s", "6m0s", "120ms", "1h2m3.5s") or a
-    bare number of seconds; None if it is neither."""
-    text = text.strip().lower()
-    if not text:
-        return None
-    try:
-        return max(float(text), 0.0)
-    except ValueError:
-        pass
-    pos = 0
-    total = 0.0
-    for match in _DURATION_PART.finditer(text):
-        if match.start() != pos:
-            return None
-        total += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
-        pos = match.end()
-    return total if pos == len(text) and pos > 0 else None
-
-
-def _parse_instant(text: str) -> datetime | None:
-    """An RFC 3339 timestamp or an HTTP date, as an aware datetime; None otherwise."""
-    text = text.strip()
-    try:
-        value = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
-        try:
-            value = parsedate_to_datetime(text)
-        except (TypeError, ValueError, IndexError):
-            return None
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
-
-
-def _until(text: str, now: datetime) -> float | None:
-    instant = _parse_instant(text)
-    return None if instant is None else max((instant - now).total_seconds(), 0.0)
-
-
-def reset_from_headers(
-    headers: Mapping[str, str] | Iterable[tuple[str, str]], *, now: datetime | None = None
-) -> float | None:
-    """Seconds until a provider's rate limit resets, from its response headers; None if unsaid.
-
-    `retry-after-ms` then `retry-after` (seconds or an HTTP date) win. Otherwise the reset
-    headers: OpenAI's `x-ratelimit-reset-requests` / `-tokens` (durations such as "1s",
-    "6m0s", "120ms") and Anthropic's `anthropic-ratelimit-*-reset` (RFC 3339). When a
-    matching `…remaining…` header says 0, only the exhausted limits' resets count; the
-    longest of the counted resets is returned.
-    """
-    now = now or datetime.now(UTC)
-    items = headers.items() if isinstance(headers, Mapping) else headers
-    h = {str(k).strip().lower(): str(v).strip() for k, v in items}
-    if "retry-after-ms" in h:
-        try:
-            return max(float(h["retry-after-ms"]) / 1000.0, 0.0)
-        except ValueError:
-            pass
-    if "retry-after" in h:
-        value = h["retry-after"]
-        try:
-            return max(float(value), 0.0)
-        except ValueError:
-            seconds = _until(value, now)
-            if seconds is not None:
-                return seconds
-    resets: dict[str, float] = {}  # limit name → seconds
-    exhausted: set[str] = set()
-    for name, value in h.items():
-        for prefix in ("x-ratelimit-", "anthropic-ratelimit-"):
-            if not name.startswith(prefix):
-                continue
-            rest = name[len(prefix) :]
-            if prefix == "x-ratelimit-" and rest.startswith("reset-"):
-                seconds = parse_duration(value)
-                if seconds is None:
-                    seconds = _until(value, now)
-                if seconds is not None:
-                    resets[prefix + rest[len("reset-") :]] = seconds
-            elif prefix == "x-ratelimit-" and rest.startswith("remaining-"):
-                if value in ("0", "0.0"):
-                    exhausted.add(prefix + rest[len("remaining-") :])
-            elif rest.endswith("-reset"):
-                seconds = _until(value, now)
-                if seconds is None:
-                    seconds = parse_duration(value)
-                if seconds is not None:
-                    resets[prefix + rest[: -len("-reset")]] = seconds
-            elif rest.endswith("-remaining") and value in ("0", "0.0"):
-                exhausted.add(prefix + rest[: -len("-remaining")])
-    if not resets:
-        return None
-    counted = [s for limit, s in resets.items() if limit in exhausted] or list(resets.values())
-    return max(counted)
 
 
 # -- bucket state -------------------------------------------------------------------------------
@@ -519,8 +422,10 @@ def exclusion_clauses(
 
 
 @dataclass
-class _Live:
-    """A bucket's contents during one claim round (pure bookkeeping)."""
+class LiveBucket:
+    """A bucket's contents while requests are reserved from it (pure bookkeeping): during
+    one claim round (`plan_reservations`), or for one further call of a running job
+    (`call_reserve`)."""
 
     state: BucketState
     requests: float | None
@@ -530,7 +435,7 @@ class _Live:
     tokens_taken: float = 0.0
 
     @classmethod
-    def of(cls, state: BucketState) -> _Live:
+    def of(cls, state: BucketState) -> LiveBucket:
         return cls(
             state, state.available_requests, state.available_tokens, state.open_at(state.now)
         )
@@ -562,7 +467,7 @@ class Reservation:
     granted: list[str] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
     refused_buckets: set[str] = field(default_factory=set)
-    live: dict[str, _Live] = field(default_factory=dict)
+    live: dict[str, LiveBucket] = field(default_factory=dict)
 
 
 def plan_reservations(
@@ -575,7 +480,7 @@ def plan_reservations(
     Once a bucket refuses a job it refuses the rest of the round (first come, first served:
     a large job is not overtaken forever by small ones). Jobs without a bucket are granted.
     """
-    plan = Reservation(live={k: _Live.of(s) for k, s in buckets.items()})
+    plan = Reservation(live={k: LiveBucket.of(s) for k, s in buckets.items()})
     for job in claimed:
         key = resolve(buckets, job.provider, job.model, job_credential(job.payload))
         if key is None:
@@ -774,6 +679,7 @@ async def block_bucket(conn: AsyncConnection, bucket: BucketState | str, seconds
 __all__ = [
     "CLEAN_COMPLETIONS_TO_GROW",
     "BucketState",
+    "LiveBucket",
     "Reservation",
     "block_bucket",
     "bucket_key",

@@ -49,7 +49,7 @@ from valuerank.queue import lease as leases
 from valuerank.queue.claim import claim
 from valuerank.queue.job import Job
 from valuerank.queue.maintenance import Chore, MaintenanceRun, run_maintenance
-from valuerank.queue.outbox import DeliveryReport, deliver_due
+from valuerank.queue.outbox.settling import DeliveryReport, deliver_due
 from valuerank.queue.pending import seconds_until_due
 from valuerank.queue.ratelimit import seconds_until_reopen
 from valuerank.queue.reaper import reap
