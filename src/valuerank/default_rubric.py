@@ -15,7 +15,7 @@ import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -23,8 +23,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from valuerank import versioning
 from valuerank.db.tables import rubrics
 from valuerank.errors import NotFoundError
-from valuerank.formats.rubric import Rubric, parse_rubric
-from valuerank.rubrics import get_rubric, import_rubric, rubric_content_hash
+
+if TYPE_CHECKING:
+    from valuerank.formats.rubric import Rubric
 
 DEFAULT_RUBRIC_NAME = "valuerank-default"
 # `source_file` of the versions imported from the package: tells them from a user's own
@@ -40,12 +41,17 @@ def default_rubric_text() -> str:
 
 @functools.cache
 def default_rubric() -> Rubric:
+    # The parser (and YAML) load only when the default is read: `runs status` never does.
+    from valuerank.formats.rubric import parse_rubric
+
     rubric, _ = parse_rubric(default_rubric_text(), source=PACKAGED_SOURCE)
     return rubric
 
 
 @functools.cache
 def default_rubric_hash() -> str:
+    from valuerank.rubrics import rubric_content_hash
+
     return rubric_content_hash(default_rubric().to_dict())
 
 
@@ -91,7 +97,7 @@ def judge_rubric_of(version: versioning.Version) -> JudgeRubric:
         id=version.id,
         name=version.name,
         version_label=version.version_label,
-        values=len(Rubric.from_dict(version.content).values),
+        values=len(version.content.get("values") or {}),  # the stored rubric's value map
         default=_is_packaged(version),
     )
 
@@ -105,7 +111,7 @@ async def _newest(conn: AsyncConnection, org_id: str) -> versioning.Version | No
             .limit(1)
         )
     ).first()
-    return None if row is None else await get_rubric(conn, org_id, str(row[0]))
+    return None if row is None else await versioning.get_version(conn, rubrics, org_id, str(row[0]))
 
 
 async def rubric_for_judges(conn: AsyncConnection, org_id: str, *, store: bool) -> JudgeRubric:
@@ -116,6 +122,8 @@ async def rubric_for_judges(conn: AsyncConnection, org_id: str, *, store: bool) 
     if newest is not None and not _is_packaged(newest):
         return judge_rubric_of(newest)
     if store:
+        from valuerank.rubrics import import_rubric
+
         imported = await import_rubric(
             conn,
             org_id,
@@ -136,6 +144,6 @@ async def run_judge_rubric(
     if rubric_id is None:
         return None
     try:
-        return judge_rubric_of(await get_rubric(conn, org_id, rubric_id))
+        return judge_rubric_of(await versioning.get_version(conn, rubrics, org_id, rubric_id))
     except NotFoundError:  # deleted since (the run keeps its id)
         return None
