@@ -29,7 +29,7 @@ from valuerank.analysis.sensitivity import value_sensitivity
 
 # Bump whenever a figure would come out differently: cached analyses of another version are
 # recomputed.
-CODE_VERSION = "1.2.0"
+CODE_VERSION = "1.3.0"
 ALPHA = 0.05
 
 VARIANTS = (
