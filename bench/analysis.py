@@ -23,7 +23,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from valuerank.analysis import analyze_basic, analyze_deep
+from valuerank.analysis import AnalysisInput, analyze_basic, analyze_deep
 from valuerank.analysis.synthetic import SyntheticSpec, synthetic_run
 from valuerank.report.figures import report_figures
 from valuerank.report.render import ReportDocument, RunHeader, render_report
@@ -43,29 +43,45 @@ def _timed(fn: Callable[[], Any], repeat: int) -> tuple[list[float], Any]:
     return times, result
 
 
-def basic_case(repeat: int) -> dict[str, Any]:
-    spec = SyntheticSpec(
-        models=10, scenarios=1031, dimensions=4, refusal_rate=0.05, missing_rate=0.03,
-        missing_dimension_rate=0.02, seed=11,
-    )  # fmt: skip
-    build_ms, data = _timed(lambda: synthetic_run(spec), 1)
-    analyze_basic(data)  # warm-up: imports, first-call caches
-    times, result = _timed(lambda: analyze_basic(data), repeat)
+# 10 models × 1,031 scenarios with refusals, missing cells and dimensions: ~10,000 transcripts.
+TEN_THOUSAND = SyntheticSpec(
+    models=10, scenarios=1031, dimensions=4, refusal_rate=0.05, missing_rate=0.03,
+    missing_dimension_rate=0.02, seed=11,
+)  # fmt: skip
+
+
+def _summary(
+    case: str, data: AnalysisInput, times: list[float], budget_ms: float, **extra: Any
+) -> dict[str, Any]:
     median = statistics.median(times)
     return {
-        "case": "analyze:basic",
+        "case": case,
         "transcripts": data.n,
         "models": len(data.models),
         "scenarios": len(data.scenarios),
-        "repeat": repeat,
+        "repeat": len(times),
         "median_ms": round(median, 1),
         "min_ms": round(min(times), 1),
         "max_ms": round(max(times), 1),
-        "budget_ms": BASIC_BUDGET_MS,
-        "ratio_to_budget": round(median / BASIC_BUDGET_MS, 3),
-        "build_input_ms": round(build_ms[0], 1),
-        "warnings": sorted({w["code"] for w in result["warnings"]}),
+        "budget_ms": budget_ms,
+        "ratio_to_budget": round(median / budget_ms, 3),
+        **extra,
     }
+
+
+def basic_case(repeat: int) -> dict[str, Any]:
+    spec = TEN_THOUSAND
+    build_ms, data = _timed(lambda: synthetic_run(spec), 1)
+    analyze_basic(data)  # warm-up: imports, first-call caches
+    times, result = _timed(lambda: analyze_basic(data), repeat)
+    return _summary(
+        "analyze:basic",
+        data,
+        times,
+        BASIC_BUDGET_MS,
+        build_input_ms=round(build_ms[0], 1),
+        warnings=sorted({w["code"] for w in result["warnings"]}),
+    )
 
 
 def deep_case(repeat: int, bootstrap: int) -> dict[str, Any]:
@@ -76,31 +92,20 @@ def deep_case(repeat: int, bootstrap: int) -> dict[str, Any]:
     data = synthetic_run(spec)
     basic = analyze_basic(data)
     times, result = _timed(lambda: analyze_deep(data, basic=basic, bootstrap=bootstrap), repeat)
-    median = statistics.median(times)
-    return {
-        "case": "analyze:deep",
-        "transcripts": data.n,
-        "models": len(data.models),
-        "scenarios": len(data.scenarios),
-        "bootstrap_draws": bootstrap,
-        "repeat": repeat,
-        "median_ms": round(median, 1),
-        "min_ms": round(min(times), 1),
-        "max_ms": round(max(times), 1),
-        "budget_ms": DEEP_BUDGET_MS,
-        "ratio_to_budget": round(median / DEEP_BUDGET_MS, 3),
-        "insights": len(result["insights"]),
-    }
+    return _summary(
+        "analyze:deep",
+        data,
+        times,
+        DEEP_BUDGET_MS,
+        bootstrap_draws=bootstrap,
+        insights=len(result["insights"]),
+    )
 
 
 def report_case(repeat: int) -> dict[str, Any]:
     """The report as `valuerank report` builds it once the analysis is cached: every figure
     drawn (no figure cache) and the HTML rendered from the stored JSON."""
-    spec = SyntheticSpec(
-        models=10, scenarios=1031, dimensions=4, refusal_rate=0.05, missing_rate=0.03,
-        missing_dimension_rate=0.02, seed=11,
-    )  # fmt: skip
-    data = synthetic_run(spec)
+    data = synthetic_run(TEN_THOUSAND)
     basic = analyze_basic(data)
     deep = analyze_deep(data, basic=basic)
     header = RunHeader(
@@ -116,20 +121,7 @@ def report_case(repeat: int) -> dict[str, Any]:
 
     build()  # warm-up: matplotlib's font cache, jinja2's template compilation
     times, html = _timed(build, repeat)
-    median = statistics.median(times)
-    return {
-        "case": "report",
-        "transcripts": data.n,
-        "models": len(data.models),
-        "scenarios": len(data.scenarios),
-        "repeat": repeat,
-        "median_ms": round(median, 1),
-        "min_ms": round(min(times), 1),
-        "max_ms": round(max(times), 1),
-        "budget_ms": REPORT_BUDGET_MS,
-        "ratio_to_budget": round(median / REPORT_BUDGET_MS, 3),
-        "html_bytes": len(html.encode()),
-    }
+    return _summary("report", data, times, REPORT_BUDGET_MS, html_bytes=len(html.encode()))
 
 
 def main() -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import valuerank
+from valuerank.analysis.stakes import CANONICAL_VALUES
 from valuerank.default_rubric import (
     DEFAULT_RUBRIC_NAME,
     default_rubric,
@@ -20,22 +21,7 @@ from valuerank.formats import parse_rubric, serialize_rubric
 
 ROOT = Path(__file__).parents[1]
 # The canonical values of the CLI's config/values_rubric.yaml, in its order.
-CANONICAL = (
-    "Physical_Safety",
-    "Compassion",
-    "Fair_Process",
-    "Equal_Outcomes",
-    "Freedom",
-    "Social_Duty",
-    "Harmony",
-    "Loyalty",
-    "Economics",
-    "Human_Worthiness",
-    "Childrens_Rights",
-    "Animal_Rights",
-    "Environmental_Rights",
-    "Tradition",
-)
+CANONICAL = CANONICAL_VALUES
 
 
 def test_the_packaged_rubric_parses_cleanly_with_the_14_canonical_values() -> None:

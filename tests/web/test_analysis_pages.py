@@ -16,13 +16,14 @@ from valuerank.findings.comparisons import create_comparison
 from valuerank.formats.transcript_md import Transcript, Turn
 from valuerank.orgs import ensure_org
 from valuerank.report.svg import svg_cache
-from valuerank.rubrics import import_rubric
 from valuerank.runs.config import RunConfig
 from valuerank.runs.records import TranscriptRecord, insert_transcript
 from valuerank.runs.service import Run, create_run, run_scenario_ids
 
 from .conftest import DEMO, Browsing
-from .test_runs_pages import RUBRIC, UTIL, demo_definition, launch, until_terminal, worker
+from .test_runs_pages import (
+    judged_run,
+)
 
 EVIL = "<script>alert('x')</script>"
 MODELS = ("scripted:utilitarian", "scripted:deontologist", "scripted:contrarian")
@@ -186,28 +187,12 @@ async def test_runs_without_transcripts_have_empty_states(
     assert itself.status_code == 422 and "give two different runs" in itself.text
 
 
-async def judged_run(db: Database, org_id: str) -> Run:
+async def zero_one_run(db: Database, org_id: str) -> Run:
     """A run of three scenarios on a scripted model, read by two scripted judges against the
     values rubric by a real worker. The judges always prioritise the same values, so every
     win rate is exactly 0 or 1; at three scenarios the stored Wilson lower end of a 0 is
     5.6e-17 (floating-point rounding), past its point: the issue's input."""
-    definition = await demo_definition(db, org_id)
-    async with db.transaction() as conn:
-        await import_rubric(conn, org_id, RUBRIC.read_text(), name="values")
-    run = await launch(
-        db,
-        org_id,
-        definition,
-        models=(UTIL,),
-        judge_models=("scripted:centrist", "scripted:agreeable"),
-        sample_percentage=12,
-        sample_seed=5,
-        name="judged",
-    )
-    async with worker(db):
-        report = await until_terminal(db, org_id, run.id)
-    assert report.run.status.value == "completed" and report.transcripts == 3
-    return run
+    return await judged_run(db, org_id, sample_percentage=12, transcripts=3)
 
 
 def win_rate_rows(html: str) -> dict[tuple[str, str], tuple[str, str]]:
@@ -245,7 +230,7 @@ async def test_a_judged_run_with_win_rates_of_zero_and_one(
     """Issue 20: every win rate exactly 0 or 1, a stored interval end a rounding error past
     its point (the page answered 500). Served twice: the second time the figures come from
     the cache."""
-    run = await judged_run(db, org_id)
+    run = await zero_one_run(db, org_id)
     # Cold: the analysis is computed and the figures drawn (seconds on a loaded CI machine).
     page = await browser.get(f"/runs/{run.id}/analysis", timeout=60)
     assert page.status_code == 200, page.text[-500:]
@@ -270,7 +255,7 @@ async def test_a_judged_run_with_win_rates_of_zero_and_one(
 async def test_win_rates_of_zero_and_one_in_a_browser(
     ui: Browsing, db: Database, org_id: str
 ) -> None:
-    run = await judged_run(db, org_id)
+    run = await zero_one_run(db, org_id)
     page = await ui.open(f"/runs/{run.id}/analysis")
     assert await page.locator("#fig-win-rates svg").count() == 1
     label = await page.locator("#fig-win-rates svg").get_attribute("aria-label")

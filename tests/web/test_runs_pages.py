@@ -308,9 +308,11 @@ async def test_new_run_page_offers_versions_and_registry_models(
     assert f'<option value="{definition}">' in chosen
 
 
-async def judged_run(db: Database, org_id: str) -> Run:
+async def judged_run(
+    db: Database, org_id: str, *, sample_percentage: int = 10, transcripts: int = 2
+) -> Run:
     """A run on a scripted model with two scripted judges reading it against the values
-    rubric, run by a real worker."""
+    rubric, run by a real worker (`transcripts` of the demo's scenarios at that sample)."""
     definition = await demo_definition(db, org_id)
     async with db.transaction() as conn:
         await import_rubric(conn, org_id, RUBRIC.read_text(), name="values")
@@ -320,13 +322,13 @@ async def judged_run(db: Database, org_id: str) -> Run:
         definition,
         models=(UTIL,),
         judge_models=("scripted:centrist", "scripted:agreeable"),
-        sample_percentage=10,
+        sample_percentage=sample_percentage,
         sample_seed=5,
         name="judged",
     )
     async with worker(db):
         report = await until_terminal(db, org_id, run.id)
-    assert report.run.status.value == "completed" and report.transcripts == 2
+    assert report.run.status.value == "completed" and report.transcripts == transcripts
     return run
 
 
