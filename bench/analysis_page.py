@@ -23,19 +23,17 @@ import asyncio
 import json
 import os
 import platform
-import socket
 import statistics
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from typing import Any
 
 import httpx
 
 from bench.analysis_memory import BASE_URL, seed
 from bench.scale import fresh_database
+from bench.server import start_server
 from valuerank.accounts.hashing import new_api_token
 
 BUDGET_MS = 300.0
@@ -74,28 +72,9 @@ async def _prepare(url: str, org_id: str, run_id: str) -> None:
         await db.dispose()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _start(url: str, org_id: str) -> tuple[subprocess.Popen[bytes], str]:
-    port = _free_port()
     env = {**os.environ, "VALUERANK_DATABASE_URL": url, "VALUERANK_RATE_LIMITS_ENABLED": "false"}
-    child = subprocess.Popen([sys.executable, "-c", SERVE, str(port), org_id], env=env)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"{base}/health", timeout=1) as answer:
-                if answer.status == 200:
-                    return child, base
-        except (urllib.error.URLError, OSError):
-            pass
-        time.sleep(0.1)
-    child.kill()
-    raise RuntimeError("the server did not start")
+    return start_server(lambda port: [sys.executable, "-c", SERVE, str(port), org_id], env)
 
 
 def _timed_get(client: httpx.Client, path: str, check: Any) -> float:

@@ -44,7 +44,6 @@ import json
 import os
 import platform
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -69,6 +68,7 @@ from bench.scale_measure import (
     vr_cmd,
     wait_rusage,
 )
+from bench.server import start_server
 from valuerank.client import API_TOKEN_ENV, API_URL_ENV
 
 BASE_URL = os.environ.get(
@@ -171,33 +171,10 @@ def shape_for(jobs: int) -> Shape:
 # -- one size ------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _start_server(env: dict[str, str]) -> tuple[subprocess.Popen[bytes], str]:
-    port = _free_port()
-    server = subprocess.Popen(
-        vr_cmd("serve", "--no-work", "--port", str(port)),
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+    return start_server(
+        lambda port: vr_cmd("serve", "--no-work", "--port", str(port)), env, timeout=120, quiet=True
     )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    try:
-        while time.monotonic() < deadline:
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{base}/health", timeout=1).status_code == 200:
-                    return server, base
-            time.sleep(0.2)
-        raise RuntimeError("valuerank serve did not start")
-    except BaseException:
-        server.kill()
-        server.wait()
-        raise
 
 
 def _start_workers(

@@ -30,19 +30,17 @@ import collections
 import json
 import os
 import random
-import socket
 import statistics
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from typing import Any
 
 import aiohttp
 import uvloop
 
 from bench.queue import Schema
+from bench.server import start_server
 from valuerank.accounts import Role, add_member, create_token
 from valuerank.accounts.hashing import new_api_token
 from valuerank.db import create_database
@@ -106,14 +104,7 @@ async def _seed(url: str, args: argparse.Namespace) -> list[tuple[int, str]]:
         await db.dispose()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _start(url: str, cache_seconds: float) -> tuple[subprocess.Popen[bytes], str]:
-    port = _free_port()
     env = {
         **os.environ,
         "VALUERANK_DATABASE_URL": url,
@@ -122,19 +113,7 @@ def _start(url: str, cache_seconds: float) -> tuple[subprocess.Popen[bytes], str
         # 429 within a second: the benchmark measures the reads, not the limiter.
         "VALUERANK_RATE_LIMITS_ENABLED": "false",
     }
-    child = subprocess.Popen([sys.executable, "-c", SERVE, str(port)], env=env)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"{base}/health", timeout=1) as answer:
-                if answer.status == 200:
-                    return child, base
-        except (urllib.error.URLError, OSError):
-            pass
-        time.sleep(0.1)
-    child.kill()
-    raise RuntimeError("the server did not start")
+    return start_server(lambda port: [sys.executable, "-c", SERVE, str(port)], env)
 
 
 def _percentile(values: list[float], q: float) -> float:
