@@ -116,8 +116,8 @@ def basis_warnings(sample: SampleBasis | None) -> list[AnalysisWarning]:
         AnalysisWarning(
             "SAMPLED_RUN",
             f"Figures are {sample.basis}",
-            "Intervals use the finite-population correction where samples repeat a "
-            "scenario; expand the run "
+            "Mean-decision and win-rate intervals use the finite-population correction where "
+            "samples repeat a scenario (other figures take none); expand the run "
             "(`valuerank runs expand RUN --sample-percentage 100`) for the full figures",
         )
     ]
