@@ -231,6 +231,10 @@ runs = Table(
     # The run's jobs maintenance pruned, per kind and status ({"probe": {"failed": 2}, …}):
     # its progress is the live jobs plus these (runs/pruned.py).
     Column("pruned_jobs", JSONDocument, nullable=False, server_default="{}"),
+    # Bumped in the same transaction as every write that changes what the run's analysis
+    # reads (runs/records.bump_inputs): a stored analysis of the same version is current
+    # without reading the transcripts (findings/analyses.py).
+    Column("inputs_version", Integer, nullable=False, server_default="0"),
     Index("ix_runs_org_id_definition_id", "org_id", "definition_id"),
     Index("ix_runs_org_id_created_at", "org_id", "created_at"),
 )
@@ -734,6 +738,8 @@ analyses = Table(
     Column("kind", String(16), nullable=False),  # basic | deep
     Column("input_hash", String(64), nullable=False),
     Column("code_version", String(32), nullable=False),
+    # The run's `inputs_version` read before its inputs were (None: stored before 0020).
+    Column("inputs_version", Integer, nullable=True),
     Column("result", JSONDocument, nullable=False),
     # The narrative a model wrote about a deep analysis (the `summarize` job), when asked.
     Column("narrative", Text, nullable=True),

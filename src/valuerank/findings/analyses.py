@@ -1,10 +1,13 @@
 """A run's analyses: computed once, stored in `analyses`, served while the inputs match.
 
-`run_analysis` is what the CLI, the API and the `analyze:*` jobs call. It loads the run's
-inputs (findings/loading.py), compares their hash and the code version with the stored row
-of that kind, and either serves the row (`cached`) or computes the analysis — in a thread,
-outside any transaction — and replaces the row. `force` recomputes regardless. The deep
-analysis sits under `analysis["deep"]`, with the narrative a model wrote about it when one did.
+`run_analysis` is what the CLI, the API and the `analyze:*` jobs call. A stored row records
+the run's `inputs_version` read before its inputs were (every write that changes them bumps
+it, runs/records.bump_inputs): while the run is still at that version and the code version
+matches, the row's input hash is the current one and the rows are served without reading a
+transcript. Otherwise the run's inputs are loaded (findings/loading.py), their hash compared
+with the stored rows, and each row either served (`cached`) or computed — in a thread,
+outside any transaction — and replaced. `force` recomputes regardless. The deep analysis sits
+under `analysis["deep"]`, with the narrative a model wrote about it when one did.
 """
 
 from __future__ import annotations
@@ -17,16 +20,16 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import select, update
+from sqlalchemy import or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.analysis import CODE_VERSION, analyze_basic, analyze_deep
 from valuerank.db.engine import Database
-from valuerank.db.tables import analyses
+from valuerank.db.tables import analyses, runs
 from valuerank.findings.loading import LoadedRun, load_run
 from valuerank.queue.dialect import iso, upsert
 from valuerank.queue.ids import new_id
-from valuerank.runs.service import get_run
+from valuerank.runs.service import Run, get_run
 
 Kind = Literal["basic", "deep"]
 BASIC: Kind = "basic"
@@ -43,9 +46,14 @@ class StoredAnalysis:
     narrative: str | None
     created_at: datetime
     duration_ms: float
+    inputs_version: int | None = None
 
-    def fresh_for(self, input_hash: str) -> bool:
+    def fresh_for(self, input_hash: str | None) -> bool:
         return self.input_hash == input_hash and self.code_version == CODE_VERSION
+
+    def current_at(self, inputs_version: int) -> bool:
+        """Computed from the inputs the run has now (no write since): its hash is current."""
+        return self.inputs_version == inputs_version and self.code_version == CODE_VERSION
 
 
 async def stored_analysis(
@@ -69,6 +77,7 @@ async def stored_analysis(
         narrative=row.narrative,
         created_at=row.created_at,
         duration_ms=float(row.duration_ms),
+        inputs_version=row.inputs_version,
     )
 
 
@@ -79,10 +88,14 @@ async def store_analysis(
     kind: Kind,
     input_hash: str,
     result: dict[str, Any],
+    inputs_version: int | None = None,
 ) -> None:
-    """Replace the run's analysis of `kind` (a new result has no narrative yet)."""
+    """Replace the run's analysis of `kind` (a new result has no narrative yet).
+    `inputs_version` must be the run's version read BEFORE the inputs were: a write that
+    lands in between then leaves the row behind the run's version, never marked current."""
     values = {
         "input_hash": input_hash,
+        "inputs_version": inputs_version,
         "code_version": CODE_VERSION,
         "result": result,
         "narrative": None,
@@ -168,23 +181,83 @@ class AnalysisOutcome:
         }
 
 
-async def _load(db: Database, org_id: str, ref: str) -> tuple[LoadedRun, dict[Kind, Any]]:
+@dataclass(frozen=True)
+class _Read:
+    """What a read found: the run, its inputs version (read before anything else), the
+    stored rows, the current input hash and the loaded inputs (None: not needed)."""
+
+    run: Run
+    version: int
+    stored: dict[Kind, StoredAnalysis | None]
+    input_hash: str
+    loaded: LoadedRun | None
+
+    def fresh(self, kind: Kind) -> StoredAnalysis | None:
+        row = self.stored[kind]
+        return row if row is not None and row.fresh_for(self.input_hash) else None
+
+    def inputs(self) -> LoadedRun:
+        assert self.loaded is not None, "loaded whenever a kind is to be computed"
+        return self.loaded
+
+
+async def _read(
+    db: Database, org_id: str, ref: str, needed: tuple[Kind, ...], *, force: bool = False
+) -> _Read:
+    """The run's stored analyses; its inputs loaded only when no stored row is current (to
+    learn the input hash) or a `needed` kind must be computed."""
     async with db.transaction() as conn:
         run = await get_run(conn, org_id, ref)
-        loaded = await load_run(conn, run)
+        version = int(
+            await conn.scalar(select(runs.c.inputs_version).where(runs.c.id == run.id)) or 0
+        )
         stored = {kind: await stored_analysis(conn, org_id, run.id, kind) for kind in (BASIC, DEEP)}
-    return loaded, stored
+        current = [row for row in stored.values() if row is not None and row.current_at(version)]
+        known = current[0].input_hash if current else None
+        stale = [k for k in needed if (row := stored[k]) is None or not row.fresh_for(known)]
+        if known is not None and not stale and not force:
+            return _Read(run, version, stored, known, None)
+        loaded = await load_run(conn, run)
+    read = _Read(run, version, stored, loaded.input_hash, loaded)
+    await _label(db, read)
+    return read
 
 
-async def _store(db: Database, loaded: LoadedRun, kind: Kind, result: dict[str, Any]) -> None:
+async def _label(db: Database, read: _Read) -> None:
+    """Record the version on the rows the load found current (stored before 0020, or before
+    a write that changed nothing they read), so the next read of them loads nothing."""
+    behind = [
+        kind
+        for kind, row in read.stored.items()
+        if row is not None and row.fresh_for(read.input_hash) and row.inputs_version != read.version
+    ]
+    if not behind:
+        return
     async with db.transaction(immediate=True) as conn:
-        await store_analysis(
-            conn, loaded.run.org_id, loaded.run.id, kind, loaded.input_hash, result
+        await conn.execute(
+            update(analyses)
+            .where(
+                analyses.c.run_id == read.run.id,
+                analyses.c.kind.in_(behind),
+                analyses.c.input_hash == read.input_hash,
+                or_(
+                    analyses.c.inputs_version.is_(None),
+                    analyses.c.inputs_version < read.version,
+                ),
+            )
+            .values(inputs_version=read.version)
         )
 
 
-def _with_meta(result: dict[str, Any], loaded: LoadedRun, cached: bool) -> dict[str, Any]:
-    meta = {**result.get("meta", {}), "runId": loaded.run.id, "inputHash": loaded.input_hash}
+async def _store(db: Database, read: _Read, kind: Kind, result: dict[str, Any]) -> None:
+    async with db.transaction(immediate=True) as conn:
+        await store_analysis(
+            conn, read.run.org_id, read.run.id, kind, read.input_hash, result, read.version
+        )
+
+
+def _with_meta(result: dict[str, Any], read: _Read, cached: bool) -> dict[str, Any]:
+    meta = {**result.get("meta", {}), "runId": read.run.id, "inputHash": read.input_hash}
     meta["cached"] = cached
     return {**result, "meta": meta}
 
@@ -195,30 +268,30 @@ async def run_analysis(
     """The run's basic analysis (and the deep one when `deep`), from the cache when fresh."""
     timings = Timings()
     with timings.measure("query"):
-        loaded, stored = await _load(db, org_id, ref)
-    outcome = AnalysisOutcome(loaded.run.id, loaded.input_hash, {}, cached=False, timings=timings)
-    basic_row = stored[BASIC]
-    if basic_row is not None and basic_row.fresh_for(loaded.input_hash) and not force:
+        read = await _read(db, org_id, ref, (BASIC, DEEP) if deep else (BASIC,), force=force)
+    outcome = AnalysisOutcome(read.run.id, read.input_hash, {}, cached=False, timings=timings)
+    basic_row = read.fresh(BASIC)
+    if basic_row is not None and not force:
         basic = basic_row.result
         outcome.cached = True
     else:
         with timings.measure("analysis"):
-            basic = await asyncio.to_thread(analyze_basic, loaded.data)
+            basic = await asyncio.to_thread(analyze_basic, read.inputs().data)
         with timings.measure("query"):
-            await _store(db, loaded, BASIC, basic)
+            await _store(db, read, BASIC, basic)
         outcome.computed.append(BASIC)
-    outcome.analysis = _with_meta(basic, loaded, outcome.cached)
-    deep_row = stored[DEEP]
-    if deep_row is not None and deep_row.fresh_for(loaded.input_hash):
+    outcome.analysis = _with_meta(basic, read, outcome.cached)
+    deep_row = read.fresh(DEEP)
+    if deep_row is not None:
         outcome.current_deep = {**deep_row.result, "narrative": deep_row.narrative}
     if deep:
         if outcome.current_deep is not None and not force:
             outcome.deep_cached = True
         else:
             with timings.measure("analysis"):
-                result = await asyncio.to_thread(analyze_deep, loaded.data, basic=basic)
+                result = await asyncio.to_thread(analyze_deep, read.inputs().data, basic=basic)
             with timings.measure("query"):
-                await _store(db, loaded, DEEP, result)
+                await _store(db, read, DEEP, result)
             outcome.current_deep = {**result, "narrative": None}
             outcome.deep_cached = False
             outcome.computed.append(DEEP)
@@ -257,5 +330,5 @@ async def deep_state(
     """The run's stored deep analysis and whether it is current (the time its reads took
     added to `timings`)."""
     with (timings or Timings()).measure("query"):
-        loaded, stored = await _load(db, org_id, ref)
-    return DeepState(loaded.run.id, loaded.input_hash, stored[DEEP])
+        read = await _read(db, org_id, ref, ())
+    return DeepState(read.run.id, read.input_hash, read.stored[DEEP])

@@ -30,6 +30,7 @@ from valuerank.queue import HandlerResult, Job, JobSpec, Snooze, enqueue, enqueu
 from valuerank.queue.call_reserve import reserve_request
 from valuerank.queue.states import JobStatus
 from valuerank.runs.progress import job_progress
+from valuerank.runs.records import bump_inputs
 from valuerank.runs.results import ModelResult, model_results
 from valuerank.runs.service import FINALIZE, JUDGE, PROBE, SUMMARIZE, Run, get_run
 from valuerank.runs.states import RunStatus, move_run
@@ -171,6 +172,7 @@ async def _store_consensus(conn: AsyncConnection, run: Run, page: int) -> int:
         f"{p}:{n}": float(w)
         for p, n, w in await conn.execute(select(models.c.provider, models.c.name, models.c.weight))
     }
+    await bump_inputs(conn, run.id)  # the consensus is what the analysis reads of judges
     stored = 0
     async for ids in transcript_pages(conn, run, page):
         rows = await conn.execute(

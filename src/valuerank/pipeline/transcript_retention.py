@@ -25,6 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from valuerank.db.tables import runs, transcripts
 from valuerank.errors import ValueRankError
 from valuerank.queue.dialect import db_now_plus
+from valuerank.runs.records import bump_inputs
 from valuerank.runs.states import TERMINAL
 
 RUNS_PER_PASS = 5
@@ -109,6 +110,7 @@ async def apply_transcript_retention(
             result["error"] = f"run {run_id}: export failed, nothing deleted: {exc}"
             result["more"] = True
             return result
+        await bump_inputs(conn, run_id)
         gone = await conn.execute(
             delete(transcripts).where(
                 transcripts.c.org_id == org_id, transcripts.c.run_id == run_id

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import insert, select
+from sqlalchemy import insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.db.tables import judgments, run_scenarios, runs, transcripts
@@ -37,6 +37,25 @@ class NewRun:
     # A restored run (workspace import) keeps its id and creation time when it can.
     id: str | None = None
     created_at: datetime | None = None
+
+
+async def bump_inputs(conn: AsyncConnection, run_id: str) -> None:
+    """Mark the run's analysis inputs changed (its cached analyses stale), in the caller's
+    transaction. Writers call it before their own writes: on PostgreSQL every writer then
+    locks the run's row before its tally rows, the same order for all, so none deadlock."""
+    await conn.execute(
+        update(runs).where(runs.c.id == run_id).values(inputs_version=runs.c.inputs_version + 1)
+    )
+
+
+async def bump_inputs_of_transcript(conn: AsyncConnection, transcript_id: str) -> None:
+    """`bump_inputs` for the run a transcript belongs to."""
+    owner = select(transcripts.c.run_id).where(transcripts.c.id == transcript_id)
+    await conn.execute(
+        update(runs)
+        .where(runs.c.id == owner.scalar_subquery())
+        .values(inputs_version=runs.c.inputs_version + 1)
+    )
 
 
 async def insert_run(conn: AsyncConnection, org_id: str, run: NewRun) -> str:
@@ -85,6 +104,7 @@ async def insert_run_scenarios(
         if item.scenario_id not in existing
     ]
     if rows:
+        await bump_inputs(conn, run_id)
         await conn.execute(insert(run_scenarios), rows)
     return len(rows)
 
@@ -138,6 +158,9 @@ async def insert_judgment(
     conn: AsyncConnection, org_id: str, transcript_id: str, record: JudgmentRecord
 ) -> bool:
     """Store a judgment unless this judge already judged the transcript. True if written."""
+    # Before the write, whether or not it happens (see bump_inputs): a judge's reading
+    # written twice only costs one recomputation.
+    await bump_inputs_of_transcript(conn, transcript_id)
     statement = (
         upsert(conn)(judgments)
         .values(id=new_id(), org_id=org_id, transcript_id=transcript_id, **record.to_dict())
@@ -186,6 +209,7 @@ async def insert_transcript(
     # reads a run would load YAML and the transcript format with it.
     from valuerank.formats.transcript_md import serialize_transcript
 
+    await bump_inputs(conn, run_id)  # first, whether or not it inserts (see bump_inputs)
     t = record.transcript
     transcript_id = new_id()
     turns = [

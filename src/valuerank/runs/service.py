@@ -452,10 +452,11 @@ async def expand_run(
     RunConfig.model_validate(config.to_json())  # range check of the new percentage
     plan, _ = await plan_scenarios(conn, org_id, run.definition_id, config)
     added = await insert_run_scenarios(conn, org_id, run.id, plan.chosen)
+    # The sample percentage is an analysis input too, even when no scenario was added.
     await conn.execute(
         update(runs)
         .where(runs.c.org_id == org_id, runs.c.id == run.id)
-        .values(config=config.to_json())
+        .values(config=config.to_json(), inputs_version=runs.c.inputs_version + 1)
     )
     run = await get_run(conn, org_id, run.id)
     if run.status is not RunStatus.PENDING and added:
