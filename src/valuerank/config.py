@@ -48,8 +48,10 @@ class Settings(BaseSettings):
         default=None,
         description="Encrypts stored provider API keys and webhook signing secrets: a Fernet key "
         "(`valuerank credentials keygen`) or a passphrase of at least 16 characters. Changing "
-        "it makes stored secrets unreadable. Unset: provider keys come from the environment "
-        "only, and webhooks cannot have a signing secret.",
+        "it makes stored secrets unreadable. Unset on an embedded SQLite database: provider "
+        "keys are encrypted with a key file created beside it (`<database>.secret-key`, 0600). "
+        "Unset on PostgreSQL: provider keys come from the environment only. Webhooks cannot "
+        "have a signing secret without it.",
     )
     # --- Who may use `valuerank serve` (see README "Users, organisations and access") ---
     auto_login: bool = Field(

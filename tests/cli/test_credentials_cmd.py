@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import stat
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -111,6 +113,24 @@ def test_set_from_stdin_and_from_the_hidden_prompt(cli: Invoke, secret: str) -> 
     assert hints == {"anthropic": "••••1234", "openai": "••••abcd"}
 
 
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_on_the_embedded_default_set_uses_the_key_file_beside_the_database(
+    cli: Invoke, database_url: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("K", OPENAI_KEY)
+    out = cli("credentials", "set", "openai", "--from-env", "K", "--json")
+    assert out.exit_code == 0, out.stderr
+    key_file = Path(database_url.url.removeprefix("sqlite:///") + ".secret-key")
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+    _no_key(out, OPENAI_KEY, key_file.read_text().strip())
+    # The next command (a new process's worth of settings) opens the same key.
+    again = cli("credentials", "set", "openai", "--from-env", "K", "--json")
+    assert again.exit_code == 0, again.stderr
+    [item] = cli("credentials", "list", "--json").json()
+    assert (item["provider"], item["source"]) == ("openai", "stored")
+
+
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
 def test_without_a_secret_key_set_fails_clearly_and_list_still_works(
     cli: Invoke, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -129,6 +149,7 @@ def test_without_a_secret_key_set_fails_clearly_and_list_still_works(
     _no_key(listed, OPENAI_KEY)
 
 
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
 def test_the_prompt_is_not_shown_without_a_secret_key(cli: Invoke) -> None:
     out = _invoke_with_input(OPENAI_KEY + "\n", "credentials", "set", "openai")
     assert out.exit_code == 1

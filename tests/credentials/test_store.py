@@ -171,6 +171,9 @@ async def test_a_passphrase_secret_works(
         get_settings.cache_clear()
 
 
+# PostgreSQL: a team server needs the key set explicitly (SQLite has its key file,
+# tests/credentials/test_embedded_key.py and tests/api/test_embedded_secret_key.py).
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
 async def test_without_a_secret_key_storing_fails_but_the_environment_works(
     db: Database, org_id: str, no_settings_secret: None, cipher: SecretCipher
 ) -> None:

@@ -74,7 +74,8 @@ async def test_run_page_shows_results_chart_summary_and_live_hooks(
         "$0.0080",
     ]  # fmt: skip
 
-    svg_text = html[html.index("<svg") : html.index("</svg>") + 6]
+    chart = html.index("<svg", start)  # after the results table; the first is the progress bar
+    svg_text = html[chart : html.index("</svg>", chart) + 6]
     svg = ET.fromstring(svg_text)
     bars = list(svg.iter("{http://www.w3.org/2000/svg}rect"))
     assert len(bars) == 2 and all(b.get("class") == "bar synthetic" for b in bars)

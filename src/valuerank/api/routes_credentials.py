@@ -55,8 +55,9 @@ async def list_credentials_route(ctx: Viewer) -> JSONResponse:
 
 @router.put("/{provider}")
 async def set_credential_route(provider: Provider, body: KeyBody, ctx: Admin) -> JSONResponse:
-    """Store (or replace) the organisation's key for a provider, encrypted. 503
-    SECRET_KEY_MISSING when the server has no VALUERANK_SECRET_KEY."""
+    """Store (or replace) the organisation's key for a provider, encrypted. On the embedded
+    SQLite default without VALUERANK_SECRET_KEY, the key file beside the database encrypts
+    it; elsewhere 503 SECRET_KEY_MISSING when the server has no VALUERANK_SECRET_KEY."""
     async with ctx.db.transaction(immediate=True) as conn:
         info = await set_credential(conn, ctx.org_id, provider, body.api_key)
     return ok(info.to_dict())

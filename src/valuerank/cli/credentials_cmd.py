@@ -18,6 +18,7 @@ from rich.table import Table
 from valuerank.cli.common import JsonOption, console, err_console, fail, print_json, run, session
 from valuerank.config import get_settings
 from valuerank.credentials import delete_credential, list_credentials, set_credential
+from valuerank.credentials.embedded_key import secret_key_for_url
 from valuerank.crypto import SECRET_KEY_ENV, cipher_from_secret, generate_key
 from valuerank.errors import ValueRankError
 
@@ -63,8 +64,9 @@ def set_(
     """
     # Check the secret key before asking for the API key, not after it has been typed.
     try:
+        # On the embedded SQLite default without a key, the key file beside the database.
         cipher = cipher_from_secret(
-            get_settings().secret_key,
+            secret_key_for_url(get_settings().database_url),
             purpose=f"storing an API key for {provider}",
             note="keys in provider environment variables work without it",
         )

@@ -79,7 +79,8 @@ def _describe(r: RunReport) -> str:
     p = r.progress
     extra = f" · judging {r.judging.done}/{r.judging.total}" if r.judging.total else ""
     failed = f" · [red]{p.failed} failed[/]" if p.failed else ""
-    return f"{r.run.status.value}{failed}{extra} · ${r.cost_usd:.4f}"
+    cancelled = f" · {p.cancelled} cancelled" if p.cancelled else ""
+    return f"{r.run.status.value}{failed}{cancelled}{extra} · ${r.cost_usd:.4f}"
 
 
 async def wait_for_run(
@@ -106,7 +107,8 @@ async def wait_for_run(
         while True:
             bar.update(
                 task,
-                completed=current.progress.done,
+                # Completed work only, as the pages: failed and cancelled jobs are in `state`.
+                completed=current.progress.completed,
                 total=current.progress.total or None,
                 state=_describe(current),
             )

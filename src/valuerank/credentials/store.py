@@ -26,7 +26,7 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from valuerank.config import get_settings
+from valuerank.credentials.embedded_key import secret_key_for
 from valuerank.crypto import SecretCipher, SecretUnreadable, cipher_from_secret
 from valuerank.db.tables import provider_credentials
 from valuerank.errors import InvalidInputError, NotFoundError, ValueRankError
@@ -129,11 +129,11 @@ def _clean_key(api_key: str) -> str:
     return key
 
 
-def _cipher(cipher: SecretCipher | None, purpose: str) -> SecretCipher:
+def _cipher(conn: AsyncConnection, cipher: SecretCipher | None, purpose: str) -> SecretCipher:
     if cipher is not None:
         return cipher
     return cipher_from_secret(
-        get_settings().secret_key,
+        secret_key_for(conn),
         purpose=purpose,
         note="keys in provider environment variables work without it",
     )
@@ -163,7 +163,7 @@ async def set_credential(
             f"provider {name!r} needs no API key", hint="nothing to store for it"
         )
     key = _clean_key(api_key)
-    box = _cipher(cipher, f"storing an API key for {name}")
+    box = _cipher(conn, cipher, f"storing an API key for {name}")
     hint = key_hint(key)
     values = {
         "id": str(uuid.uuid4()),
@@ -276,7 +276,7 @@ async def resolve_api_key(
         return None
     token = await _stored_ciphertext(conn, org_id, name)
     if token is not None:
-        box = _cipher(cipher, f"reading the stored API key for {name}")
+        box = _cipher(conn, cipher, f"reading the stored API key for {name}")
         try:
             return box.decrypt(
                 token,

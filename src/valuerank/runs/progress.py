@@ -49,6 +49,13 @@ class Progress:
     def active(self) -> int:
         return self.queued + self.running
 
+    @property
+    def completed_percent(self) -> int:
+        """Whole percent of the jobs that completed: failed and cancelled jobs are finished
+        but are not done work. Rounded down, so 100 means every job completed (web/static/
+        api.js `completedPercent` is the same rule)."""
+        return 100 * self.completed // self.total if self.total else 0
+
     def to_dict(self) -> dict[str, int]:
         return {
             "total": self.total,

@@ -10,6 +10,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from valuerank import __version__
 from valuerank.queue.dialect import as_utc
+from valuerank.web.progress_bar import segments, value_text
 
 WEB_DIR = Path(__file__).parent
 TEMPLATE_DIR = WEB_DIR / "templates"
@@ -57,6 +58,8 @@ def _environment() -> Environment:
     env.filters.update(mean=fmt_mean, cost=fmt_cost, when=fmt_time, duration=fmt_seconds)
     env.filters.update(num=fmt_number, pvalue=fmt_pvalue)
     env.globals["version"] = __version__
+    # templates/_progress.html draws the segmented progress bars from these.
+    env.globals.update(progress_segments=segments, progress_value_text=value_text)
     return env
 
 

@@ -68,5 +68,34 @@
     box.hidden = false;
   }
 
-  window.valuerank = { api: api, csrfToken: csrfToken, setCsrf: setCsrf, showFailure: showFailure };
+  // Progress of jobs {total, completed, failed, cancelled, …} as the server draws it
+  // (web/progress_bar.py, templates/_progress.html): percent of completed work only, rounded
+  // down; one SVG segment per outcome, in jobs.
+  var OUTCOMES = ["completed", "failed", "cancelled"];
+  function completedPercent(p) { return p.total ? Math.floor(100 * p.completed / p.total) : 0; }
+  function progressText(p) {
+    return completedPercent(p) + " % completed: " + p.completed + " of " + p.total + " jobs; " +
+      p.failed + " failed, " + p.cancelled + " cancelled";
+  }
+  function progressBar(svg, p) {
+    if (!svg) { return; }
+    var width = String(p.total || 1);
+    svg.setAttribute("viewBox", "0 0 " + width + " 1");
+    svg.setAttribute("aria-valuemax", String(p.total));
+    svg.setAttribute("aria-valuenow", String(p.completed));
+    svg.setAttribute("aria-valuetext", progressText(p));
+    var track = svg.querySelector(".seg-track");
+    if (track) { track.setAttribute("width", width); }
+    var x = 0;
+    OUTCOMES.forEach(function (outcome) {
+      var seg = svg.querySelector('[data-seg="' + outcome + '"]');
+      if (seg) { seg.setAttribute("x", String(x)); seg.setAttribute("width", String(p[outcome])); }
+      x += p[outcome];
+    });
+  }
+
+  window.valuerank = {
+    api: api, csrfToken: csrfToken, setCsrf: setCsrf, showFailure: showFailure,
+    completedPercent: completedPercent, progressBar: progressBar
+  };
 })();

@@ -38,11 +38,7 @@
   function terminal(status) { return status === "completed" || status === "failed" || status === "cancelled"; }
   function done(p) { return p.completed + p.failed + p.cancelled; }
 
-  function setBar(bar, p) {
-    if (!bar) { return; }
-    bar.max = p.total || 1;
-    bar.value = done(p);
-  }
+  var setBar = window.valuerank.progressBar;
 
   function renderActions(actions) {
     var valid = {};
@@ -57,8 +53,8 @@
   function render(d) {
     var p = d.progress;
     setBar(byId("run-progress"), p);
-    text("progress-text", done(p) + "/" + p.total);
-    text("progress-percent", (p.total ? Math.round(100 * done(p) / p.total) : 0) + " %");
+    text("progress-text", p.completed + "/" + p.total);
+    text("progress-percent", window.valuerank.completedPercent(p) + " %");
     ["queued", "running", "completed", "failed", "cancelled"].forEach(function (k) {
       text("count-" + k, String(p[k]));
     });
@@ -93,7 +89,7 @@
       var row = rows[g[name]];
       if (!row) { return; }
       setBar(row.querySelector('[data-f="bar"]'), g);
-      row.querySelector('[data-f="done"]').textContent = g.done + "/" + g.total;
+      row.querySelector('[data-f="done"]').textContent = g.completed + "/" + g.total;
       ["running", "queued", "failed"].forEach(function (k) {
         row.querySelector('[data-f="' + k + '"]').textContent = String(g[k]);
       });

@@ -46,18 +46,18 @@
     }
     function update(row, run) {
       var p = run.progress;
-      var finished = p.completed + p.failed + p.cancelled;
       row.setAttribute("data-status", run.status);
       var status = row.querySelector('[data-field="status"]');
       status.textContent = run.status;
       status.className = "status status-" + run.status;
-      var bar = row.querySelector('[data-field="bar"]');
-      bar.max = p.total || 1;
-      bar.value = finished;
-      row.querySelector('[data-field="count"]').textContent = finished + "/" + p.total;
-      var failed = row.querySelector('[data-field="failed"]');
-      failed.textContent = p.failed + " failed";
-      failed.hidden = !p.failed;
+      window.valuerank.progressBar(row.querySelector('[data-field="bar"]'), p);
+      row.querySelector('[data-field="count"]').textContent = p.completed + "/" + p.total;
+      row.querySelector('[data-field="percent"]').textContent = window.valuerank.completedPercent(p) + " %";
+      ["failed", "cancelled"].forEach(function (k) {
+        var tag = row.querySelector('[data-field="' + k + '"]');
+        tag.textContent = p[k] + " " + k;
+        tag.hidden = !p[k];
+      });
       row.querySelector('[data-field="cost"]').textContent = money(run.cost_usd);
     }
     function poll() {

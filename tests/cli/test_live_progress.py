@@ -1,0 +1,31 @@
+"""`valuerank runs wait` draws its bar as the pages do: completed work of all jobs, failed and
+cancelled jobs named beside it, never counted as done (issue 22)."""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import Invoke
+from .test_runs_cmd import DEMO
+
+
+@pytest.fixture(autouse=True)
+def _wide(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # the whole bar line, unwrapped
+
+
+def test_a_cancelled_run_is_not_shown_as_done(cli: Invoke) -> None:
+    definition = cli("definitions", "import", DEMO, "--json").json()["id"]
+    created = cli(
+        "runs", "create", "--definition", definition, "--model", "scripted:utilitarian",
+        "--model", "scripted:contrarian", "--sample-percentage", "15", "--json",
+    )  # fmt: skip
+    run_id = created.json()["id"]
+    assert cli("runs", "cancel", run_id, "--json").json()["status"] == "cancelled"
+    progress = cli("runs", "status", run_id, "--json").json()["progress"]
+    assert (progress["completed"], progress["cancelled"], progress["total"]) == (0, 8, 8)
+
+    out = cli("runs", "wait", run_id)
+    assert out.exit_code == 0, out.stderr
+    assert "0/8" in out.stdout and "8/8" not in out.stdout
+    assert "8 cancelled" in out.stdout
