@@ -3,7 +3,7 @@
 PostgreSQL is found at VALUERANK_TEST_DATABASE_URL (default: the local server, database
 `test`). Each test gets its own schema (dropped afterwards) through the connection's
 search_path. Locally an unreachable PostgreSQL skips those tests, saying why; in CI
-(CI=true) it fails them.
+(`is_ci()`) it fails them. Hypothesis runs derandomised in CI (the "ci" profile).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from urllib.parse import quote
 
 import psycopg
 import pytest
+from hypothesis import HealthCheck, settings
 from tests.migrated_template import postgres_copy, sqlite_copy
 
 from valuerank.db import Database, create_database
@@ -37,10 +38,39 @@ def _libpq_url(url: str) -> str:
     return "postgresql://" + rest if scheme.startswith("postgres") else url
 
 
+def is_ci() -> bool:
+    """CI=true (or 1, yes, anything else) is CI; unset, empty, 0, false or no is not."""
+    return os.environ.get("CI", "").strip().lower() not in {"", "0", "false", "no"}
+
+
+# CI: the same examples on every run (a failure reproduces; no flake from a new seed), and no
+# per-example deadline (a loaded 2-core machine is slow, not wrong). Derandomised, CI would
+# draw the same examples every run, so past CI_MAX_EXAMPLES a property test costs CI minutes
+# and finds nothing new there. Elsewhere: Hypothesis's defaults (fresh examples, full counts);
+# HYPOTHESIS_PROFILE=ci reproduces CI's examples.
+CI_MAX_EXAMPLES = 50
+HYPOTHESIS_PROFILE = os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if is_ci() else "default")
+settings.register_profile(
+    "ci",
+    max_examples=CI_MAX_EXAMPLES,
+    derandomize=True,
+    deadline=None,
+    database=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.load_profile(HYPOTHESIS_PROFILE)
+
+
+def examples(count: int) -> int:
+    """`max_examples` for a property test: `count`, capped at CI_MAX_EXAMPLES in CI."""
+    return min(count, CI_MAX_EXAMPLES) if HYPOTHESIS_PROFILE == "ci" else count
+
+
 def missing_prerequisite(reason: str) -> None:
-    """A test cannot run here: skip on a developer's partial machine, fail in CI (`CI` set),
+    """A test cannot run here: skip on a developer's partial machine, fail in CI (`is_ci()`),
     where every prerequisite must be present."""
-    if os.environ.get("CI"):
+    if is_ci():
         pytest.fail(f"{reason} (CI requires it)")
     pytest.skip(reason)
 

@@ -96,11 +96,12 @@ async def running(app: Any) -> AsyncIterator[str]:
     )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
-    while not server.started:
-        if task.done():
-            task.result()
-            raise RuntimeError("uvicorn stopped before starting")
-        await asyncio.sleep(0.01)
+    async with asyncio.timeout(60):  # a server stuck starting fails here, with a traceback
+        while not server.started:
+            if task.done():
+                task.result()
+                raise RuntimeError("uvicorn stopped before starting")
+            await asyncio.sleep(0.01)
     port = server.servers[0].sockets[0].getsockname()[1]
     try:
         yield f"http://127.0.0.1:{port}"

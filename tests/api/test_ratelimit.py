@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from fastapi import WebSocket
+from tests.conftest import is_ci
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
@@ -40,7 +41,7 @@ def _require_redis() -> None:
             assert sock.recv(16).startswith(b"+PONG")
     except (OSError, AssertionError) as exc:
         message = f"Redis unreachable at {REDIS_URL}: {exc}"
-        if os.environ.get("CI"):
+        if is_ci():
             pytest.fail(message + " (CI requires Redis)")
         pytest.skip(message)
 

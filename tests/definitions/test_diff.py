@@ -7,6 +7,7 @@ import json
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.conftest import examples
 
 from valuerank.definitions.diff import (
     DefinitionDiff,
@@ -253,7 +254,7 @@ definitions = st.builds(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(definitions, definitions)
 def test_empty_iff_equal_content(before: Definition, after: Definition) -> None:
     diff = diff_definitions(before, after)

@@ -16,6 +16,7 @@ import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.conftest import examples
 
 from valuerank.definitions.errors import DefinitionError
 from valuerank.definitions.expansion import (
@@ -624,7 +625,7 @@ def definitions(draw: st.DrawFn) -> Definition:
     )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(definitions(), st.integers(0, 2**64))
 def test_expansion_properties(definition: Definition, seed: int) -> None:
     first = expand_with_scores(definition)

@@ -7,6 +7,7 @@ import hashlib
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.conftest import examples
 
 from valuerank.definitions.hashing import canonical_json, content_hash
 from valuerank.formats.definition_model import Definition, Dimension, Level
@@ -84,7 +85,7 @@ definitions = st.builds(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(definitions, definitions)
 def test_equal_content_iff_equal_hash(a: Definition, b: Definition) -> None:
     assert content_hash(a) == content_hash(Definition.from_dict(a.to_dict()))

@@ -8,6 +8,7 @@ from collections.abc import Callable
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from tests.conftest import examples
 
 from valuerank.definitions.errors import DefinitionError
 from valuerank.definitions.rules import (
@@ -351,7 +352,7 @@ ALL_SCORES = [
 ]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(bool_exprs())
 def test_parser_matches_reference_evaluator(case: tuple[str, Callable[[Scores], bool]]) -> None:
     text, reference = case

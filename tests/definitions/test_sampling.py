@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.conftest import examples
 
 from valuerank.definitions.sampling import item_id, rank_order, sample, sample_size
 from valuerank.formats.scenarios_model import Scenario
@@ -200,7 +201,7 @@ percentages = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(ids_lists, seeds, percentages, percentages)
 def test_nested(ids: list[str], seed: int | str, p1: Any, p2: Any) -> None:
     low, high = sorted([p1, p2], key=lambda p: Fraction(repr(p)) if isinstance(p, float) else p)
@@ -210,7 +211,7 @@ def test_nested(ids: list[str], seed: int | str, p1: Any, p2: Any) -> None:
     assert set(sample(ids, 100, seed)) == set(ids)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(ids_lists, seeds, percentages, st.randoms(use_true_random=False))
 def test_size_determinism_and_order(
     ids: list[str], seed: int | str, percentage: Any, rnd: random.Random

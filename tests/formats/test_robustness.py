@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.conftest import examples
 
 from valuerank.formats import (
     FormatError,
@@ -81,7 +82,7 @@ def mutations(draw: st.DrawFn, text: str) -> str:
 
 
 @pytest.mark.parametrize("kind", sorted(PARSERS))
-@settings(deadline=None, max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+@settings(deadline=None, max_examples=examples(150), suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_mutated_files_never_crash(kind: str, data: st.DataObject) -> None:
     parser, relative = PARSERS[kind]
@@ -91,7 +92,7 @@ def test_mutated_files_never_crash(kind: str, data: st.DataObject) -> None:
 
 
 @pytest.mark.parametrize("kind", sorted(PARSERS))
-@settings(deadline=None, max_examples=100)
+@settings(deadline=None, max_examples=examples(100))
 @given(text=st.text(max_size=200) | st.sampled_from(["", "---\n---\n", "null", "[]", "- 1"]))
 def test_random_text_never_crashes(kind: str, text: str) -> None:
     _survives(PARSERS[kind][0], text)

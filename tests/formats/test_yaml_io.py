@@ -9,6 +9,7 @@ import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.conftest import examples
 
 from valuerank.formats import FormatError
 from valuerank.formats.yaml_io import (
@@ -28,7 +29,7 @@ from .strategies import json_like
 tricky_text = st.text(alphabet=" \n\ta#:|>-'\"é\x85\u2028\u2029\r", max_size=30)
 
 
-@settings(deadline=None, max_examples=400)
+@settings(deadline=None, max_examples=examples(400))
 @given(st.dictionaries(tricky_text, tricky_text | st.lists(tricky_text, max_size=2), max_size=3))
 def test_readable_dump_is_lossless_on_tricky_text(data: dict[str, Any]) -> None:
     assert yaml.safe_load(dump_readable(data)) == data

@@ -12,7 +12,6 @@ import hashlib
 import importlib
 import importlib.util
 import json
-import os
 import re
 import sys
 from collections.abc import Iterator
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.conftest import is_ci
 
 from valuerank.providers import local_model
 from valuerank.providers.base import (
@@ -53,7 +53,7 @@ _MISSING = [
     if importlib.util.find_spec(name) is None
 ]
 _REASON = f"the `local` extra is not installed (missing {', '.join(_MISSING)})"
-needs_model = pytest.mark.skipif(bool(_MISSING) and not os.environ.get("CI"), reason=_REASON)
+needs_model = pytest.mark.skipif(bool(_MISSING) and not is_ci(), reason=_REASON)
 
 DILEMMA = (
     "A runaway trolley will kill five people unless you pull a lever that diverts it onto a "

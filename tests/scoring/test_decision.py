@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.conftest import examples
 
 from valuerank.formats import parse_definition, parse_scenarios
 from valuerank.scoring import (
@@ -292,14 +293,14 @@ def test_to_dict() -> None:
     }
 
 
-@settings(max_examples=400)
+@settings(max_examples=examples(400))
 @given(st.text(), st.integers(1, 5))
 def test_any_text_then_an_explicit_rating(text: str, k: int) -> None:
     assert decision_code(text + f"\nRating: {k}").code == k
     assert decision_code(text + f"\nRating: {k}", scale_labels=LABELS).code == k
 
 
-@settings(max_examples=400)
+@settings(max_examples=examples(400))
 @given(
     st.text(alphabet=st.characters(codec="utf-8")),
     st.dictionaries(st.integers(-3, 9), st.text(max_size=30), max_size=6),
@@ -312,7 +313,7 @@ def test_never_raises(text: str, labels: dict[int, str]) -> None:
     assert set(scale_labels_from_template(text)) <= {1, 2, 3, 4, 5}
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(st.text(alphabet="0123456789 \n-:/.*Rratingof", max_size=40))
 def test_digit_soup_never_gives_out_of_range_codes(text: str) -> None:
     decision = decision_code(text)

@@ -60,9 +60,10 @@ async def site(db: Database, org_id: str) -> AsyncIterator[Site]:
     )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
-    while not server.started:
-        assert not task.done(), "uvicorn stopped before starting"
-        await asyncio.sleep(0.01)
+    async with asyncio.timeout(60):  # a server stuck starting fails here, with a traceback
+        while not server.started:
+            assert not task.done(), "uvicorn stopped before starting"
+            await asyncio.sleep(0.01)
     port = server.servers[0].sockets[0].getsockname()[1]
     try:
         yield Site(f"http://127.0.0.1:{port}")

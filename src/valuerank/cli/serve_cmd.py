@@ -57,6 +57,16 @@ class AutoLoginNotLoopbackError(ValueRankError):
     http_status = 409
 
 
+class ServerStartTimeoutError(ValueRankError):
+    code = "SERVER_START_TIMEOUT"
+    http_status = 503
+
+
+# The socket is bound and the lifespan is off, so starting takes milliseconds; past this the
+# server is stuck, and saying so beats waiting for ever.
+START_DEADLINE_SECONDS = 60.0
+
+
 class _Server(uvicorn.Server):
     """uvicorn without its own signal handling: `serve()` owns SIGINT/SIGTERM (uvicorn would
     re-raise the signal after shutting down, turning a clean Ctrl+C into KeyboardInterrupt)."""
@@ -195,7 +205,13 @@ async def serve(
         async with _maybe_worker(db, work):
             task = asyncio.create_task(server.serve(sockets=[sock]))
             try:
+                deadline = loop.time() + START_DEADLINE_SECONDS
                 while not server.started and not task.done():
+                    if loop.time() > deadline:
+                        raise ServerStartTimeoutError(
+                            f"the server did not start within {START_DEADLINE_SECONDS:.0f} s",
+                            hint="see the log above; check the host's load and try again",
+                        )
                     await asyncio.sleep(0.02)
                 if task.done():
                     task.result()  # startup failed: raise why
