@@ -20,7 +20,8 @@ def _fast_worker(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("VALUERANK_WORKER_POLL_SECONDS", "0.05")
 
 
-def _run(cli: Invoke, definition: str, *models: str) -> str:
+def judged_cli_run(cli: Invoke, definition: str, *models: str) -> str:
+    """A completed run of `models` (20 % sample, seed 7) judged by a scripted judge."""
     # One seed for both runs: they sample the same 5 scenarios, so the comparison has pairs
     # (two drawn seeds share none a third of the time).
     args = ["runs", "create", "--definition", definition, "--sample-percentage", "20"]
@@ -38,8 +39,10 @@ def _run(cli: Invoke, definition: str, *models: str) -> str:
 def test_analyze_compare_experiment_and_lineage(cli: Invoke, tmp_path: Path) -> None:
     assert cli("rubrics", "import", RUBRIC, "--json").exit_code == 0
     definition = str(cli("definitions", "import", DEMO, "--json").json()["id"])
-    a = _run(cli, definition, "scripted:utilitarian", "scripted:contrarian", "scripted:refuser")
-    b = _run(cli, definition, "scripted:utilitarian", "scripted:agreeable")
+    a = judged_cli_run(
+        cli, definition, "scripted:utilitarian", "scripted:contrarian", "scripted:refuser"
+    )
+    b = judged_cli_run(cli, definition, "scripted:utilitarian", "scripted:agreeable")
 
     first = cli("analyze", a, "--json")
     assert first.exit_code == 0, first.stdout

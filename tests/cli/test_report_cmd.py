@@ -9,30 +9,13 @@ from pathlib import Path
 
 import pytest
 
-import valuerank
-
 from .conftest import Invoke
-
-DEMO = str(Path(valuerank.__file__).parent / "demo" / "exp-demo-whistleblower.md")
-RUBRIC = str(Path(__file__).parents[2] / "examples" / "values_rubric.yaml")
+from .test_analyze_cmd import DEMO, RUBRIC, judged_cli_run
 
 
 @pytest.fixture(autouse=True)
 def _fast_worker(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("VALUERANK_WORKER_POLL_SECONDS", "0.05")
-
-
-def _run(cli: Invoke, definition: str, *models: str) -> str:
-    args = ["runs", "create", "--definition", definition, "--sample-percentage", "20"]
-    args += ["--sample-seed", "7", "--judge", "scripted:centrist", "--followup-turns", "0"]
-    for model in models:
-        args += ["--model", model]
-    created = cli(*args, "--json")
-    assert created.exit_code == 0, created.stdout + created.stderr
-    run_id = str(created.json()["id"])
-    waited = cli("runs", "wait", run_id, "--work", "--timeout", "120", "--json")
-    assert waited.exit_code == 0 and waited.json()["status"] == "completed"
-    return run_id
 
 
 def _cell(html: str, model: str, dimension: str, field: str) -> str:
@@ -52,8 +35,8 @@ def test_report_of_a_run_and_with_a_baseline(
 ) -> None:
     assert cli("rubrics", "import", RUBRIC, "--json").exit_code == 0
     definition = str(cli("definitions", "import", DEMO, "--json").json()["id"])
-    a = _run(cli, definition, "scripted:utilitarian", "scripted:contrarian")
-    b = _run(cli, definition, "scripted:utilitarian", "scripted:agreeable")
+    a = judged_cli_run(cli, definition, "scripted:utilitarian", "scripted:contrarian")
+    b = judged_cli_run(cli, definition, "scripted:utilitarian", "scripted:agreeable")
 
     target = tmp_path / "out" / "report.html"
     made = cli("report", b[:10], "-o", str(target), "--json")
