@@ -102,11 +102,19 @@ def judge_rubric_of(version: versioning.Version) -> JudgeRubric:
     )
 
 
-async def _newest(conn: AsyncConnection, org_id: str) -> versioning.Version | None:
+async def _newest(
+    conn: AsyncConnection, org_id: str, *, packaged: bool
+) -> versioning.Version | None:
+    """The organisation's newest rubric of its own (`packaged=False`), or its newest import
+    of the packaged default. Chosen by kind, not by time alone: an import made in the same
+    second as the default must still win (SQLite keeps seconds)."""
+    is_packaged = (rubrics.c.name == DEFAULT_RUBRIC_NAME) & (
+        rubrics.c.source_file == PACKAGED_SOURCE
+    )
     row = (
         await conn.execute(
             select(rubrics.c.id)
-            .where(rubrics.c.org_id == org_id)
+            .where(rubrics.c.org_id == org_id, is_packaged if packaged else ~is_packaged)
             .order_by(rubrics.c.created_at.desc(), rubrics.c.id.desc())
             .limit(1)
         )
@@ -118,9 +126,9 @@ async def rubric_for_judges(conn: AsyncConnection, org_id: str, *, store: bool) 
     """The rubric a new judged run uses: the organisation's newest rubric, unless it has none
     of its own (no rubric, or only imports of the packaged default): then the packaged default,
     stored (idempotently) when `store`, else described as it would be (a preview)."""
-    newest = await _newest(conn, org_id)
-    if newest is not None and not _is_packaged(newest):
-        return judge_rubric_of(newest)
+    own = await _newest(conn, org_id, packaged=False)
+    if own is not None:
+        return judge_rubric_of(own)
     if store:
         from valuerank.rubrics import import_rubric
 
@@ -132,8 +140,9 @@ async def rubric_for_judges(conn: AsyncConnection, org_id: str, *, store: bool) 
             source_file=PACKAGED_SOURCE,
         )
         return judge_rubric_of(imported.version)
-    if newest is not None and newest.content_hash == default_rubric_hash():
-        return judge_rubric_of(newest)
+    stored = await _newest(conn, org_id, packaged=True)
+    if stored is not None and stored.content_hash == default_rubric_hash():
+        return judge_rubric_of(stored)
     return JudgeRubric(None, DEFAULT_RUBRIC_NAME, None, len(default_rubric().values), True)
 
 

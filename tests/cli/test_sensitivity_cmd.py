@@ -37,7 +37,7 @@ def test_analyze_shows_value_sensitivities_first_without_judges(cli: Invoke) -> 
     analysis = cli("analyze", run_id, "--json").json()["analysis"]
     # (JSON key order is the backend's: PostgreSQL's jsonb reorders; the table comes first)
     assert analysis["scaleLabels"]["5"] == "report the defect to the regulator now"
-    assert analysis["methodsUsed"]["valueSensitivity"].startswith("ols_cluster_robust")
+    assert analysis["methodsUsed"]["valueSensitivity"].startswith("ols_cr2_by_scenario")
     section = analysis["valueSensitivity"]
     values = {dim: entry["value"] for dim, entry in section[MODELS[0]].items()}
     # The definition's explicit `dimension_values:` front matter names the stakes.

@@ -111,7 +111,7 @@ async def test_the_page_served_holds_the_api_numbers(
     assert len(parsed.rows) == sum(len(d) for d in expected.values()) == 6
     for model, dim, cells in parsed.rows:
         _check_row(expected[model][dim], cells)
-    assert analysis["methodsUsed"]["valueSensitivity"].startswith("ols_cluster_robust")
+    assert analysis["methodsUsed"]["valueSensitivity"].startswith("ols_cr2_by_scenario")
 
 
 async def test_the_analysis_page_shows_the_api_value_sensitivities_first(
