@@ -39,7 +39,8 @@ def test_report_of_a_run_and_with_a_baseline(
     b = judged_cli_run(cli, definition, "scripted:utilitarian", "scripted:agreeable")
 
     target = tmp_path / "out" / "report.html"
-    made = cli("report", b[:10], "-o", str(target), "--json")
+    # The whole id: ids are UUIDv7, so two runs made seconds apart can share a prefix of 10.
+    made = cli("report", b, "-o", str(target), "--json")
     assert made.exit_code == 0, made.stdout + made.stderr
     data = made.json()
     assert data["success"] is True and data["run_id"] == b and data["baseline_run_id"] is None
