@@ -20,6 +20,7 @@ from valuerank.api import create_app
 from valuerank.client import API_TOKEN_ENV, API_URL_ENV
 from valuerank.db import Database
 from valuerank.entry import answer_fast, status_request
+from valuerank.refs import short_id
 
 # Loaded by the full CLI and by every command that reads the database; not by the fast path.
 NOT_FOR_THE_FAST_PATH = (
@@ -110,7 +111,9 @@ async def test_the_server_answers_what_thefull_cli_prints(server: Server, tmp_pa
     assert not (tmp_path / UNTOUCHED_DB).exists()  # neither read the database
 
     data = json.loads(
-        fast_json := (await _valuerank(env, "runs", "status", server.run_id[:8], "--json")).stdout
+        fast_json := (
+            await _valuerank(env, "runs", "status", short_id(server.run_id), "--json")
+        ).stdout
     )
     assert data["id"] == server.run_id and [r["model"] for r in data["results"]] == [
         "scripted:utilitarian"

@@ -1,4 +1,10 @@
-"""Rows named by their id or a unique id prefix (at least 4 characters), as in Git."""
+"""Rows named by their id, a unique id prefix (as in Git) or a unique id suffix (the short id).
+
+Ids are UUIDv7: time first, so two rows made within a minute share their first 8 characters,
+and a prefix shown as a short id would name several. The last characters are random, so the
+short id everywhere (CLI, web, report) is the id's last `SHORT_ID_LENGTH` characters, and every
+command and route accepts it. An ambiguous reference answers AMBIGUOUS_ID naming the candidates.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +17,14 @@ from sqlalchemy.sql.elements import ColumnElement
 from valuerank.errors import AmbiguousIdError, NotFoundError
 
 MIN_ID_PREFIX = 4
+SHORT_ID_LENGTH = 8
+# Candidates named by an AMBIGUOUS_ID error.
+_SHOWN_CANDIDATES = 5
+
+
+def short_id(full_id: str) -> str:
+    """The id as people see it: its random tail, which every reference accepts."""
+    return full_id[-SHORT_ID_LENGTH:]
 
 
 async def find_by_ref(
@@ -30,8 +44,8 @@ async def first_by_ref(
     kind: str,
     list_hint: str,
 ) -> Row[Any]:
-    """The row of `query` (already scoped by its caller) whose `id_column` is `ref` or the one
-    row starting with it; NOT_FOUND or AMBIGUOUS_ID otherwise."""
+    """The row of `query` (already scoped by its caller) whose `id_column` is `ref`, or the one
+    row whose id starts or ends with it; NOT_FOUND or AMBIGUOUS_ID otherwise."""
     ref = ref.strip()
     if "\x00" in ref:  # no id holds one, and PostgreSQL refuses it in any string
         raise NotFoundError(f"no {kind} with id {ref!r}", hint=f"list them with `{list_hint}`")
@@ -39,13 +53,17 @@ async def first_by_ref(
     if row is not None:
         return row
     if len(ref) >= MIN_ID_PREFIX:
-        rows = (
-            await conn.execute(query.where(id_column.startswith(ref, autoescape=True)).limit(2))
-        ).all()
+        matches = id_column.startswith(ref, autoescape=True) | id_column.endswith(
+            ref, autoescape=True
+        )
+        rows = (await conn.execute(query.where(matches).limit(_SHOWN_CANDIDATES + 1))).all()
         if len(rows) == 1:
             return rows[0]
         if len(rows) > 1:
+            ids = sorted(str(row._mapping[id_column]) for row in rows[:_SHOWN_CANDIDATES])
+            more = ", …" if len(rows) > _SHOWN_CANDIDATES else ""
             raise AmbiguousIdError(
-                f"{kind} id prefix {ref!r} matches several", hint="give more characters of the id"
+                f"{kind} id {ref!r} matches several: {', '.join(ids)}{more}",
+                hint="give more characters of the id (or the whole id)",
             )
     raise NotFoundError(f"no {kind} with id {ref!r}", hint=f"list them with `{list_hint}`")

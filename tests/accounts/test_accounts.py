@@ -44,6 +44,7 @@ from valuerank.db.tables import api_tokens, sessions, users
 from valuerank.errors import ConflictError, InvalidInputError, NotFoundError
 from valuerank.orgs import create_org, ensure_org, get_org, list_orgs
 from valuerank.queue.dialect import db_now_plus
+from valuerank.refs import short_id
 
 PASSWORD = "correct horse battery staple"
 
@@ -137,7 +138,7 @@ async def test_tokens_authenticate_until_revoked_expired_or_removed(
         # Nor can another member of the same organisation, when scoped to their own tokens.
         with pytest.raises(NotFoundError):
             await revoke_token(conn, org_id, new.info.id, user_id=admin.user.id)
-        revoked = await revoke_token(conn, org_id, new.info.id[:8])
+        revoked = await revoke_token(conn, org_id, short_id(new.info.id))
         assert revoked.status() == "revoked"
         again = await revoke_token(conn, None, new.info.id)
         assert again.revoked_at == revoked.revoked_at

@@ -12,6 +12,7 @@ from valuerank.pipeline.calls import ProviderPool
 from valuerank.pipeline.context import PipelineContext
 from valuerank.pipeline.handlers import register_pipeline_handlers
 from valuerank.queue import QueueSettings, Worker
+from valuerank.refs import short_id
 
 FAST = QueueSettings(poll_seconds=0.02, heartbeat_seconds=0.05, retry_base_seconds=0.0)
 MODELS = ("scripted:utilitarian", "scripted:contrarian", "scripted:deontologist")
@@ -54,7 +55,7 @@ async def test_analysis_basic_cached_and_deep_queued(
         assert analysis["meta"]["runId"] == run.id
         assert "scripted:contrarian:scripted:utilitarian" in analysis["modelAgreement"]["pairwise"]
         json.dumps(analysis, allow_nan=False)
-        again = (await client.get(f"/api/runs/{run.id[:8]}/analysis")).json()
+        again = (await client.get(f"/api/runs/{short_id(run.id)}/analysis")).json()
         assert again["cached"] is True and again["data"]["computedAt"] == analysis["computedAt"]
 
         queued = await client.get(f"/api/runs/{run.id}/analysis", params={"deep": "true"})

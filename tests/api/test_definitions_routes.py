@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from valuerank.formats import parse_definition
+from valuerank.refs import short_id
 
 DEMO_TEXT = (Path(__file__).parents[2] / "src/valuerank/demo/exp-demo-whistleblower.md").read_text()
 
@@ -99,7 +100,7 @@ async def test_create_import_list_and_show(live: Any, compat_dir: Path, assert_e
         wildcard = (await client.get("/api/definitions", params={"name": "%"})).json()
         assert wildcard["data"]["count"] == 0  # LIKE wildcards are matched literally
 
-        shown = (await client.get(f"/api/definitions/{created['id'][:8]}")).json()["data"]
+        shown = (await client.get(f"/api/definitions/{short_id(created['id'])}")).json()["data"]
         assert shown["id"] == created["id"] and shown["content"] == created["content"]
         assert shown["matching_rules"] == {"machine": [], "prose": []}
 
@@ -164,7 +165,7 @@ async def test_fork_lineage_tree_and_diff(live: Any, assert_error: Any) -> None:
         assert copy.json()["data"]["content_hash"] == root["content_hash"]
         grandchild = (
             await client.post(
-                f"/api/definitions/{child['id'][:8]}/fork", json={"markdown": DEMO_TEXT}
+                f"/api/definitions/{short_id(child['id'])}/fork", json={"markdown": DEMO_TEXT}
             )
         ).json()["data"]
         assert grandchild["version_label"] == "v1.1.1"
@@ -222,7 +223,7 @@ async def test_roles_and_other_organisations(live: Any, assert_error: Any) -> No
         assert theirs["id"] != mine["id"]
         for response in (
             await outsider.get(f"/api/definitions/{mine['id']}"),
-            await outsider.get(f"/api/definitions/{mine['id'][:8]}"),
+            await outsider.get(f"/api/definitions/{short_id(mine['id'])}"),
             await outsider.post(f"/api/definitions/{mine['id']}/fork", json={}),
             await outsider.get(f"/api/definitions/{mine['id']}/lineage"),
             await outsider.get(f"/api/definitions/{mine['id']}/tree"),

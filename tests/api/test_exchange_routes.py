@@ -18,6 +18,7 @@ from valuerank.db.tables import definitions, rubrics, runs
 from valuerank.definitions.service import export_markdown
 from valuerank.exchange import export_run
 from valuerank.orgs import ensure_org
+from valuerank.refs import short_id
 
 
 def _zip(files: dict[str, bytes]) -> bytes:
@@ -56,7 +57,7 @@ async def test_exports_are_the_clis_bytes_as_downloads(
         expected_zip = await export_run(conn, org_id, run.id)
         expected_md = await export_markdown(conn, org_id, run.definition_id)
     async with live.client_for("default", "viewer") as viewer:
-        exported = await viewer.post(f"/api/export/run/{run.id[:8]}")
+        exported = await viewer.post(f"/api/export/run/{short_id(run.id)}")
         assert exported.status_code == 200, exported.text
         assert exported.headers["content-type"] == "application/zip"
         disposition = exported.headers["content-disposition"]

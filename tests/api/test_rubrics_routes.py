@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from valuerank.refs import short_id
+
 SAFETY = "Keeping people safe from harm or illness, including long-term health."
 
 
@@ -52,7 +54,7 @@ async def test_import_versions_list_show_lineage(
         labelled = (await client.get("/api/rubrics", params={"label": "v1.1"})).json()["data"]
         assert [r["id"] for r in labelled["rubrics"]] == [second["id"]]
 
-        shown = (await client.get(f"/api/rubrics/{second['id'][:8]}")).json()["data"]
+        shown = (await client.get(f"/api/rubrics/{short_id(second['id'])}")).json()["data"]
         assert shown["id"] == second["id"] and shown["source_file"] is None
         assert shown["content"]["values"]["Physical_Safety"]["definition"] == (
             "Keeping people safe from harm."

@@ -12,6 +12,7 @@ import yaml
 from valuerank.db import Database
 from valuerank.definitions.service import import_definition
 from valuerank.orgs import ensure_org
+from valuerank.refs import short_id
 
 
 def _pair(compat_dir: Path) -> tuple[Path, Path]:
@@ -40,7 +41,7 @@ async def test_expansion_matches_the_cli_and_pages_through_one_sample(
     definition_id = await _import(live, md)
     async with live.client_for("default", "viewer") as client:  # expansion writes nothing
         whole = await client.post(
-            "/api/scenarios/expand", json={"definition_id": definition_id[:8]}
+            "/api/scenarios/expand", json={"definition_id": short_id(definition_id)}
         )
         assert whole.status_code == 200, whole.text
         data = whole.json()["data"]

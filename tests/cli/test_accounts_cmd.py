@@ -8,6 +8,7 @@ from typing import Any
 
 from valuerank.accounts import authenticate_token
 from valuerank.db import create_database
+from valuerank.refs import short_id
 
 from .conftest import Invoke
 
@@ -102,7 +103,7 @@ def test_orgs_users_and_tokens(cli: Invoke, database_url: Any) -> None:
     table = cli("tokens", "list")
     assert table.exit_code == 0 and token[:12] in table.stdout and token not in table.stdout
 
-    revoked = cli("tokens", "revoke", created.json()["id"][:8], "--json")
+    revoked = cli("tokens", "revoke", short_id(created.json()["id"]), "--json")
     assert revoked.json()["status"] == "revoked"
     assert _identity(database_url, token) is None
     assert cli("tokens", "revoke", "no-such", "--json").json()["code"] == "NOT_FOUND"

@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from valuerank.formats import parse_definition
+from valuerank.refs import short_id
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 CAFE = EXAMPLES / "exp-cafe-mandate.md"
@@ -30,7 +31,7 @@ def test_import_is_idempotent_and_listed(cli) -> None:  # type: ignore[no-untype
     assert again["id"] == first["id"] and again["created"] is False
     listed = cli("definitions", "list", "--json").json()
     assert [d["id"] for d in listed] == [first["id"]]
-    shown = cli("definitions", "show", first["id"][:8], "--json").json()
+    shown = cli("definitions", "show", short_id(first["id"]), "--json").json()
     assert shown["id"] == first["id"]
     assert [d["name"] for d in shown["content"]["dimensions"]] == [
         "Risk",

@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
+from valuerank.refs import short_id
+
 from .conftest import Invoke, Outcome
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "cli"
@@ -35,7 +37,7 @@ def test_import_export_and_import_again(vr: Invoke, tmp_path: Path) -> None:
     assert (run["cli_run_id"], run["transcripts"], run["created"]) == ("2025-03-02.14-05", 2, True)
 
     target = tmp_path / "out" / "run.zip"
-    exported = _ok(vr("export", "run", run["id"][:8], "-o", str(target), "--json"))
+    exported = _ok(vr("export", "run", short_id(run["id"]), "-o", str(target), "--json"))
     assert exported["file"] == str(target) and exported["transcripts"] == 2
     with zipfile.ZipFile(target) as archive:
         names = archive.namelist()

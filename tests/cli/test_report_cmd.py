@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from valuerank.refs import short_id
+
 from .conftest import Invoke
 from .test_analyze_cmd import DEMO, RUBRIC, judged_cli_run
 
@@ -67,7 +69,7 @@ def test_report_of_a_run_and_with_a_baseline(
     compared = cli("report", b, "--baseline", a, "--json")
     assert compared.exit_code == 0, compared.stdout + compared.stderr
     assert compared.json()["baseline_run_id"] == a
-    default = tmp_path / f"report-{b[:8]}.html"
+    default = tmp_path / f"report-{short_id(b)}.html"
     assert Path(compared.json()["path"]) == default.resolve()
     with_baseline = default.read_text(encoding="utf-8")
     assert 'id="comparison-section"' in with_baseline and 'id="fig-forest"' in with_baseline

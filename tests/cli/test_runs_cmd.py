@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 import valuerank
+from valuerank.refs import short_id
 
 from .conftest import Invoke
 
@@ -41,7 +42,7 @@ def test_create_wait_status_results_and_steering(cli: Invoke) -> None:
     assert data["estimate"]["cost_usd"] == 0.0  # scripted models are free
     run_id = data["id"]
 
-    waited = cli("runs", "wait", run_id[:8], "--work", "--timeout", "60", "--json")
+    waited = cli("runs", "wait", short_id(run_id), "--work", "--timeout", "60", "--json")
     assert waited.exit_code == 0, waited.stderr
     assert waited.json()["status"] == "completed"
 

@@ -15,6 +15,7 @@ from tests.api.conftest import TOKEN, Live, MakeRun
 from valuerank.client import API_TOKEN_ENV, API_URL_ENV, ApiClient, ApiError
 from valuerank.client.runs import run_status
 from valuerank.config import Settings
+from valuerank.refs import short_id
 
 
 async def _status(client: ApiClient, ref: str) -> dict[str, object]:
@@ -29,7 +30,7 @@ async def _refused(client: ApiClient, ref: str) -> ApiError:
 
 async def test_a_run_is_its_api_detail(live: Live, make_run: MakeRun) -> None:
     run = await make_run(live.org_id, name="seen from outside")
-    data = await _status(ApiClient(live.url + "/", TOKEN), run.id[:8])  # a prefix, a slash
+    data = await _status(ApiClient(live.url + "/", TOKEN), short_id(run.id))  # a short id, a slash
     async with live.client() as http:
         expected = (await http.get(f"/api/runs/{run.id}")).json()["data"]
     assert data == expected

@@ -10,6 +10,7 @@ from valuerank.db import Database
 from valuerank.definitions.service import fork_definition, parse_and_check
 from valuerank.findings.lineage import lineage_results
 from valuerank.pipeline.experiments import add_variant, create_experiment, experiment_report
+from valuerank.refs import short_id
 from valuerank.runs.service import get_run
 
 from .analysis_support import DEMO, launch, run_config, running_worker, set_up, wait_completed
@@ -79,7 +80,7 @@ async def test_variants_that_change_the_definition_version_and_the_sample(
             conn, org_id, name="wording and sample", hypothesis="none", baseline_run=baseline
         )
         version = await add_variant(
-            conn, org_id, experiment.id, {"definition_id": child.version.id[:8]}
+            conn, org_id, experiment.id, {"definition_id": short_id(child.version.id)}
         )
         larger = await add_variant(conn, org_id, experiment.id, {"sample_percentage": 60})
     async with db.transaction() as conn:

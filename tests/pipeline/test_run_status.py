@@ -11,6 +11,7 @@ from sqlalchemy import select
 from valuerank.db import Database
 from valuerank.db.tables import jobs
 from valuerank.pipeline.run_status import refresh_report, watch_report
+from valuerank.refs import short_id
 from valuerank.runs.service import FINALIZE
 from valuerank.runs.states import RunStatus
 
@@ -35,7 +36,7 @@ async def test_a_stalled_run_gets_its_finalize_job_from_its_readers(
     assert await _finalize_jobs(db, run_id) == ["queued"]
     # Its finalize job is queued now: the run is no longer stalled and nothing more is added.
     async with db.transaction(immediate=True) as conn:
-        await refresh_report(conn, org_id, run_id[:8])
+        await refresh_report(conn, org_id, short_id(run_id))
     assert await _finalize_jobs(db, run_id) == ["queued"]
 
 

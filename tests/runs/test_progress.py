@@ -14,8 +14,9 @@ from valuerank.db import Database
 from valuerank.db.tables import jobs, judgments, run_tallies, transcripts
 from valuerank.definitions.service import import_definition
 from valuerank.formats import Transcript, Turn
-from valuerank.pipeline.finalize import TAIL, at_tail, finalize_spec
+from valuerank.pipeline.run_end import TAIL, at_tail, finalize_spec
 from valuerank.queue import JobSpec, cancel_job, claim, complete, enqueue_many, fail
+from valuerank.refs import short_id
 from valuerank.runs import service
 from valuerank.runs.config import RunConfig
 from valuerank.runs.progress import job_progress, run_progress, run_report
@@ -67,7 +68,7 @@ async def test_run_progress_equals_counting_the_jobs_of_each_kind(
             probes, judging = await run_progress(conn, run.id)
             assert probes == await job_progress(conn, run.id, (PROBE,))
             assert judging == await job_progress(conn, run.id, (JUDGE, SUMMARIZE))
-            report = await run_report(conn, org_id, run.id[:8])
+            report = await run_report(conn, org_id, short_id(run.id))
         assert (report.progress, report.judging) == (probes, judging)
 
     await same()

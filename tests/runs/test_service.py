@@ -15,6 +15,7 @@ from valuerank.definitions.service import import_definition
 from valuerank.errors import ConflictError, NotFoundError
 from valuerank.orgs import ensure_org
 from valuerank.queue.controls import paused
+from valuerank.refs import short_id
 from valuerank.runs import service
 from valuerank.runs.config import RunConfig
 from valuerank.runs.progress import run_report
@@ -66,7 +67,7 @@ async def test_start_enqueues_one_probe_per_item_and_twice_adds_nothing(
     async with db.transaction() as conn:
         first = await service.start_run(conn, org_id, created.run.id)
     async with db.transaction() as conn:
-        second = await service.start_run(conn, org_id, created.run.id[:8])
+        second = await service.start_run(conn, org_id, short_id(created.run.id))
     assert first.enqueued == 5 * 2 * 2 and first.existing == 0
     assert second.enqueued == 0 and second.existing == 20
     assert first.run.status is RunStatus.RUNNING and first.run.started_at is not None

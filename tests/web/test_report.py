@@ -22,6 +22,7 @@ from valuerank.definitions.service import import_definition
 from valuerank.findings.analyses import run_analysis
 from valuerank.formats.transcript_md import Transcript, Turn
 from valuerank.orgs import ensure_org
+from valuerank.refs import short_id
 from valuerank.runs.config import RunConfig
 from valuerank.runs.records import TranscriptRecord, insert_transcript
 from valuerank.runs.service import Run, create_run, run_scenario_ids
@@ -77,7 +78,10 @@ async def test_the_download_is_the_report_scoped_to_the_organisation(
 
     got = await browser.get(f"/runs/{run.id}/report.html")
     assert got.status_code == 200 and got.headers["content-type"].startswith("text/html")
-    assert got.headers["content-disposition"] == f'attachment; filename="report-{run.id[:8]}.html"'
+    assert (
+        got.headers["content-disposition"]
+        == f'attachment; filename="report-{short_id(run.id)}.html"'
+    )
     html = got.text
     assert "downloaded &lt;b&gt;run&lt;/b&gt;" in html and "<script" not in html
     analysis = (await run_analysis(db, org_id, run.id)).analysis

@@ -28,6 +28,7 @@ from valuerank.pipeline.calls import ProviderPool
 from valuerank.pipeline.launch import launch_run
 from valuerank.pipeline.run_status import watch_report
 from valuerank.queue import QueueSettings
+from valuerank.refs import short_id
 from valuerank.rubrics import import_rubric
 from valuerank.runs import service
 from valuerank.runs.config import build_config
@@ -379,7 +380,7 @@ async def test_transcript_search_and_one_transcript_with_its_judges(
     assert sorted(re.findall(r'href="/transcripts/([^"]+)"', by_model)) == sorted(judged)
     by_scenario = (await browser.get("/transcripts", params={"scenario": "evil-scenario"})).text
     assert re.findall(r'href="/transcripts/([^"]+)"', by_scenario) == [evil_id]
-    of_run = (await browser.get("/transcripts", params={"run": run.id[:8]})).text
+    of_run = (await browser.get("/transcripts", params={"run": short_id(run.id)})).text
     assert f'<a href="/runs/{run.id}">judged</a>' in of_run and "Transcripts of judged" in of_run
     assert '<th scope="col">Run</th>' not in of_run
     none = (await browser.get("/transcripts", params={"q": "no such words anywhere"})).text

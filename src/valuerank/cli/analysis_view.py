@@ -9,6 +9,7 @@ from rich.table import Table
 
 from valuerank.cli.analysis_deep_view import print_deep
 from valuerank.cli.analysis_format import grouped_table, interval_text, num, p_text
+from valuerank.refs import short_id
 
 
 def no_interval(status: str) -> str:
@@ -162,7 +163,8 @@ def print_analysis(console: Console, analysis: dict[str, Any]) -> None:
     meta = analysis["meta"]
     cached = " (cached)" if meta.get("cached") else ""
     console.print(
-        f"[bold]analysis of run {meta['runId'][:8]}[/]{cached}: {meta['transcripts']} transcripts, "
+        f"[bold]analysis of run {short_id(meta['runId'])}[/]{cached}: "
+        f"{meta['transcripts']} transcripts, "
         f"{meta['decided']} decided, {meta['judged']} judged"
     )
     if analysis.get("valueSensitivity"):  # shown first: needs no judge
@@ -215,8 +217,9 @@ def print_comparison(console: Console, comparison: dict[str, Any]) -> None:
     result = comparison["result"]
     models = result["models"]
     console.print(
-        f"[bold]comparison {comparison['id'][:8]}[/]: baseline {comparison['baseline_run_id'][:8]}"
-        f" vs {comparison['comparison_run_id'][:8]}, {result['scenarios']['shared']} shared "
+        f"[bold]comparison {short_id(comparison['id'])}[/]: "
+        f"baseline {short_id(comparison['baseline_run_id'])}"
+        f" vs {short_id(comparison['comparison_run_id'])}, {result['scenarios']['shared']} shared "
         "scenarios"
     )
     for side in ("baseline", "comparison"):

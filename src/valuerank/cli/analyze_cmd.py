@@ -22,6 +22,7 @@ from valuerank.pipeline.experiments import (
     experiment_report,
     list_experiments,
 )
+from valuerank.refs import short_id
 
 PlotsOption = typer.Option(
     None, "--plots", help="Also write the plots (PNG and SVG) into this directory."
@@ -291,13 +292,15 @@ def experiments_report(
         print_json(data)
         return
     console.print(f"[bold]{data['name']}[/]: {data['hypothesis']}")
-    console.print(f"baseline {data['baseline']['id'][:8]} ({data['baseline']['status']})")
+    console.print(f"baseline {short_id(data['baseline']['id'])} ({data['baseline']['status']})")
     for variant in data["variants"]:
-        console.print(f"variant {variant['run_id'][:8]} {variant['changes']}: {variant['status']}")
+        console.print(
+            f"variant {short_id(variant['run_id'])} {variant['changes']}: {variant['status']}"
+        )
         if variant["comparison"] is not None:
             print_comparison(console, variant["comparison"])
         else:
-            console.print(f"  waiting for {', '.join(r[:8] for r in variant['waiting_for'])}")
+            console.print(f"  waiting for {', '.join(short_id(r) for r in variant['waiting_for'])}")
 
 
 @experiments_app.command("list")
@@ -313,7 +316,9 @@ def experiments_list(as_json: bool = JsonOption) -> None:
         print_json(rows)
         return
     for row in rows:
-        console.print(f"{row['id'][:8]}  {row['name']}  baseline {row['baseline_run_id'][:8]}")
+        console.print(
+            f"{short_id(row['id'])}  {row['name']}  baseline {short_id(row['baseline_run_id'])}"
+        )
 
 
 lineage_app = typer.Typer(help="Results across a definition's fork tree.", no_args_is_help=True)

@@ -20,6 +20,7 @@ from valuerank.cli.common import (
 from valuerank.definitions import service
 from valuerank.definitions.diff import render_diff
 from valuerank.definitions.rules import rules_for
+from valuerank.refs import short_id
 from valuerank.versioning import TreeNode, Version
 
 app = typer.Typer(
@@ -81,10 +82,10 @@ def list_(as_json: bool = JsonOption) -> None:
         for item in items:
             v = item.version
             table.add_row(
-                v.id[:8],  # a unique prefix is enough for every command, as in Git
+                short_id(v.id),  # a unique prefix is enough for every command, as in Git
                 v.name,
                 v.version_label,
-                (v.parent_id or "")[:8],
+                short_id(v.parent_id or ""),
                 ", ".join(d.name for d in item.definition.dimensions),
                 v.created_at.strftime("%Y-%m-%d %H:%M"),
             )

@@ -24,6 +24,7 @@ from valuerank.db import Database
 from valuerank.definitions.service import import_definition
 from valuerank.pipeline.analyze import ANALYZE_BASIC, analysis_partition
 from valuerank.pipeline.launch import launch_run
+from valuerank.refs import short_id
 from valuerank.runs.config import RunConfig
 from valuerank.runs.progress import job_progress
 from valuerank.runs.results import model_results
@@ -99,7 +100,8 @@ def demo(
             run_id = launched.created.run.id
             if not as_json:
                 console.print(
-                    f"[bold]demo run[/] {run_id[:8]}: {launched.created.scenarios} scenarios × "
+                    f"[bold]demo run[/] {short_id(run_id)}: "
+                    f"{launched.created.scenarios} scenarios × "
                     f"{len(model)} models ({', '.join(model)})"
                 )
             async with in_process_worker(db):

@@ -12,6 +12,7 @@ from valuerank.cli.common import JsonOption, console, print_json, run, session
 from valuerank.exchange import Limits, import_runs, import_workspace
 from valuerank.exchange.archive_safety import MiB
 from valuerank.exchange.run_import import ImportedRun
+from valuerank.refs import short_id
 
 app = typer.Typer(
     help="Import the original CLI's files (run folders, transcripts, run ZIPs) and workspaces.",
@@ -50,7 +51,9 @@ def _runs_table(results: list[ImportedRun]) -> Table:
     table.columns[0].no_wrap = True
     for r in results:
         result = "imported" if r.created else "[dim]already imported: nothing written[/]"
-        table.add_row(r.id[:8], escape(r.cli_run_id), escape(r.name), str(r.transcripts), result)
+        table.add_row(
+            short_id(r.id), escape(r.cli_run_id), escape(r.name), str(r.transcripts), result
+        )
     return table
 
 

@@ -18,6 +18,7 @@ from valuerank.cli.common import (
     session,
 )
 from valuerank.formats import parse_rubric
+from valuerank.refs import short_id
 
 app = typer.Typer(help="Values rubrics (values_rubric.yaml), versioned.", no_args_is_help=True)
 
@@ -76,7 +77,7 @@ def list_(as_json: bool = JsonOption) -> None:
         table = Table("id", "name", "version", "values", "created")
         for v in items:
             table.add_row(
-                v.id[:8],
+                short_id(v.id),
                 v.name,
                 v.version_label,
                 str(len(v.content.get("values", {}))),

@@ -25,6 +25,7 @@ from valuerank.client.runs import print_status_from, run_status
 from valuerank.config import get_settings
 from valuerank.pipeline.run_status import refresh_report
 from valuerank.queue.enqueue import priority_value
+from valuerank.refs import short_id
 from valuerank.runs import service
 from valuerank.runs.config import build_config
 from valuerank.runs.results import ModelResult, model_results
@@ -137,9 +138,9 @@ def create(
     if rubric is not None:
         console.print(f"judges read the values rubric {_rubric_line(rubric)}")
     if data["status"] == "pending":
-        console.print(f"not started: valuerank runs start {data['id'][:8]}")
+        console.print(f"not started: valuerank runs start {short_id(data['id'])}")
     else:
-        console.print(f"watch it: valuerank runs wait {data['id'][:8]} [--work]")
+        console.print(f"watch it: valuerank runs wait {short_id(data['id'])} [--work]")
 
 
 def _rubric_line(rubric: dict[str, Any]) -> str:
@@ -175,7 +176,7 @@ def list_runs(as_json: bool = JsonOption) -> None:
         table.add_column(column)
     for r in rows:
         table.add_row(
-            r["id"][:8],
+            short_id(r["id"]),
             r["name"],
             r["status"],
             ", ".join(r["models"]),
@@ -270,7 +271,7 @@ def wait(
     if as_json:
         print_json(data)
     elif ended:
-        console.print(f"run {data['id'][:8]} {data['status']}")
+        console.print(f"run {short_id(data['id'])} {data['status']}")
     if not ended:
         if not as_json:
             console.print(f"[yellow]still {data['status']} after {timeout:g} s[/]")
@@ -288,7 +289,7 @@ def _steer(
     if as_json:
         print_json(data)
     else:
-        console.print(f"run {data['id'][:8]}: {data['status']}")
+        console.print(f"run {short_id(data['id'])}: {data['status']}")
 
 
 @app.command("start")
@@ -304,7 +305,7 @@ def start(run_id: str = RunArg, as_json: bool = JsonOption) -> None:
     if as_json:
         print_json(data)
     else:
-        console.print(f"run {data['id'][:8]}: {data['enqueued']} jobs enqueued")
+        console.print(f"run {short_id(data['id'])}: {data['enqueued']} jobs enqueued")
 
 
 @app.command("pause")
@@ -343,7 +344,7 @@ def delete(
     if as_json:
         print_json(data)
     else:
-        console.print(f"run {data['id'][:8]} deleted")
+        console.print(f"run {short_id(data['id'])} deleted")
 
 
 @app.command("rerun-failed")
@@ -359,7 +360,7 @@ def rerun_failed(run_id: str = RunArg, as_json: bool = JsonOption) -> None:
     if as_json:
         print_json(data)
     else:
-        console.print(f"run {data['id'][:8]}: {data['requeued']} failed jobs requeued")
+        console.print(f"run {short_id(data['id'])}: {data['requeued']} failed jobs requeued")
 
 
 @app.command("expand")
@@ -379,4 +380,4 @@ def expand(
     if as_json:
         print_json(data)
     else:
-        console.print(f"run {data['id'][:8]}: {data['scenarios_added']} scenarios added")
+        console.print(f"run {short_id(data['id'])}: {data['scenarios_added']} scenarios added")

@@ -16,6 +16,7 @@ from rich.table import Table
 from valuerank.cli.common import JsonOption, console, database, print_json, run, session
 from valuerank.cli.live import in_process_worker
 from valuerank.queue import JobStatus, get_job
+from valuerank.refs import short_id
 from valuerank.validation.model import parse_task_id
 from valuerank.validation.reads import multi_model_view, task_consensus
 from valuerank.validation.requests import request_validation
@@ -226,7 +227,7 @@ def validate(
         return
     for job in data["jobs"]:
         state = "queued" if job["enqueued"] else "already asked"
-        console.print(f"{escape(job['model'])}: {state} (job {job['job_id'][:8]})")
+        console.print(f"{escape(job['model'])}: {state} (job {short_id(job['job_id'])})")
     if "results" not in data:
         console.print("[dim]a worker runs them: `valuerank worker`, or add --work[/]")
         return

@@ -56,6 +56,7 @@ from valuerank.formats import (
     serialize_scenarios,
 )
 from valuerank.formats.scenarios_model import CORE_SCENARIO_KEYS, Scenario
+from valuerank.refs import short_id
 
 MANIFEST = "run_manifest.yaml"
 COPY_CHUNK = 1 << 20
@@ -107,7 +108,7 @@ class _UniqueNames:
             row.scenario_id, row.model, probe_model, row.sample_index, self.run_id
         )
         if self._digest(name) in self._seen:
-            name = name[: -len(".md")] + f".{row.id[:8]}.md"
+            name = name[: -len(".md")] + f".{short_id(row.id)}.md"
         self._seen.add(self._digest(name))
         return name
 

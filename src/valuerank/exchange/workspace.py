@@ -39,6 +39,7 @@ from valuerank.exchange.zip_write import ZipStream
 from valuerank.formats import Rubric, serialize_rubric
 from valuerank.formats.yaml_io import dump_cli
 from valuerank.queue.dialect import as_utc
+from valuerank.refs import short_id
 
 FORMAT = "valuerank-workspace"
 FORMAT_VERSION = 2  # 2: the run index says each run's status, origin, time and versions
@@ -71,7 +72,7 @@ async def _versions(
     index: list[dict[str, Any]] = []
     for version in ordered:
         root = by_id.get(version.root_id, version)
-        tree = f"{safe_part(root.name, folder)}-{root.id[:8]}"
+        tree = f"{safe_part(root.name, folder)}-{short_id(root.id)}"
         path = f"{folder}/{tree}/{safe_part(version.version_label, 'v')}.{extension}"
         parent = by_id.get(version.parent_id) if version.parent_id else None
         index.append(version_entry(version, path, parent.version_label if parent else None))
@@ -112,7 +113,7 @@ async def write_workspace(conn: AsyncConnection, org_id: str, out: IO[bytes]) ->
         run = await load_run(conn, org_id, run_id)
         name = safe_part(export_run_id(run))
         if name in used:
-            name = f"{name}-{run.id[:8]}"
+            name = f"{name}-{short_id(run.id)}"
         used.add(name)
         index.append(_run_entry(f"runs/{name}", run))
         folders.append((f"runs/{name}", run.id))

@@ -15,6 +15,7 @@ from valuerank.errors import NotFoundError
 from valuerank.findings.analyses import run_analysis
 from valuerank.findings.comparisons import compare_runs
 from valuerank.queue.dialect import as_utc
+from valuerank.refs import short_id
 from valuerank.report.errors import NoTranscriptsError
 from valuerank.report.figures import report_figures
 from valuerank.report.render import ComparisonPart, ReportDocument, RunHeader, render_report
@@ -75,7 +76,7 @@ async def gather_report(
     if not (basic.get("meta") or {}).get("transcripts"):
         raise NoTranscriptsError(
             f"run {run.id} has no transcripts: there is nothing to report yet",
-            hint=f"start it and let a worker finish it (`valuerank runs wait {run.id[:8]} "
+            hint=f"start it and let a worker finish it (`valuerank runs wait {short_id(run.id)} "
             "--work`), then report",
         )
     header = await _header(db, org_id, run)

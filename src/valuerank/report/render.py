@@ -19,6 +19,7 @@ from markupsafe import Markup
 
 from valuerank import __version__
 from valuerank.analysis import CODE_VERSION
+from valuerank.refs import short_id
 from valuerank.report import sections
 from valuerank.report.distribution_svg import distribution_svg
 
@@ -44,7 +45,7 @@ class RunHeader:
 
     @property
     def short_id(self) -> str:
-        return self.id[:8]
+        return short_id(self.id)
 
 
 @dataclass(frozen=True)

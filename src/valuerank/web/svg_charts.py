@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
 
+from valuerank.refs import short_id
 from valuerank.versioning import TreeNode
 
 
@@ -92,7 +93,7 @@ def version_tree_svg(
                 f'<circle cx="{_n(x + 8)}" cy="{_n(ry - 4)}" r="3.5" class="run-dot status-'
                 f'{escape(run.status)}" fill="#5a9a5a"/>'
                 f'<text x="{_n(x + 16)}" y="{_n(ry)}" font-size="11">run '
-                f"…{escape(run.id[-8:])} ({escape(run.status)})</text></a>"
+                f"{escape(short_id(run.id))} ({escape(run.status)})</text></a>"
             )
     parts.append("</svg>")
     return "".join(parts)

@@ -10,6 +10,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from valuerank import __version__
 from valuerank.queue.dialect import as_utc
+from valuerank.refs import short_id
 from valuerank.web.progress_bar import segments, value_text
 
 WEB_DIR = Path(__file__).parent
@@ -56,7 +57,7 @@ def _environment() -> Environment:
         lstrip_blocks=True,
     )
     env.filters.update(mean=fmt_mean, cost=fmt_cost, when=fmt_time, duration=fmt_seconds)
-    env.filters.update(num=fmt_number, pvalue=fmt_pvalue)
+    env.filters.update(num=fmt_number, pvalue=fmt_pvalue, short=short_id)
     env.globals["version"] = __version__
     # templates/_progress.html draws the segmented progress bars from these.
     env.globals.update(progress_segments=segments, progress_value_text=value_text)

@@ -163,7 +163,7 @@
         " (" + r.values + " value" + (r.values === 1 ? "" : "s") +
         (r.default ? "; the default rubric, as the organisation has none" : "") + ").";
     }
-    byId("est-note").textContent = "Saved as a pending run (" + run.id.slice(0, 8) +
+    byId("est-note").textContent = "Saved as a pending run (" + run.id.slice(-8) +
       "): nothing is queued until you start it. Judges and summaries read every transcript at its largest.";
     var box = byId("estimate");
     box.hidden = false;
