@@ -29,7 +29,7 @@ from valuerank.findings.analyses import (
     stored_analysis,
 )
 from valuerank.formats.transcript_md import Transcript, Turn
-from valuerank.pipeline.finalize import store_consensus
+from valuerank.pipeline.run_results import store_consensus
 from valuerank.pipeline.transcript_retention import apply_transcript_retention
 from valuerank.runs.config import RunConfig
 from valuerank.runs.records import (

@@ -12,7 +12,8 @@ from valuerank.db import Database
 from valuerank.db.tables import jobs, transcripts
 from valuerank.definitions.service import import_definition
 from valuerank.formats.transcript_md import Transcript, Turn
-from valuerank.pipeline.finalize import enqueue_followers, store_consensus, transcript_pages
+from valuerank.pipeline.finalize import enqueue_followers
+from valuerank.pipeline.run_results import store_consensus, transcript_pages
 from valuerank.runs.config import RunConfig
 from valuerank.runs.records import JudgmentRecord, TranscriptRecord, insert_transcript
 from valuerank.runs.service import JUDGE, Run, create_run, run_scenario_ids

@@ -10,7 +10,7 @@ from sqlalchemy import event, update
 
 from valuerank.db import Database
 from valuerank.db.tables import jobs
-from valuerank.pipeline.finalize import TAIL, at_tail
+from valuerank.pipeline.run_end import TAIL, at_tail
 from valuerank.queue import JobSpec, enqueue_many
 from valuerank.runs.service import FINALIZE, PROBE
 

@@ -14,13 +14,14 @@ from valuerank.pipeline.analyze import (
     run_narrative,
 )
 from valuerank.pipeline.context import PipelineContext
-from valuerank.pipeline.finalize import at_tail, ensure_finalize, run_finalize
+from valuerank.pipeline.finalize import run_finalize
 from valuerank.pipeline.judging import run_judge, run_summarize
 from valuerank.pipeline.maintenance import maintenance_chores
 from valuerank.pipeline.probe import ProbeItem, run_probe
+from valuerank.pipeline.run_end import move_on_at_tail
 from valuerank.pipeline.validate import run_validate
 from valuerank.queue import Job, Permanent, RateLimited, Snooze, Worker
-from valuerank.runs.service import FINALIZE, JUDGE, PROBE, SUMMARIZE, get_run
+from valuerank.runs.service import FINALIZE, JUDGE, PROBE, SUMMARIZE
 from valuerank.validation.requests import VALIDATE
 
 Step = Callable[[PipelineContext, Job], Awaitable[Any]]
@@ -33,28 +34,14 @@ def _last_attempt(job: Job, exc: BaseException) -> bool:
     return isinstance(exc, Permanent) or job.attempts >= job.max_attempts
 
 
-async def _move_on(ctx: PipelineContext, job: Job) -> None:
-    """Near the end of a run's probes, make sure its finalize job exists (a probe that
-    succeeds does it with its transcript; this is for the last failed attempt).
-
-    The check is a read (no write lock on SQLite) and costs the same at any run size; only
-    the probes at the tail write. Enqueuing finalize early is harmless (it is idempotent, and
-    snoozes while probes are left), so the write does not check again."""
-    run_id = ProbeItem.from_payload(job.payload).run_id
-    async with ctx.db.transaction() as conn:
-        tail = await at_tail(conn, job.org_id, run_id)
-    if tail:
-        async with ctx.db.transaction(immediate=True) as conn:
-            await ensure_finalize(conn, await get_run(conn, job.org_id, run_id))
-
-
 def _probe_handler(ctx: PipelineContext) -> Callable[[Job], Coroutine[Any, Any, Any]]:
     async def handle(job: Job) -> Any:
         try:
             return await run_probe(ctx, job)  # moves the run on itself when it succeeds
         except Exception as exc:
-            if _last_attempt(job, exc):
-                await _move_on(ctx, job)
+            if _last_attempt(job, exc):  # the run's last probes must still enqueue finalize
+                run_id = ProbeItem.from_payload(job.payload).run_id
+                await move_on_at_tail(ctx.db, job.org_id, run_id)
             raise
 
     return handle

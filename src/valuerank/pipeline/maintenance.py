@@ -3,7 +3,7 @@ chores, the same from every entry point — the workers' periodic pass (the chor
 each worker by `register_pipeline_handlers`), `valuerank maintenance run`, and the system API.
 
 The queue knows nothing about runs; the pipeline adds what it needs to every pass here:
-`stale_runs`, reaping runs left open with no live job (`pipeline/stale.py`), and
+`stale_runs`, reaping runs left open with no live job (`pipeline/run_end.py`), and
 `response_cache`, deleting cached model answers older than `VALUERANK_RESPONSE_CACHE_DAYS`
 (a batch per pass, oldest first; 0 keeps them); and `transcript_retention`, exporting then
 deleting the transcripts of runs finished longer ago than VALUERANK_TRANSCRIPT_RETENTION_DAYS
@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from valuerank.config import get_settings
 from valuerank.db.engine import Database
 from valuerank.pipeline.calls import prune_response_cache
-from valuerank.pipeline.stale import reap_stale_runs
+from valuerank.pipeline.run_end import reap_stale_runs
 from valuerank.queue.maintenance import (
     DEFAULT_BATCH,
     FULL,

@@ -22,8 +22,8 @@ from valuerank.failpoints import PROBE_AFTER_TRANSCRIPT, failpoint
 from valuerank.formats.transcript_md import Transcript, Turn
 from valuerank.pipeline.calls import CacheEntry, call_model, store_in_cache
 from valuerank.pipeline.context import PipelineContext
-from valuerank.pipeline.finalize import at_tail, ensure_finalize
 from valuerank.pipeline.prompts import DEFAULT_FOLLOWUPS, probe_messages, turn_prompts, turn_seed
+from valuerank.pipeline.run_end import finalize_at_tail, move_on_at_tail
 from valuerank.providers.base import CompletionRequest
 from valuerank.providers.model_id import parse_model_id
 from valuerank.queue import HandlerResult, Job, Permanent
@@ -76,13 +76,11 @@ def cli_timestamp(moment: datetime) -> str:
 
 async def run_probe(ctx: PipelineContext, job: Job) -> HandlerResult:
     item = ProbeItem.from_payload(job.payload)
-    tail, scenario = False, None
+    scenario = None
     async with ctx.db.transaction() as conn:
         existing = await _existing(conn, item)
         run = await get_run(conn, job.org_id, item.run_id)
-        if existing is not None:  # a previous execution wrote it and died before completing
-            tail = await at_tail(conn, job.org_id, run.id)
-        else:
+        if existing is None:
             scenario = (
                 await conn.execute(
                     select(run_scenarios).where(
@@ -91,10 +89,8 @@ async def run_probe(ctx: PipelineContext, job: Job) -> HandlerResult:
                     )
                 )
             ).first()
-    if existing is not None:
-        if tail:
-            async with ctx.db.transaction(immediate=True) as conn:
-                await ensure_finalize(conn, run)
+    if existing is not None:  # a previous execution wrote it and died before completing
+        await move_on_at_tail(ctx.db, job.org_id, run.id)
         return HandlerResult(
             {"transcript_id": existing, "reused": True},
             event_data={"scenario_id": item.scenario_id, "model": item.model},
@@ -127,9 +123,8 @@ async def run_probe(ctx: PipelineContext, job: Job) -> HandlerResult:
         transcript_id = await insert_transcript(conn, job.org_id, run.id, record)
         if transcript_id is None:
             transcript_id = await _existing(conn, item)
-        # The last probes of the run enqueue its finalize job (see pipeline/finalize.py).
-        if await at_tail(conn, job.org_id, run.id):
-            await ensure_finalize(conn, run)
+        # The last probes of the run enqueue its finalize job (see pipeline/run_end.py).
+        await finalize_at_tail(conn, run)
     failpoint(PROBE_AFTER_TRANSCRIPT)  # committed, not yet completed: the retry must reuse it
     return HandlerResult(
         {"transcript_id": transcript_id, "decision_code": decision.code},
