@@ -33,6 +33,8 @@ from valuerank.providers.base import (
 from valuerank.providers.costs import cost_usd
 from valuerank.providers.factory import build_provider
 from valuerank.providers.model_id import ModelId, parse_model_id
+from valuerank.providers.presets import preset_for
+from valuerank.providers.registry import adapter_spec
 from valuerank.queue import Permanent, RateLimited, Transient
 from valuerank.queue.dialect import db_now_plus, upsert
 from valuerank.registry.service import prices_for
@@ -62,8 +64,9 @@ class ProviderPool:
             raise Permanent(exc.message) from exc
         # Keyed by a digest, so no key sits in a dict that might be printed.
         fingerprint = hashlib.sha256((api_key or "").encode()).hexdigest()[:16]
-        # local/scripted build one provider per model; the SDK adapters serve every model.
-        per_model = model.provider in ("local", "scripted")
+        # Adapters that build one provider per model (local, scripted) get one slot per
+        # model; the SDK adapters serve every model of a key from one client.
+        per_model = adapter_spec(preset_for(model.provider).kind).builds_per_model
         slot = (model.provider, fingerprint, model.name if per_model else "")
         provider = self._providers.get(slot)
         if provider is None:

@@ -16,6 +16,7 @@ from anthropic.types.output_config_param import OutputConfigParam
 from valuerank.providers.base import (
     Completion,
     CompletionRequest,
+    Provider,
     ProviderTransient,
     Usage,
 )
@@ -29,6 +30,7 @@ from valuerank.providers.classify import (
     json_body,
     rate_limit_headers,
 )
+from valuerank.providers.specs import ProviderPreset
 
 DEFAULT_MAX_TOKENS = 1024
 
@@ -41,6 +43,13 @@ _FINISH = {
     "tool_use": FINISH_TOOL_CALLS,
     "refusal": FINISH_REFUSAL,
 }
+
+
+def build_anthropic_provider(
+    preset: ProviderPreset, *, api_key: str | None, base_url: str | None, timeout: float
+) -> Provider:
+    """The registry's factory (`AdapterSpec.factory`) of the `anthropic` preset."""
+    return AnthropicProvider(preset.name, api_key, base_url, timeout)
 
 
 class AnthropicProvider:

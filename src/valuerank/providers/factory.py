@@ -5,9 +5,28 @@ from __future__ import annotations
 import importlib
 import os
 from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
 from valuerank.providers.base import MissingCredential, Provider
 from valuerank.providers.presets import ProviderPreset, preset_for
+from valuerank.providers.registry import adapter_spec
+from valuerank.providers.specs import AdapterSpec
+
+# What a `builds_per_model` adapter's factory is: the model part of the id to a provider.
+ModelFactory = Callable[[str], Provider]
+
+
+class SdkFactory(Protocol):
+    """What an SDK adapter's factory is (`AdapterSpec.factory`)."""
+
+    def __call__(
+        self,
+        preset: ProviderPreset,
+        *,
+        api_key: str | None,
+        base_url: str | None,
+        timeout: float,
+    ) -> Provider: ...
 
 
 def api_key_from_env(
@@ -49,32 +68,27 @@ def build_provider(
     model_name: str | None = None,
     environ: Mapping[str, str] = os.environ,
 ) -> Provider:
-    """The provider for `provider_name` (the prefix of `provider:model`).
+    """The provider for `provider_name` (the prefix of `provider:model`), built by the
+    factory its adapter registered (providers/registry.py).
 
     `base_url` overrides the preset's (and its `VALUERANK_<NAME>_BASE_URL`). A missing key of a
     provider that needs one raises `MissingCredential`; keys are never read implicitly here,
-    the caller passes the stored or `api_key_from_env` one. `local` and `scripted` build one
-    provider per model, so they need `model_name` (the part after the colon).
+    the caller passes the stored or `api_key_from_env` one. Kinds that build one provider per
+    model (`local`, `scripted`) need `model_name` (the part after the colon).
     """
     preset = preset_for(provider_name)
-    if preset.kind in ("local", "scripted"):
+    spec = adapter_spec(preset.kind)
+    if spec.builds_per_model:
         if model_name is None:
             raise ValueError(f"provider {provider_name!r} needs model_name= (the model part)")
-        # Imported late: `local` pulls in llama.cpp (an optional extra), and neither is needed
-        # to call a hosted API.
-        module = importlib.import_module(f"valuerank.providers.{preset.kind}")
-        build: Callable[[str], Provider] = getattr(module, f"build_{preset.kind}_provider")
-        return build(model_name)
+        build_for_model: ModelFactory = _factory(spec)
+        return build_for_model(model_name)
     key = require_api_key(provider_name, api_key)
     url = base_url or preset.resolve_base_url(environ)
-    if preset.kind == "anthropic":
-        from valuerank.providers.anthropic_adapter import AnthropicProvider
+    build: SdkFactory = _factory(spec)
+    return build(preset, api_key=key, base_url=url, timeout=timeout)
 
-        return AnthropicProvider(provider_name, key, url, timeout)
-    if preset.kind == "google":
-        from valuerank.providers.google_adapter import GoogleProvider
 
-        return GoogleProvider(provider_name, key, url, timeout)
-    from valuerank.providers.openai_adapter import OpenAIProvider
-
-    return OpenAIProvider(provider_name, key, url, timeout, seed_param=preset.seed_param)
+def _factory(spec: AdapterSpec) -> Any:
+    # Imported late: an SDK (or llama.cpp, an optional extra) loads only when its kind is used.
+    return getattr(importlib.import_module(spec.module), spec.factory)

@@ -21,6 +21,7 @@ from google.genai import types
 from valuerank.providers.base import (
     Completion,
     CompletionRequest,
+    Provider,
     ProviderTransient,
     Usage,
 )
@@ -34,6 +35,7 @@ from valuerank.providers.classify import (
     parse_duration,
     rate_limit_headers,
 )
+from valuerank.providers.specs import ProviderPreset
 
 # v1beta, not the SDK's default v1: it carries every v1 feature plus the newer ones
 # (`responseJsonSchema`, thinking), and it is what Google's own examples call.
@@ -64,6 +66,13 @@ def _pinned_transport() -> httpx.AsyncHTTPTransport | httpx2.AsyncHTTPTransport:
     if os.environ.get("GOOGLE_GENAI_HTTP_CLIENT", "").strip().lower() == "httpx":
         return httpx.AsyncHTTPTransport()
     return httpx2.AsyncHTTPTransport()
+
+
+def build_google_provider(
+    preset: ProviderPreset, *, api_key: str | None, base_url: str | None, timeout: float
+) -> Provider:
+    """The registry's factory (`AdapterSpec.factory`) of the `google` preset."""
+    return GoogleProvider(preset.name, api_key, base_url, timeout)
 
 
 class GoogleProvider:

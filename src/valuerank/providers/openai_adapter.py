@@ -19,6 +19,7 @@ from openai.types.shared_params import ResponseFormatJSONSchema
 from valuerank.providers.base import (
     Completion,
     CompletionRequest,
+    Provider,
     ProviderError,
     ProviderTransient,
     Usage,
@@ -30,11 +31,19 @@ from valuerank.providers.classify import (
     json_body,
     rate_limit_headers,
 )
+from valuerank.providers.specs import ProviderPreset
 
 # The SDK refuses to start without a key; local servers ignore whatever is sent.
 NO_KEY_PLACEHOLDER = "no-key"
 
 _SCHEMA_NAME = re.compile(r"[^a-zA-Z0-9_-]+")
+
+
+def build_openai_provider(
+    preset: ProviderPreset, *, api_key: str | None, base_url: str | None, timeout: float
+) -> Provider:
+    """The registry's factory (`AdapterSpec.factory`) of every OpenAI-compatible preset."""
+    return OpenAIProvider(preset.name, api_key, base_url, timeout, seed_param=preset.seed_param)
 
 
 class OpenAIProvider:

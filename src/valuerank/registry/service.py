@@ -27,7 +27,12 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from valuerank.db import Database
 from valuerank.db.tables import models
 from valuerank.errors import InvalidInputError, NotFoundError
-from valuerank.providers.catalog import CAPABILITIES, CATALOG, CatalogModel, catalog_model
+from valuerank.providers.catalog import (
+    CAPABILITIES,
+    CatalogModel,
+    catalog_model,
+    registered_models,
+)
 from valuerank.providers.costs import ModelPrice
 from valuerank.providers.model_id import InvalidModelId, ModelId, parse_model_id
 from valuerank.providers.presets import known_providers
@@ -182,10 +187,11 @@ async def find_model(conn: AsyncConnection, mid: ModelId) -> RegisteredModel | N
 
 
 async def seed_models(
-    conn: AsyncConnection, catalog: Iterable[CatalogModel] = CATALOG
+    conn: AsyncConnection, catalog: Iterable[CatalogModel] | None = None
 ) -> SeedResult:
-    """Insert the catalog's models the registry lacks; existing rows are left untouched."""
-    entries = list(catalog)
+    """Insert the catalog's models the registry lacks; existing rows are left untouched.
+    The catalog is every registered adapter's models unless one is given."""
+    entries = list(registered_models() if catalog is None else catalog)
     if not entries:
         return SeedResult((), 0)
     stmt = (
