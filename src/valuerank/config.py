@@ -53,7 +53,7 @@ class Settings(BaseSettings):
         "Unset on PostgreSQL: provider keys come from the environment only. Webhooks cannot "
         "have a signing secret without it.",
     )
-    # --- Who may use `valuerank serve` (see README "Users, organisations and access") ---
+    # --- Who may use `valuerank serve` (see docs/access.md) ---
     auto_login: bool = Field(
         default=False,
         description="Log requests from this machine (loopback clients, loopback Host header, "

@@ -60,7 +60,7 @@ def create_app(
     rate limits. The caller owns `db` (disposes it); set `app.state.valuerank.stopping`
     before shutting the server down so open event streams end.
     """
-    from valuerank.web import pages  # the UI sits on top of the API (see ARCHITECTURE.md)
+    from valuerank.web import pages  # the UI sits on the API (docs/architecture.md, "Layers")
 
     settings = settings or get_settings()
     app = FastAPI(

@@ -22,7 +22,7 @@ RENAMED = {
     f"{ENV_PREFIX}STALE_LEASE_SECONDS": f"{ENV_PREFIX}LEASE_SECONDS",
 }
 # The seed's names (seeds/async-eval-worker.md) → our field: read as aliases, with a warning
-# naming ours; ours wins when both are set. Same meaning, other defaults (see the README).
+# naming ours; ours wins when both are set. Same meaning, other defaults (docs/configuration.md).
 SEED_ALIASES = {
     "EVAL_WORKER_ID": "id",
     "EVAL_WORKER_POLL_SECONDS": "poll_seconds",

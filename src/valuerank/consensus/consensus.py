@@ -1,4 +1,4 @@
-"""Multi-model consensus: one formula, written once (ARCHITECTURE.md, "Scoring").
+"""Multi-model consensus: one formula, written once (docs/architecture.md, "Scoring").
 
 Each vote has an outcome (validated 1.0, partial 0.5, rejected 0.0), the voter's
 confidence c (0–100, used as c/100) and the model's weight w:

@@ -1,7 +1,7 @@
 """How the validation API summarises validations: the consensus of a tag, of a task, and
 which tags are contentious or held with high confidence. Pure functions over votes.
 
-The consensus itself is `valuerank.consensus` (ARCHITECTURE.md, "Scoring"), written once:
+The consensus itself is `valuerank.consensus` (docs/architecture.md, "Scoring"), written once:
 `consensus = Σ wᵢ·cᵢ·oᵢ / Σ wᵢ·cᵢ`. Here a vote is one model's current validation of a tag
 (its latest; earlier ones are history), w its registry weight, c its confidence / 100.
 
