@@ -35,6 +35,7 @@ PARAMS = {
     "user_id": "user",
     "token_id": "token",
     "transcript_id": "transcript",
+    "scenario_id": "scenario",  # a scenario of the run in the same path
     "outbox_id": "notification",
     "webhook_id": "webhook",
     "job_id": "failed_job",
@@ -46,6 +47,8 @@ PARAMS = {
 }
 SHARED_PARAMS = {
     "model_id": "a model of the registry, shared by every organisation",
+    "scenario_id": "a scenario id is the definition's content (the same in every organisation "
+    "that imported the definition); the run beside it in the path is the organisation's",
     "provider": "a provider name: the queue's limits and pauses are the install's, and each "
     "organisation has its own key for it (one organisation's PUT/DELETE of a key never "
     "touches another's: the isolation test checks it)",
@@ -66,13 +69,20 @@ BODY_NOT_REFS = {
     "base_id": "the base of the scenario ids a definition expands to (content, not a reference)",
 }
 # Query parameters that name a resource, and the kind they name.
-QUERY_REFS = {"run": "run", "definition": "definition", "user_id": "user", "webhook_id": "webhook"}
+QUERY_REFS = {
+    "run": "run",
+    "compare": "run",
+    "definition": "definition",
+    "user_id": "user",
+    "webhook_id": "webhook",
+}
 QUERY_NOT_REFS = frozenset(
     {
-        "after", "created_since", "created_until", "cursor", "debug", "decision", "deep",
+        "after", "basis", "created_since", "created_until", "cursor", "debug", "decision", "deep",
         "event_type", "filename", "include_inactive", "kind", "label", "limit", "mode", "model",
         "name", "provider", "q", "sample_percentage", "sample_seed", "sample_size", "scenario",
-        "seed", "status", "tolerance", "window_hours", "with_ancestry",
+        "seed", "show", "sort", "status", "threshold", "tolerance", "window_hours",
+        "with_ancestry",
     }
 )  # fmt: skip
 

@@ -166,9 +166,11 @@ async def seed_organisation(live: Live, account: Account, marker: str) -> Seeded
 
 async def shared_ids(live: Live) -> dict[str, str]:
     """Names of what every organisation shares: a validator model of the registry, a provider
-    of the queue, one to store a key for, and a maintenance pass (made by the install's admin)."""
+    of the queue, one to store a key for, a maintenance pass (made by the install's admin),
+    and a scenario of the demo definition every seeded run holds (the same sample seed)."""
     async with live.client() as admin:
         models = (await admin.get("/api/assumptions/models")).json()["data"]["models"]
+        listed = (await admin.get("/api/transcripts", params={"limit": 1})).json()["data"]
         maintenance = await admin.post("/api/system/queue/maintenance/run")
         assert maintenance.status_code == 200, maintenance.text
     return {
@@ -176,4 +178,5 @@ async def shared_ids(live: Live) -> dict[str, str]:
         "provider": "scripted",
         "credential_provider": "openai",
         "maintenance_run": maintenance.json()["data"]["id"],
+        "scenario": listed["transcripts"][0]["scenario_id"],
     }

@@ -19,6 +19,7 @@ from valuerank.api import (
     routes_eval,
     routes_exchange,
     routes_invitations,
+    routes_matrix,
     routes_models,
     routes_ops,
     routes_orgs,
@@ -102,6 +103,7 @@ def create_app(
     app.include_router(routes_caps.router)
     app.include_router(routes_eval.router)
     app.include_router(routes_transcripts.router)
+    app.include_router(routes_matrix.router)
     app.include_router(routes_progress.router)
     app.include_router(routes_ops.router)
     app.include_router(routes_webhooks.router)
