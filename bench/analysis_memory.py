@@ -61,65 +61,78 @@ def _peak_mb() -> float:
 
 async def seed(url: str, transcripts: int, judges: int) -> dict[str, Any]:
     """The run: N transcripts through `insert_transcript`, committed `BATCH` at a time."""
-    from valuerank.consensus.consensus import Judgement, decision_consensus
     from valuerank.db import create_database
     from valuerank.db.migrate import upgrade
     from valuerank.definitions.service import import_definition
     from valuerank.orgs import ensure_org
-    from valuerank.runs.config import RunConfig
-    from valuerank.runs.records import TranscriptRecord, insert_transcript
-    from valuerank.runs.service import create_run, run_scenario_ids
 
-    shape = shape_for(transcripts)
-    judge_models = tuple(f"scripted:centrist?seed={j + 1}" for j in range(judges))
     db = create_database(url)
     try:
         await upgrade(db)
         async with db.transaction() as conn:
             org_id = await ensure_org(conn, "default")
             stored, _ = await import_definition(conn, org_id, definition_md())
-            config = RunConfig(
-                models=shape.models, samples_per_scenario=shape.samples, sample_percentage=100
-            )
-            run = (await create_run(conn, org_id, stored.version.id, config)).run
-            scenario_ids = await run_scenario_ids(conn, run.id)
-        items = [
-            (sid, model, sample)
-            for sid in scenario_ids[: shape.scenarios]
-            for model in shape.models
-            for sample in range(shape.samples)
-        ][:transcripts]
         started = time.perf_counter()
-        for first in range(0, len(items), BATCH):
-            async with db.transaction() as conn:
-                for n, (sid, model, sample) in enumerate(items[first : first + BATCH], first):
-                    record = _record(run.cli_run_id, sid, model, sample, n, judge_models)
-                    if judge_models:
-                        votes = [
-                            Judgement(
-                                model=j.judge_model,
-                                decision=j.decision,
-                                confidence=j.confidence,
-                                prioritized_values=j.prioritized_values,
-                                deprioritized_values=j.deprioritized_values,
-                            )
-                            for j in record.judgments
-                        ]
-                        consensus = decision_consensus(votes).to_dict()
-                        record = TranscriptRecord(**{**vars(record), "consensus": consensus})
-                    await insert_transcript(conn, org_id, run.id, record)
+        filled = await fill_run(db, org_id, stored.version.id, transcripts, judges)
         return {
             "org_id": org_id,
-            "run_id": run.id,
-            "transcripts": len(items),
-            "models": len(shape.models),
-            "scenarios": shape.scenarios,
-            "samples": shape.samples,
+            **filled,
             "judges": judges,
             "seed_seconds": round(time.perf_counter() - started, 1),
         }
     finally:
         await db.dispose()
+
+
+async def fill_run(
+    db: Any, org_id: str, version_id: str, transcripts: int, judges: int, *, name: str = ""
+) -> dict[str, Any]:
+    """A run of `version_id` holding N transcripts (the scale shape), with `judges` readings
+    and their consensus on each, written by the real write path."""
+    from valuerank.consensus.consensus import Judgement, decision_consensus
+    from valuerank.runs.config import RunConfig
+    from valuerank.runs.records import TranscriptRecord, insert_transcript
+    from valuerank.runs.service import create_run, run_scenario_ids
+
+    shape = shape_for(transcripts)
+    judge_models = tuple(f"scripted:centrist?seed={j + 1}" for j in range(judges))
+    async with db.transaction() as conn:
+        config = RunConfig(
+            models=shape.models, samples_per_scenario=shape.samples, sample_percentage=100
+        )
+        run = (await create_run(conn, org_id, version_id, config, name=name)).run
+        scenario_ids = await run_scenario_ids(conn, run.id)
+    items = [
+        (sid, model, sample)
+        for sid in scenario_ids[: shape.scenarios]
+        for model in shape.models
+        for sample in range(shape.samples)
+    ][:transcripts]
+    for first in range(0, len(items), BATCH):
+        async with db.transaction() as conn:
+            for n, (sid, model, sample) in enumerate(items[first : first + BATCH], first):
+                record = _record(run.cli_run_id, sid, model, sample, n, judge_models)
+                if judge_models:
+                    votes = [
+                        Judgement(
+                            model=j.judge_model,
+                            decision=j.decision,
+                            confidence=j.confidence,
+                            prioritized_values=j.prioritized_values,
+                            deprioritized_values=j.deprioritized_values,
+                        )
+                        for j in record.judgments
+                    ]
+                    consensus = decision_consensus(votes).to_dict()
+                    record = TranscriptRecord(**{**vars(record), "consensus": consensus})
+                await insert_transcript(conn, org_id, run.id, record)
+    return {
+        "run_id": run.id,
+        "transcripts": len(items),
+        "models": len(shape.models),
+        "scenarios": shape.scenarios,
+        "samples": shape.samples,
+    }
 
 
 def _record(

@@ -101,7 +101,7 @@ def _api_problem(answer: httpx.Response) -> str | None:
     return None if answer.status_code == 200 and answer.json()["cached"] else "not cached"
 
 
-def _summary(ms: list[float]) -> dict[str, Any]:
+def latency_summary(ms: list[float]) -> dict[str, Any]:
     p95 = statistics.quantiles(ms, n=100, method="inclusive")[94] if len(ms) > 1 else ms[0]
     return {
         "requests": len(ms),
@@ -122,11 +122,11 @@ def measure(base: str, run_id: str, warm: int) -> dict[str, Any]:
         size = len(client.get(page).content)
         api = f"/api/runs/{run_id}/analysis"
         api_ms = [_timed_get(client, api, _api_problem) for _ in range(max(5, warm // 2))]
-    warm_summary = _summary(warm_ms)
+    warm_summary = latency_summary(warm_ms)
     return {
         "cold_ms": round(cold, 1),
         "warm": warm_summary,
-        "api_analysis": _summary(api_ms),
+        "api_analysis": latency_summary(api_ms),
         "page_bytes": size,
         "budget_ms": BUDGET_MS,
         "ratio_to_budget": round(warm_summary["p95_ms"] / BUDGET_MS, 3),
