@@ -6,7 +6,7 @@ from tests.bench.bench_support import run_bench
 
 
 def test_the_pages_benchmark_times_every_page() -> None:
-    report = run_bench("pages", "--runs", "2", "--transcripts", "60", "--warm", "2")
+    report = run_bench("pages", "--runs", "2", "--transcripts", "60", "--warm", "1", timeout=280)
     organisation = report["organisation"]
     assert organisation["runs"] == 2 and organisation["transcripts"] == 60
     pages = report["pages"]
@@ -14,7 +14,7 @@ def test_the_pages_benchmark_times_every_page() -> None:
         pages
     )
     for figures in pages.values():
-        assert figures["requests"] == 2
+        assert figures["requests"] == 1
         assert 0 < figures["p50_ms"] <= figures["p95_ms"] <= figures["max_ms"]
         assert figures["ratio_to_budget"] == round(figures["p95_ms"] / 300.0, 3)
     slowest = max(pages, key=lambda name: pages[name]["p95_ms"])
