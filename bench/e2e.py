@@ -49,6 +49,7 @@ import urllib.request
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -207,6 +208,25 @@ def last_probe(url: str, schema: str | None) -> float | None:
     return None if row is None or row[0] is None else float(row[0].timestamp())
 
 
+def _inspect_job(
+    n: int, dataset: Path, work: Path, env: dict[str, str], k: int | None, s: FakeServer | None
+) -> dict[str, Any]:
+    return run_inspect(n, dataset, work, env, s, k)
+
+
+def _ours_job(
+    n: int,
+    definition: Path,
+    work: Path,
+    env: dict[str, str],
+    k: int | None,
+    database: str,
+    workers: int,
+    s: FakeServer | None,
+) -> dict[str, Any]:
+    return run_ours(n, definition, work, env, s, k, database, workers)
+
+
 def run_ours(
     n: int,
     definition: Path,
@@ -333,8 +353,9 @@ def compare(args: argparse.Namespace) -> dict[str, Any]:
         for mode, latency in (("instant", None), ("fake_server", args.latency)):
             if mode not in args.modes:
                 continue
+            # partial(): each job with its own settings bound (typed, unlike a lambda's defaults).
             inspect_jobs: list[Callable[[FakeServer | None], dict[str, Any]]] = [
-                lambda s, k=k: run_inspect(args.prompts, dataset, work, env, s, k)
+                partial(_inspect_job, args.prompts, dataset, work, env, k)
                 for k in [None, *args.inspect_connections]
             ]
             ours_jobs: list[Callable[[FakeServer | None], dict[str, Any]]] = []
@@ -342,8 +363,8 @@ def compare(args: argparse.Namespace) -> dict[str, Any]:
                 for workers in args.pg_workers if database == "postgresql" else [1]:
                     for k in [None, *args.ours_concurrency]:
                         ours_jobs.append(
-                            lambda s, k=k, d=database, w=workers: run_ours(
-                                args.prompts, definition, work, env, s, k, d, w
+                            partial(
+                                _ours_job, args.prompts, definition, work, env, k, database, workers
                             )
                         )
             # Alternate the systems, so that a change of the machine's load over the run

@@ -24,7 +24,15 @@ Then `--repeats` timed passes, the configurations in alternating order (forward,
 forward); each figure is the median. A configuration that fails stops the benchmark with a
 non-zero exit: no peer is silently dropped.
 
-    python -m bench.queue --json [--jobs N] [--claimers 1,4,16] [--repeats 3]
+Enqueue-to-start latency (`ours_latency`): one job per transaction at 100 jobs/s for 5 s to
+an idle `valuerank worker -c 4`, at the default settings (poll 1 s; on PostgreSQL the worker
+also LISTENs and is woken by the enqueue's NOTIFY, see queue/wakeup.py) and with a 0.05 s
+poll; p50/p95/p99 of started_at - created_at (created_at is the enqueue transaction's start,
+so this includes that transaction), and `commit_to_start` p50/p95: from the enqueue
+transaction's last statement (just before its COMMIT, which sends the NOTIFY) to started_at,
+the part the worker's waking decides. `--only latency` runs just that part.
+
+    python -m bench.queue --json [--jobs N] [--claimers 1,4,16] [--repeats 3] [--only latency]
 """
 
 from __future__ import annotations
@@ -84,8 +92,9 @@ async def ours_latency(
     url: str, rate: float, seconds: float, claimers: int, poll_seconds: float | None = None
 ) -> dict[str, Any]:
     """Enqueue one job every 1/rate s for `seconds` while `valuerank worker -c K` runs (with
-    VALUERANK_WORKER_POLL_SECONDS=`poll_seconds` if given); started_at - created_at."""
-    from sqlalchemy import select
+    VALUERANK_WORKER_POLL_SECONDS=`poll_seconds` if given); started_at - created_at. Timing
+    starts once the worker listens (PostgreSQL), as it does from then on."""
+    from sqlalchemy import select, text
 
     from valuerank.cli.worker_cmd import build_worker
     from valuerank.cli.worker_settings import WorkerSettings, worker_settings
@@ -106,11 +115,16 @@ async def ours_latency(
         )
         worker, pipeline = build_worker(db, ws, concurrency=claimers)
         task = asyncio.create_task(worker.run_forever())
+        listens = worker.wakeup is not None
+        if worker.wakeup is not None:
+            await asyncio.wait_for(worker.wakeup.listener.connected.wait(), 30)
         n = int(rate * seconds)
         t0 = time.perf_counter()
+        committing: dict[str, Any] = {}  # job id → the database clock just before COMMIT
         for i in range(n):
             async with db.transaction() as conn:
-                await enqueue(conn, JobSpec(kind=NOOP, org_id=org))
+                job = await enqueue(conn, JobSpec(kind=NOOP, org_id=org))
+                committing[job.job_id] = await conn.scalar(text("SELECT clock_timestamp()"))
             await asyncio.sleep(max(0.0, t0 + (i + 1) / rate - time.perf_counter()))
         deadline = time.perf_counter() + 30
         while worker.stats.succeeded < n and time.perf_counter() < deadline:
@@ -119,20 +133,30 @@ async def ours_latency(
         await task
         await pipeline.aclose()
         async with db.transaction() as conn:
-            rows = await conn.execute(
-                select(jobs_table.c.created_at, jobs_table.c.started_at).where(
-                    jobs_table.c.started_at.is_not(None)
+            rows = (
+                await conn.execute(
+                    select(jobs_table.c.id, jobs_table.c.created_at, jobs_table.c.started_at).where(
+                        jobs_table.c.started_at.is_not(None)
+                    )
                 )
-            )
-            lat = sorted((s - c).total_seconds() * 1000 for c, s in rows)
+            ).all()
+        lat = sorted((s - c).total_seconds() * 1000 for _, c, s in rows)
+        after = sorted((s - committing[i]).total_seconds() * 1000 for i, _, s in rows)
         q = statistics.quantiles(lat, n=100) if len(lat) > 1 else lat * 99
+        qa = statistics.quantiles(after, n=100) if len(after) > 1 else after * 99
         return {
             "rate_jobs_per_s": rate,
             "jobs": n,
             "claimers": claimers,
             "poll_seconds": ws.poll_seconds,
+            "listen": listens,
+            "started": len(lat),
             "p50_ms": round(q[49], 2),
             "p95_ms": round(q[94], 2),
+            "p99_ms": round(q[98], 2),
+            "max_ms": round(lat[-1], 2) if lat else None,
+            "commit_to_start_p50_ms": round(qa[49], 2),
+            "commit_to_start_p95_ms": round(qa[94], 2),
         }
     finally:
         await db.dispose()
@@ -199,6 +223,37 @@ async def measure_k(base_url: str, jobs: int, k: int, repeats: int) -> list[Meas
     return measured
 
 
+async def latency_rows(base_url: str) -> list[dict[str, Any]]:
+    """`ours_latency` at the default poll interval (1 s, LISTEN on) and at a 0.05 s one."""
+    rows = []
+    for poll in (None, 0.05):
+        with Schema(base_url, "latency") as schema:
+            rows.append(
+                await ours_latency(
+                    schema.url, rate=100.0, seconds=5.0, claimers=4, poll_seconds=poll
+                )
+            )
+    return rows
+
+
+def _load(before: tuple[float, float, float]) -> dict[str, list[float]]:
+    return {
+        "before": [round(x, 2) for x in before],
+        "after": [round(x, 2) for x in os.getloadavg()],
+    }
+
+
+async def latency_only(base_url: str) -> dict[str, Any]:
+    load_before = os.getloadavg()
+    latency = await latency_rows(base_url)
+    return {
+        "database": base_url.split("@")[-1],
+        "valuerank_enqueue_to_start_latency": latency,
+        "load_average": _load(load_before),
+        "cpus": os.cpu_count(),
+    }
+
+
 async def main_async(
     base_url: str, jobs: int, claimer_counts: list[int], repeats: int
 ) -> dict[str, Any]:
@@ -220,14 +275,7 @@ async def main_async(
                 best_config[str(k)][m.config.system] = m.config.label
         peers = [v[str(k)] for s, v in per_system.items() if s != "valuerank"]
         ratio[str(k)] = round(per_system["valuerank"][str(k)] / max(peers), 3)
-    latency = []
-    for poll in (None, 0.05):  # the default poll interval (1 s), and a short one
-        with Schema(base_url, "latency") as schema:
-            latency.append(
-                await ours_latency(
-                    schema.url, rate=100.0, seconds=5.0, claimers=4, poll_seconds=poll
-                )
-            )
+    latency = await latency_rows(base_url)
     return {
         "database": base_url.split("@")[-1],
         "jobs": jobs,
@@ -238,10 +286,7 @@ async def main_async(
         "ratio_vs_best_peer": ratio,
         "configurations": grid,
         "valuerank_enqueue_to_start_latency": latency,
-        "load_average": {
-            "before": [round(x, 2) for x in load_before],
-            "after": [round(x, 2) for x in os.getloadavg()],
-        },
+        "load_average": _load(load_before),
         "cpus": os.cpu_count(),
     }
 
@@ -252,11 +297,20 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2000)
     parser.add_argument("--claimers", default="1,4,16")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--only",
+        choices=["all", "latency"],
+        default="all",
+        help="latency: only the enqueue-to-start latency (seconds instead of many minutes)",
+    )
     args = parser.parse_args()
     url = os.environ.get("VALUERANK_BENCH_DATABASE_URL", DEFAULT_URL)
     counts = [int(c) for c in args.claimers.split(",")]
     try:
-        result = asyncio.run(main_async(url, args.jobs, counts, args.repeats))
+        if args.only == "latency":
+            result = asyncio.run(latency_only(url))
+        else:
+            result = asyncio.run(main_async(url, args.jobs, counts, args.repeats))
     except PeerFailed as exc:
         print(f"bench.queue: {exc}", file=sys.stderr)
         raise SystemExit(1) from exc

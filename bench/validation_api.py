@@ -39,7 +39,7 @@ from typing import Any
 import aiohttp
 import uvloop
 
-from bench.queue import Schema
+from bench.pg import Schema
 from bench.server import start_server
 from valuerank.accounts import Role, add_member, create_token
 from valuerank.accounts.hashing import new_api_token
@@ -61,7 +61,7 @@ SERVE = """
 import asyncio, sys
 from valuerank.cli.serve_cmd import serve
 from valuerank.config import get_settings
-from bench.queue import Schema
+from bench.pg import Schema
 from valuerank.db import create_database
 from valuerank.orgs import ensure_org
 
@@ -116,7 +116,7 @@ def _start(url: str, cache_seconds: float) -> tuple[subprocess.Popen[bytes], str
     return start_server(lambda port: [sys.executable, "-c", SERVE, str(port)], env)
 
 
-def _percentile(values: list[float], q: float) -> float:
+def _percentile(values: list[float], q: int) -> float:
     return (
         statistics.quantiles(values, n=100, method="inclusive")[q - 1]
         if len(values) > 1

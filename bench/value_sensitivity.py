@@ -52,7 +52,7 @@ def study(spec: RecoverySpec, runs: int, seed: int) -> dict[str, Any]:
     seconds = time.perf_counter() - started
     have = ~np.isnan(lower)
     covered = (lower <= truth) & (truth <= upper)
-    effects = []
+    effects: list[dict[str, Any]] = []
     for i in range(truth.shape[0]):
         for k in range(truth.shape[1]):
             n = int(have[:, i, k].sum())

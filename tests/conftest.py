@@ -16,13 +16,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 from urllib.parse import quote
 
 import psycopg
 import pytest
 from hypothesis import HealthCheck, settings
 from tests.migrated_template import postgres_copy, sqlite_copy
+from tests.waiting import WAIT_SECONDS
 
 from valuerank.db import Database, create_database
 from valuerank.orgs import ensure_org
@@ -67,7 +68,7 @@ def examples(count: int) -> int:
     return min(count, CI_MAX_EXAMPLES) if HYPOTHESIS_PROFILE == "ci" else count
 
 
-def missing_prerequisite(reason: str) -> None:
+def missing_prerequisite(reason: str) -> NoReturn:
     """A test cannot run here: skip on a developer's partial machine, fail in CI (`is_ci()`),
     where every prerequisite must be present."""
     if is_ci():
@@ -195,6 +196,12 @@ class Receiver:
     statuses: list[int] = field(default_factory=list)  # popped per request; then `default`
     default: int = 200
     requests: list[tuple[dict[str, str], bytes]] = field(default_factory=list)  # lower-case names
+    received: threading.Event = field(default_factory=threading.Event)  # set by every request
+
+    def wait(self, timeout: float = WAIT_SECONDS) -> None:
+        """Until a request has arrived (`await asyncio.to_thread(receiver.wait)` in a loop)."""
+        if not self.received.wait(timeout):
+            pytest.fail(f"no request reached the receiver within {timeout:g} s")
 
 
 @pytest.fixture
@@ -210,6 +217,7 @@ def receiver() -> Iterator[Receiver]:
             self.send_header("Content-Length", "2")
             self.end_headers()
             self.wfile.write(b"ok")
+            state.received.set()
 
         def log_message(self, *args: Any) -> None:
             pass

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from tests.api.conftest import TOKEN, api_settings, make_demo_run, provision_admin, running
+from tests.api.conftest import TOKEN, api_settings, make_demo_run, provision_admin
 from tests.cli_against_server import UNTOUCHED_DB, Answer, database_env, full_cli, user_env
 from tests.conftest import TestDatabase
+from tests.servers import running
 
 from valuerank.api import create_app
 from valuerank.client import API_TOKEN_ENV, API_URL_ENV

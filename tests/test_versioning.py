@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank import versioning as v
 from valuerank.db import Database
@@ -13,7 +14,9 @@ from valuerank.orgs import ensure_org
 CONTENT = {"text": "hello"}
 
 
-async def _root(conn, org_id: str, name: str = "doc", label: str | None = None) -> v.Version:  # type: ignore[no-untyped-def]
+async def _root(
+    conn: AsyncConnection, org_id: str, name: str = "doc", label: str | None = None
+) -> v.Version:
     return await v.create_root(
         conn, definitions, org_id, name=name, content=CONTENT, content_hash="h0", label=label
     )

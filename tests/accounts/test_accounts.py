@@ -231,7 +231,7 @@ async def test_password_login_sessions_and_switching(db: Database, org_id: str) 
     assert now is not None and now.org_id == other.id
 
     async with db.transaction() as conn:
-        await revoke_session(conn, identity.session_id)  # type: ignore[arg-type]
+        await revoke_session(conn, identity.session_id)
     assert await authenticate_session(db, opened.secret) is None
 
     # A password change ends the sessions; the new password works, the old one not.

@@ -118,7 +118,7 @@ def test_outliers_by_modified_z_score() -> None:
 def test_weighted_kappa_matches_statsmodels() -> None:
     rng = np.random.default_rng(6)
     a = rng.integers(1, 6, 50).astype(float)
-    b = np.clip(a + rng.integers(-1, 2, 50), 1, 5)
+    b = np.clip(a + rng.integers(-1, 2, 50), 1, 5).astype(float)
     table = np.zeros((5, 5))
     np.add.at(table, (a.astype(int) - 1, b.astype(int) - 1), 1)
     ref = cohens_kappa(table, wt="quadratic").kappa
@@ -162,7 +162,8 @@ def _halfway_cells(rng: np.random.Generator, shape: tuple[int, int]) -> np.ndarr
     """Cell means of two samples each: a third of them halfway between two codes."""
     first = rng.integers(1, 6, shape)
     second = np.clip(first + rng.choice([0, 0, 1, -1], shape), 1, 5)
-    return (first + second) / 2
+    halves: np.ndarray = (first + second) / 2
+    return halves
 
 
 def test_weighted_kappa_with_halfway_cells_matches_statsmodels_on_the_split_table() -> None:
@@ -212,7 +213,7 @@ def test_krippendorff_alpha_with_halfway_cells_is_the_alpha_of_every_coin_toss()
     counts = _reliability_data_to_value_counts(np.stack(columns, axis=1), domain)
     o = _coincidences(counts) / 2**most
     n_v = o.sum(axis=0)
-    d = _distances(domain, _ordinal_metric, n_v)
+    d: np.ndarray = _distances(domain, _ordinal_metric, n_v)
     ref = 1 - (o * d).sum() / (_random_coincidences(n_v) * d).sum()
     assert krippendorff_alpha(code_weights(cells)) == pytest.approx(ref, rel=1e-9)
     whole = np.floor(cells + 0.5)  # whole codes: the package itself

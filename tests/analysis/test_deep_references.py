@@ -26,7 +26,8 @@ Z_975 = stats.norm.ppf(0.975)
 
 def _zscores(cells: np.ndarray) -> np.ndarray:
     """Each scenario's column standardised across the models (population sd)."""
-    return (cells - cells.mean(axis=0)) / cells.std(axis=0)
+    z: np.ndarray = (cells - cells.mean(axis=0)) / cells.std(axis=0)
+    return z
 
 
 def _references(space: np.ndarray) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:

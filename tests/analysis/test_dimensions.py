@@ -3,6 +3,9 @@ scipy."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -10,13 +13,14 @@ import statsmodels.formula.api as smf
 from scipy import stats
 from statsmodels.stats.anova import anova_lm
 
+from valuerank.analysis.data import AnalysisInput
 from valuerank.analysis.dimensions import correlations, dimension_analysis
 from valuerank.analysis.synthetic import SyntheticSpec, synthetic_run
 
 from .helpers import run_of
 
 
-def _means(data, pooled: bool = False) -> pd.DataFrame:  # type: ignore[no-untyped-def]
+def _means(data: AnalysisInput, pooled: bool = False) -> pd.DataFrame:
     """The model × scenario means (or each scenario's mean of them), computed with pandas
     from the transcripts, with the scenario's levels."""
     frame = pd.DataFrame(
@@ -34,7 +38,9 @@ def _means(data, pooled: bool = False) -> pd.DataFrame:  # type: ignore[no-untyp
     return cells.merge(levels, on="scenario")
 
 
-def _check_against_references(section, frame: pd.DataFrame, dims) -> None:  # type: ignore[no-untyped-def]
+def _check_against_references(
+    section: dict[str, Any], frame: pd.DataFrame, dims: Sequence[str]
+) -> None:
     fit = smf.ols("y ~ " + " + ".join(f"C({d})" for d in dims), data=frame).fit()
     assert section["varianceExplained"] == pytest.approx(fit.rsquared, rel=1e-6)
     for dim, entry in section["dimensions"].items():

@@ -25,7 +25,7 @@ def judged_run(
 
 
 def warning(data: AnalysisInput) -> dict[str, str]:
-    found = [
+    found: list[dict[str, str]] = [
         w for w in strict_json(analyze_basic(data))["warnings"] if w["code"] == NO_VALUES_JUDGED
     ]
     assert len(found) == 1, found

@@ -13,6 +13,7 @@ from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.proportion import proportion_effectsize
 
 from valuerank.analysis.comparison import SEED, compare
+from valuerank.analysis.data import AnalysisInput
 from valuerank.analysis.paired import changed_decisions
 from valuerank.analysis.sampling import SampleBasis
 
@@ -32,7 +33,10 @@ def _win(p: np.ndarray, d: np.ndarray) -> np.ndarray:
     return np.where(total > 0, p / np.where(total > 0, total, 1), 0.5)
 
 
-def _pair(n: int, seed: int, *, sample: tuple[SampleBasis, SampleBasis] | None = None):  # type: ignore[no-untyped-def]
+Pair = tuple[AnalysisInput, AnalysisInput, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def _pair(n: int, seed: int, *, sample: tuple[SampleBasis, SampleBasis] | None = None) -> Pair:
     """Two runs of model A over n scenarios: decisions that shift up, and value judgments
     (Care vs Honesty) whose balance moves."""
     rng = np.random.default_rng(seed)
@@ -57,7 +61,7 @@ def _pair(n: int, seed: int, *, sample: tuple[SampleBasis, SampleBasis] | None =
 
 def _decision_reference(
     x: np.ndarray, y: np.ndarray, draws: int
-) -> stats._resampling.BootstrapResult:  # type: ignore[name-defined]
+) -> stats._resampling.BootstrapResult:
     return stats.bootstrap(
         (x, y),
         lambda a, b, axis=-1: b.mean(axis=axis) - a.mean(axis=axis),
@@ -68,7 +72,9 @@ def _decision_reference(
     )
 
 
-def _value_reference(care_a: np.ndarray, care_b: np.ndarray, draws: int):  # type: ignore[no-untyped-def]
+def _value_reference(
+    care_a: np.ndarray, care_b: np.ndarray, draws: int
+) -> stats._resampling.BootstrapResult:
     """scipy's paired bootstrap of Care's win-rate delta over the four count columns."""
     pa, da = care_a.astype(float), (~care_a).astype(float)
     pb, db = care_b.astype(float), (~care_b).astype(float)
@@ -155,7 +161,7 @@ def test_expanding_the_compared_run_to_every_scenario_does_not_widen_the_interva
     care_a, care_b = rng.random(sampled) < 0.6, rng.random(sampled) < 0.35
     extra = total - sampled
 
-    def run(decisions: np.ndarray, care: np.ndarray, sample: SampleBasis):  # type: ignore[no-untyped-def]
+    def run(decisions: np.ndarray, care: np.ndarray, sample: SampleBasis) -> AnalysisInput:
         decisions = np.concatenate([decisions, decisions[:extra]])[: sample.scenarios]
         care = np.concatenate([care, care[:extra]])[: sample.scenarios]
         return run_of(
@@ -196,9 +202,10 @@ def _permutation_reference(care_a: np.ndarray, care_b: np.ndarray, draws: int) -
     def statistic(first: np.ndarray, second: np.ndarray, axis: int = -1) -> np.ndarray:
         p1, d1 = np.divmod(first, 1000)
         p2, d2 = np.divmod(second, 1000)
-        return _win(p2.sum(axis=axis), d2.sum(axis=axis)) - _win(
+        delta: np.ndarray = _win(p2.sum(axis=axis), d2.sum(axis=axis)) - _win(
             p1.sum(axis=axis), d1.sum(axis=axis)
         )
+        return delta
 
     result = stats.permutation_test(
         (x, y),

@@ -4,6 +4,7 @@ and SVG."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 from xml.etree import ElementTree
 
 import numpy as np
@@ -28,26 +29,28 @@ from valuerank.analysis.synthetic import SyntheticSpec, synthetic_run
 
 from .helpers import run_of
 
+Results = tuple[dict[str, Any], dict[str, Any], dict[str, Any]]  # basic, deep, comparison
+
 
 @pytest.fixture(scope="module")
-def results() -> tuple[dict, dict, dict]:  # type: ignore[type-arg]
+def results() -> Results:
     data = synthetic_run(SyntheticSpec(models=4, scenarios=40, seed=9))
     other = synthetic_run(SyntheticSpec(models=4, scenarios=40, seed=10))
     basic = analyze_basic(data)
     return basic, analyze_deep(data, basic=basic, bootstrap=10), compare(data, other, bootstrap=50)
 
 
-def test_pca_scatter_places_every_model_at_its_coordinates(results) -> None:  # type: ignore[no-untyped-def]
+def test_pca_scatter_places_every_model_at_its_coordinates(results: Results) -> None:
     _, deep, _ = results
     fig = pca_scatter(deep)
-    points = fig.axes[0].collections[0].get_offsets()
+    points = np.asarray(fig.axes[0].collections[0].get_offsets())
     coords = deep["pca"]["coordinates"]
     np.testing.assert_allclose(points, [[c[0], c[1]] for c in coords.values()])
     labels = [t.get_text() for t in fig.axes[0].texts]
     assert labels == list(coords)
 
 
-def test_heatmap_and_win_rates_show_the_figures(results) -> None:  # type: ignore[no-untyped-def]
+def test_heatmap_and_win_rates_show_the_figures(results: Results) -> None:
     basic, _, _ = results
     models, matrix = agreement_matrix(basic)
     for entry in basic["modelAgreement"]["pairwise"].values():
@@ -57,17 +60,18 @@ def test_heatmap_and_win_rates_show_the_figures(results) -> None:  # type: ignor
     shown = {t.get_text() for t in fig.axes[0].texts}
     assert f"{matrix[0, 1]:.2f}" in shown
     rates = win_rates(basic)
-    assert len(rates.axes[0].get_legend().get_texts()) == len(basic["perModel"])
+    legend = rates.axes[0].get_legend()
+    assert legend is not None and len(legend.get_texts()) == len(basic["perModel"])
 
 
-def test_forest_plot_one_row_per_shared_model(results) -> None:  # type: ignore[no-untyped-def]
+def test_forest_plot_one_row_per_shared_model(results: Results) -> None:
     _, _, comparison = results
     fig = comparison_forest(comparison)
     ticks = [t.get_text() for t in fig.axes[0].get_yticklabels()]
     assert ticks == list(comparison["perModel"])
 
 
-def test_files_are_png_and_svg(results, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_files_are_png_and_svg(results: Results, tmp_path: Path) -> None:
     basic, deep, comparison = results
     figures = {**analysis_figures(basic, deep), "comparison_forest": comparison_forest(comparison)}
     paths = write_figures(figures, tmp_path / "plots")
@@ -85,7 +89,7 @@ def test_nothing_to_draw_is_said_in_the_figure() -> None:
     assert "win rates need judges" in fig.axes[0].texts[0].get_text()
 
 
-def test_dimension_effects_draw_every_eta_squared(results) -> None:  # type: ignore[no-untyped-def]
+def test_dimension_effects_draw_every_eta_squared(results: Results) -> None:
     basic, _, _ = results
     analysis = basic["dimensionAnalysis"]
     dims = list(analysis["dimensions"])
@@ -94,8 +98,9 @@ def test_dimension_effects_draw_every_eta_squared(results) -> None:  # type: ign
     assert [t.get_text() for t in ax.get_yticklabels()] == dims
     groups = {"all models": analysis["dimensions"]}
     groups.update({m: e["dimensions"] for m, e in analysis["byModel"].items()})
-    legend = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert legend == list(groups)
+    legend = ax.get_legend()
+    assert legend is not None
+    assert [t.get_text() for t in legend.get_texts()] == list(groups)
     for container, (label, effects) in zip(ax.containers, groups.items(), strict=True):
         assert container.get_label() == label
         widths = [bar.get_width() for bar in container]
@@ -104,7 +109,7 @@ def test_dimension_effects_draw_every_eta_squared(results) -> None:  # type: ign
         assert np.round(centres).tolist() == list(range(len(dims)))  # each bar at its dimension
 
 
-def test_win_rate_error_bars_are_the_stored_intervals(results) -> None:  # type: ignore[no-untyped-def]
+def test_win_rate_error_bars_are_the_stored_intervals(results: Results) -> None:
     basic, _, _ = results
     per_model = basic["perModel"]
     values = sorted({v for stats in per_model.values() for v in stats["values"]})
@@ -122,16 +127,16 @@ def test_win_rate_error_bars_are_the_stored_intervals(results) -> None:  # type:
             (x0, y0), (x1, y1) = segments[j]
             assert (x0, x1) == pytest.approx((ci["lower"], ci["upper"]))
             assert y0 == y1 and round(y0) == j  # on the value's row
-            assert points.get_xdata()[j] == pytest.approx(entry["winRate"])
+            assert np.asarray(points.get_xdata())[j] == pytest.approx(entry["winRate"])
 
 
-def test_without_a_deep_analysis_there_is_no_pca_figure(results) -> None:  # type: ignore[no-untyped-def]
+def test_without_a_deep_analysis_there_is_no_pca_figure(results: Results) -> None:
     basic, deep, _ = results
     assert "pca_scatter" not in analysis_figures(basic)
     assert "pca_scatter" in analysis_figures(basic, deep)
 
 
-def test_value_sensitivity_error_bars_are_the_stored_intervals(results) -> None:  # type: ignore[no-untyped-def]
+def test_value_sensitivity_error_bars_are_the_stored_intervals(results: Results) -> None:
     basic, _, _ = results
     section = basic["valueSensitivity"]
     dims = sorted({d for entries in section.values() for d in entries})
@@ -148,7 +153,7 @@ def test_value_sensitivity_error_bars_are_the_stored_intervals(results) -> None:
             entry = entries[dim]
             (x0, _), (x1, _) = bars.get_segments()[j]
             assert (x0, x1) == pytest.approx(tuple(entry["ci95"]))
-            assert points.get_xdata()[j] == pytest.approx(entry["coefficient"])
+            assert np.asarray(points.get_xdata())[j] == pytest.approx(entry["coefficient"])
     assert (
         "nothing to measure"
         in value_sensitivity(analyze_basic(run_of([("m:a", "s1", 3)]))).axes[0].texts[0].get_text()

@@ -9,7 +9,6 @@ and `live.client_for(org, role)` a client acting as one. The app runs with rate 
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import json
 import uuid
@@ -21,9 +20,10 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from fastapi import FastAPI
 from sqlalchemy import update
+from tests.servers import running
+from tests.waiting import run_report_when
 
 import valuerank
 from valuerank.accounts import Role, add_member, create_token
@@ -36,6 +36,7 @@ from valuerank.definitions.service import import_definition
 from valuerank.formats.transcript_md import Transcript, Turn
 from valuerank.orgs import ensure_org
 from valuerank.runs.config import RunConfig
+from valuerank.runs.progress import RunReport
 from valuerank.runs.records import TranscriptRecord, insert_transcript
 from valuerank.runs.service import Run, create_run, run_scenario_ids
 
@@ -82,37 +83,6 @@ class Account:
     token: str
 
 
-@asynccontextmanager
-async def running(app: Any) -> AsyncIterator[str]:
-    """Serve `app` with uvicorn on 127.0.0.1:0 in this event loop; yields its base URL."""
-    config = uvicorn.Config(
-        app,
-        host="127.0.0.1",
-        port=0,
-        lifespan="off",
-        log_level="warning",
-        access_log=False,
-        timeout_graceful_shutdown=2,
-    )
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve())
-    async with asyncio.timeout(60):  # a server stuck starting fails here, with a traceback
-        while not server.started:
-            if task.done():
-                task.result()
-                raise RuntimeError("uvicorn stopped before starting")
-            await asyncio.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        context = getattr(app.state, "valuerank", None) if isinstance(app, FastAPI) else None
-        if context is not None:  # ValueRank's app: its open event streams end
-            context.stopping.set()
-        server.should_exit = True
-        await task
-
-
 @dataclass
 class Live:
     url: str
@@ -155,6 +125,15 @@ class Live:
             member = await add_member(conn, org_id, address, chosen)
             new = await create_token(conn, org_id, member.user.id, name="tests")
         return Account(org_id, org, member.user.id, address, chosen, new.token)
+
+    async def run_ended(self, org_id: str, run_id: str) -> RunReport:
+        """The run's report once it has ended, read again whenever this app's own event
+        listener hears of the run (PostgreSQL's NOTIFY; it polls SQLite)."""
+        waker = self.context.waker
+        with waker.subscribe(run_id) as woken:
+            return await run_report_when(
+                self.db, org_id, run_id, wake=woken, interval=waker.poll_seconds
+            )
 
     @asynccontextmanager
     async def client_for(

@@ -16,7 +16,7 @@ from valuerank.refs import short_id
 
 FAST = QueueSettings(poll_seconds=0.02, heartbeat_seconds=0.05, retry_base_seconds=0.0)
 MODELS = ("scripted:utilitarian", "scripted:contrarian", "scripted:deontologist")
-DECISIONS = {
+DECISIONS: dict[str, list[int | None]] = {
     "scripted:utilitarian": [1, 2, 4, 5, 3, 2],
     "scripted:contrarian": [5, 4, 2, 1, 3, 4],
     "scripted:deontologist": [3, None, 3, 4, 2, 3],
@@ -259,6 +259,7 @@ def test_reads_need_the_viewer_role_and_writes_the_member_role() -> None:
     for route in router.routes:
         assert isinstance(route, APIRoute)
         calls = {d.call for d in route.dependant.dependencies}
+        assert route.methods is not None
         (method,) = route.methods
         seen[(method, route.path)] = (
             member if member in calls else viewer if viewer in calls else None

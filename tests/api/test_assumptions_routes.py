@@ -4,11 +4,11 @@ tasks, tags and validations, and authentication by default."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import httpx
 from sqlalchemy import text
+from tests.waiting import wait_until_async
 
 from valuerank.db import Database
 from valuerank.orgs import ensure_org
@@ -18,6 +18,10 @@ from valuerank.validation.store import NewValidation, add_tag, create_task, reco
 JWT = "#COMPLETION_DRIVE_IMPL: Using JWT tokens for stateless authentication"
 RATE = "#SUGGEST_ERROR_HANDLING: Add rate limiting for login attempts"
 CLAUDE, GPT, GEMINI = "anthropic:claude-sonnet-3.5", "openai:gpt-4-turbo", "google:gemini-pro-1.0"
+
+
+async def _json(client: httpx.AsyncClient, url: str) -> Any:
+    return (await client.get(url)).json()
 
 
 async def _seed_models(db: Database) -> None:
@@ -248,9 +252,12 @@ async def test_cache_hits_invalidation_and_debug(live: Any, db: Database, org_id
             await record_validation(
                 conn, org_id, task_id, "ra_1", NewValidation(GEMINI, "partial", 70)
             )
-        async with asyncio.timeout(5):
-            while (view := (await client.get(view_url)).json())["cached"]:
-                await asyncio.sleep(0.01)
+        view = await wait_until_async(
+            lambda: _json(client, view_url),
+            what="the cached view to be dropped",
+            done=lambda view: not view["cached"],
+            interval=0.01,
+        )
         assert view["data"]["model_count"] == 3
         summary = (await client.get(summary_url)).json()
         assert summary["cached"] is False

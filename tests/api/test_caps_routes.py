@@ -19,10 +19,23 @@ from .conftest import Live
 NO_DEFAULT = QueueSettings(org_concurrency=None, global_concurrency=None)
 
 
-async def put_jobs(db: Database, org_id: str, n: int, partition: str, **labels: str) -> None:
+async def put_jobs(
+    db: Database,
+    org_id: str,
+    n: int,
+    partition: str,
+    *,
+    provider: str | None = None,
+    model: str | None = None,
+) -> None:
     specs = [
         JobSpec(
-            kind="echo", org_id=org_id, partition=partition, item_key=f"{partition}-{i}", **labels
+            kind="echo",
+            org_id=org_id,
+            partition=partition,
+            item_key=f"{partition}-{i}",
+            provider=provider,
+            model=model,
         )
         for i in range(n)
     ]

@@ -15,7 +15,7 @@ from valuerank.db.tables import rubrics, transcripts
 from valuerank.default_rubric import DEFAULT_RUBRIC_NAME
 
 from .conftest import import_demo, make_demo_run
-from .test_queue_routes import body, until_terminal, worker
+from .test_queue_routes import body, worker
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "values_rubric.yaml"
 JUDGES = ["scripted:centrist", "scripted:utilitarian"]
@@ -86,7 +86,7 @@ async def test_the_judges_of_a_default_rubric_run_judge_its_values(
         run_id = made.json()["data"]["id"]
         assert made.json()["data"]["rubric"]["default"] is True
         async with worker(db):
-            done = await until_terminal(db, org_id, run_id)
+            done = await live.run_ended(org_id, run_id)
         assert done.run.status.value == "completed"
         analysis = (await client.get(f"/api/runs/{run_id}/analysis")).json()["data"]
     codes = {w["code"] for w in analysis["warnings"]}

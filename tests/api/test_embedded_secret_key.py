@@ -10,13 +10,14 @@ from typing import Any
 
 import httpx
 import pytest
+from tests.servers import running
 
 from valuerank.api.app import create_app
 from valuerank.config import get_settings
 from valuerank.credentials import resolve_api_key
 from valuerank.db import Database, create_database
 
-from .conftest import Live, api_settings, provision_admin, running
+from .conftest import Live, api_settings, provision_admin
 
 KEY = "sk-proj-demo-key-0123456789-wxyz"
 NO_ENV: dict[str, str] = {}

@@ -15,7 +15,7 @@ from valuerank.db.tables import jobs
 from valuerank.orgs import ensure_org
 
 from .conftest import import_demo
-from .test_queue_routes import body, until_terminal, worker
+from .test_queue_routes import body, worker
 
 
 async def probe_jobs(db: Database, run_id: str) -> int:
@@ -49,7 +49,7 @@ async def test_create_start_once_run_events_and_restart(
         assert again["enqueued"] is False and again["jobs_enqueued"] == 0
 
         async with worker(db):
-            done = await until_terminal(db, org_id, run["id"])
+            done = await live.run_ended(org_id, run["id"])
         assert done.run.status.value == "completed"
         assert done.progress.completed == run["jobs"]
 
@@ -91,14 +91,14 @@ async def test_a_failed_run_is_rerun_and_reopened(live: Any, db: Database, org_i
         url = f"/api/eval/runs/{run['id']}"
         assert (await client.post(f"{url}/start")).json()["data"]["enqueued"] is True
         async with worker(db):
-            failed = await until_terminal(db, org_id, run["id"])
+            failed = await live.run_ended(org_id, run["id"])
             assert failed.run.status.value == "failed"
             assert failed.progress.failed == run["jobs"]
             rerun = (await client.post(f"{url}/start")).json()["data"]
             assert rerun["enqueued"] is True and rerun["reopened"] is True
             assert rerun["jobs_enqueued"] == run["jobs"]
             assert rerun["status"] == "running"
-            again = await until_terminal(db, org_id, run["id"])
+            again = await live.run_ended(org_id, run["id"])
         assert again.run.status.value == "failed"
         assert again.run.config.generation == 1
         assert await probe_jobs(db, run["id"]) == run["jobs"]  # the same jobs, requeued

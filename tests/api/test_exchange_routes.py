@@ -162,7 +162,7 @@ async def test_a_workspace_moves_to_another_organisation(
         assert [r["transcripts"] for r in body["runs"]] == [2]
         again = await other.post("/api/import", files={"file": ("ws.zip", data)})
         assert again.status_code == 200 and again.json()["data"]["created"] is False
-        org = other.account.org_id  # type: ignore[attr-defined]
+        org = other.account.org_id
     assert await _counts(db, org) == (1, 1, 0)
 
 

@@ -119,7 +119,7 @@ async def test_the_server_answers_others_while_bombs_arrive(live: Live) -> None:
     every bomb gets its 422 (before the bound, one took minutes and gigabytes)."""
     async with live.client() as attacker, live.client() as other:
         bombs = [
-            asyncio.create_task(ENTRY_POINTS["POST /api/rubrics"](attacker, HOSTILE["laughs"]))
+            asyncio.ensure_future(ENTRY_POINTS["POST /api/rubrics"](attacker, HOSTILE["laughs"]))
             for _ in range(20)
         ]
         reads = [await other.get("/api/rubrics") for _ in range(5)]

@@ -24,6 +24,7 @@ from hypothesis import HealthCheck
 from schemathesis import GenerationMode
 from schemathesis.checks import CHECKS, load_all_checks
 from schemathesis.config import SchemathesisConfig
+from schemathesis.core.result import Err
 
 from valuerank.config import get_settings
 
@@ -46,6 +47,8 @@ def _fuzz(url: str) -> list[str]:
     schema = schemathesis.openapi.from_url(f"{url}/openapi.json", config=config, headers=AUTH)
     tested: list[str] = []
     for result in schema.get_all_operations():
+        if isinstance(result, Err):  # the schema describes an operation it cannot load
+            pytest.fail(f"invalid operation in /openapi.json: {result.err()}")
         operation = result.ok()
         if operation.path.endswith(STREAMING):
             continue

@@ -186,7 +186,7 @@ async def test_reap_stale_jobs_and_prune(live: Live) -> None:
             response = await admin.post("/api/system/queue/jobs/prune", json=bad)
             assert response.status_code == 422, bad
     async with live.db.transaction() as conn:
-        left = dict((await conn.execute(select(jobs.c.id, jobs.c.status))).all())
+        left = {r.id: r.status for r in await conn.execute(select(jobs.c.id, jobs.c.status))}
     assert left == {expired_id: "queued"}
 
 

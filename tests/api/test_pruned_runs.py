@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from typing import Any
 
 import httpx
 import pytest
 from sqlalchemy import func, select, update
-from tests.web.test_runs_pages import FAILING, UTIL, demo_definition, launch, until_terminal
+from tests.waiting import run_report_when
+from tests.web.test_runs_pages import FAILING, UTIL, demo_definition, launch
 from tests.web.test_runs_pages import worker as pipeline_worker
 from typer.testing import CliRunner
 
@@ -56,12 +57,14 @@ async def _finished_run(db: Database, org_id: str) -> str:
     async with db.transaction(immediate=True) as conn:
         await service.start_run(conn, org_id, run.id)
     async with pipeline_worker(db):
-        report = await until_terminal(db, org_id, run.id)
+        report = await run_report_when(db, org_id, run.id)
     assert (report.progress.completed, report.progress.failed) == (2, 2)
     return run.id
 
 
-async def _age(db: Database, run_id: str, *, days: float, keep: set[str] = frozenset()) -> None:
+async def _age(
+    db: Database, run_id: str, *, days: float, keep: Collection[str] = frozenset()
+) -> None:
     """The run's jobs (but `keep`) finished `days` ago: past the retention."""
     async with db.transaction(immediate=True) as conn:
         ago = db_now_plus(conn.dialect.name, -days * DAY)
@@ -78,7 +81,7 @@ async def _prune(db: Database) -> int:
     while True:
         done = await prune_jobs_pass(db, retention_days=30, batch=2, trigger="cli")
         assert done.status == "succeeded", done
-        total += done.actions["pruned_jobs"]
+        total += int(done.actions["pruned_jobs"])
         if not done.actions["more"]:
             return total
 
@@ -174,7 +177,7 @@ async def test_a_run_reopened_after_pruning_counts_each_job_once(
         assert [f["job_id"] for p in reopened["failures"] for f in p["failures"]] == [failed[0]]
 
         async with pipeline_worker(db):
-            report = await until_terminal(db, org_id, run_id)
+            report = await run_report_when(db, org_id, run_id)
         assert report.progress.to_dict() == kept["detail"]["progress"]
         again = await _seen(client, cli_status, run_id)
         assert again["detail"]["progress"] == kept["detail"]["progress"]

@@ -5,8 +5,6 @@ runs another organisation's jobs while ours wait. Another organisation's run is 
 
 from __future__ import annotations
 
-import asyncio
-import time
 from typing import Any
 
 from sqlalchemy import func, select
@@ -28,16 +26,6 @@ MODEL = "scripted:utilitarian"
 
 def worker(db: Database) -> Any:
     return in_process_worker(db, settings=FAST, providers=ProviderPool(environ={}))
-
-
-async def until_terminal(db: Database, org_id: str, run_id: str, timeout: float = 90) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        report = await watch_report(db, org_id, run_id)
-        if report.run.status.terminal:
-            return report
-        assert time.monotonic() < deadline, f"run stuck: {report.to_dict()}"
-        await asyncio.sleep(0.1)
 
 
 async def count(db: Database, table: Any) -> int:
@@ -185,13 +173,13 @@ async def test_status_and_pause_are_the_organisations(
 
         # A real worker runs the other organisation's run to the end; ours is not touched.
         async with worker(db):
-            done = await until_terminal(db, other, theirs.id)
+            done = await live.run_ended(other, theirs.id)
             assert done.run.status.value == "completed"
             report = await watch_report(db, org_id, ours.id)
             assert report.progress.queued == mine and report.progress.running == 0
             resumed = (await admin.post("/api/queue/resume")).json()["data"]
             assert resumed == {"paused": False, "changed": True}
-            finished = await until_terminal(db, org_id, ours.id)
+            finished = await live.run_ended(org_id, ours.id)
         assert finished.run.status.value == "completed"
         assert finished.progress.completed == mine
         final = (await member.get("/api/queue/status")).json()["data"]

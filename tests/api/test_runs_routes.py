@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import update
+from tests.waiting import WAIT_SECONDS
 
 from valuerank.db import Database
 from valuerank.db.tables import runs
@@ -113,7 +114,7 @@ async def test_event_stream_live_then_resumed(
     async with live.client() as client:
         seen: list[dict[str, Any]] = []
         actor: asyncio.Task[None] | None = None
-        async with asyncio.timeout(15):
+        async with asyncio.timeout(WAIT_SECONDS):  # a bound for a hang
             async for message in _collect(client, url, sse_messages):
                 seen.append(message)
                 if actor is None:  # the first message proves the stream is open
@@ -135,7 +136,7 @@ async def test_event_stream_live_then_resumed(
         assert end["data"]["status"] == "cancelled" and end["data"]["last_seq"] == len(events)
 
         # A reconnecting browser sends Last-Event-ID: the stream resumes after it, then ends.
-        async with asyncio.timeout(10):
+        async with asyncio.timeout(WAIT_SECONDS):
             resumed = [
                 m async for m in _collect(client, url, sse_messages, headers={"Last-Event-ID": "1"})
             ]
@@ -143,7 +144,7 @@ async def test_event_stream_live_then_resumed(
         assert [m["data"]["seq"] for m in resumed_events] == list(range(2, len(events) + 1))
         assert resumed[-1]["event"] == "end"
         # `?after=` does the same for a first connection.
-        async with asyncio.timeout(10):
+        async with asyncio.timeout(WAIT_SECONDS):
             tail = [m async for m in _collect(client, f"{url}?after={len(events)}", sse_messages)]
         assert [m["event"] for m in tail] == ["status", "end"]
 

@@ -4,16 +4,15 @@ of a real `valuerank serve` (access log on); and a crash answers 500 without a t
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
 import httpx
 import pytest
 from cryptography.fernet import Fernet
+from tests.servers import serving
 
 from valuerank.api import create_app
-from valuerank.cli.serve_cmd import serve
 from valuerank.config import get_settings
 from valuerank.db import Database
 
@@ -38,6 +37,52 @@ class Capture(logging.Handler):
             self.lines.append(logging.Formatter("%(name)s %(message)s").format(record))
 
 
+async def _send_secrets(base: str, seen: list[httpx.Response]) -> tuple[str, str]:
+    """Requests that carry every kind of secret, answers that might show one (kept in `seen`);
+    returns the API token and the session cookie made meanwhile."""
+    admin = httpx.AsyncClient(base_url=base, headers={"Authorization": f"Bearer {TOKEN}"})
+    browser = httpx.AsyncClient(base_url=base)
+    async with admin, browser:
+        added = await admin.post(
+            "/api/users",
+            json={"email": "ada@example.org", "role": "member", "password": PASSWORD},
+        )
+        assert added.status_code == 202 and PASSWORD not in added.text
+        created = await admin.post("/api/tokens", json={"name": "ci"})
+        token = created.json()["data"]["token"]  # the one answer that shows it
+        assert (await admin.put("/api/credentials/openai", json={"api_key": PROVIDER_KEY})
+                ).status_code == 200  # fmt: skip
+
+        login = await browser.post(
+            "/api/auth/login", json={"email": "ada@example.org", "password": PASSWORD}
+        )
+        assert login.status_code == 200
+        session_secret = next(
+            v for k, v in browser.cookies.items() if k.startswith("valuerank_session")
+        )
+        seen.append(login)
+        seen.append(await browser.post(
+            "/api/auth/login", json={"email": "ada@example.org", "password": PASSWORD + "x"}
+        ))  # fmt: skip
+        seen.append(await browser.post(
+            "/api/auth/login", json={"email": "ada@example.org", "password": 12, "x": PASSWORD}
+        ))  # fmt: skip
+        seen.append(await browser.get("/api/auth/me"))
+        async with httpx.AsyncClient(base_url=base) as jumper:
+            seen.append(await jumper.get("/", params={"token": token}))
+            seen.append(await jumper.get("/api/auth/me"))
+        async with httpx.AsyncClient(
+            base_url=base, headers={"Authorization": f"Bearer {token}"}
+        ) as script:
+            for path in ("/api/auth/me", "/api/tokens", "/api/users", "/api/credentials"):
+                seen.append(await script.get(path))
+        seen.append(await admin.get("/api/tokens"))
+        seen.append(await admin.put("/api/credentials/openai", json={"api_key": 7}))
+        seen.append(await admin.get(f"/api/tokens?cursor={token}"))
+        seen.append(await browser.get("/", params={"token": token + "x"}))
+    return token, session_secret
+
+
 @sqlite_only
 async def test_secrets_are_shown_once_and_never_logged(
     db: Database, org_id: str, monkeypatch: pytest.MonkeyPatch
@@ -45,67 +90,20 @@ async def test_secrets_are_shown_once_and_never_logged(
     monkeypatch.setenv("VALUERANK_SECRET_KEY", Fernet.generate_key().decode())
     get_settings.cache_clear()
     await provision_admin(db, org_id)
-    ready: asyncio.Queue[str] = asyncio.Queue()
-    server = asyncio.create_task(
-        serve(db, org_id, host="127.0.0.1", port=0, work=False, on_ready=ready.put_nowait,
-              settings=api_settings(), log_level="debug")
-    )  # fmt: skip
     capture = Capture()
     loggers = [logging.getLogger(n) for n in ("", "uvicorn", "uvicorn.access", "uvicorn.error")]
     seen: list[httpx.Response] = []
     root_level = logging.getLogger().level
     try:
-        base = (await asyncio.wait_for(ready.get(), 10)).rstrip("/")
-        for logger in loggers:  # after uvicorn configured its logging
-            logger.addHandler(capture)
-        logging.getLogger().setLevel(logging.DEBUG)
-        admin = httpx.AsyncClient(base_url=base, headers={"Authorization": f"Bearer {TOKEN}"})
-        browser = httpx.AsyncClient(base_url=base)
-        async with admin, browser:
-            added = await admin.post(
-                "/api/users",
-                json={"email": "ada@example.org", "role": "member", "password": PASSWORD},
-            )
-            assert added.status_code == 202 and PASSWORD not in added.text
-            created = await admin.post("/api/tokens", json={"name": "ci"})
-            token = created.json()["data"]["token"]  # the one answer that shows it
-            assert (await admin.put("/api/credentials/openai", json={"api_key": PROVIDER_KEY})
-                    ).status_code == 200  # fmt: skip
-
-            login = await browser.post(
-                "/api/auth/login", json={"email": "ada@example.org", "password": PASSWORD}
-            )
-            assert login.status_code == 200
-            session_secret = next(
-                v for k, v in browser.cookies.items() if k.startswith("valuerank_session")
-            )
-            seen.append(login)
-            seen.append(await browser.post(
-                "/api/auth/login", json={"email": "ada@example.org", "password": PASSWORD + "x"}
-            ))  # fmt: skip
-            seen.append(await browser.post(
-                "/api/auth/login", json={"email": "ada@example.org", "password": 12, "x": PASSWORD}
-            ))  # fmt: skip
-            seen.append(await browser.get("/api/auth/me"))
-            async with httpx.AsyncClient(base_url=base) as jumper:
-                seen.append(await jumper.get("/", params={"token": token}))
-                seen.append(await jumper.get("/api/auth/me"))
-            async with httpx.AsyncClient(
-                base_url=base, headers={"Authorization": f"Bearer {token}"}
-            ) as script:
-                for path in ("/api/auth/me", "/api/tokens", "/api/users", "/api/credentials"):
-                    seen.append(await script.get(path))
-            seen.append(await admin.get("/api/tokens"))
-            seen.append(await admin.put("/api/credentials/openai", json={"api_key": 7}))
-            seen.append(await admin.get(f"/api/tokens?cursor={token}"))
-            seen.append(await browser.get("/", params={"token": token + "x"}))
+        async with serving(db, org_id, settings=api_settings(), log_level="debug") as served:
+            for logger in loggers:  # after uvicorn configured its logging
+                logger.addHandler(capture)
+            logging.getLogger().setLevel(logging.DEBUG)
+            token, session_secret = await _send_secrets(served.base, seen)
     finally:
         for logger in loggers:
             logger.removeHandler(capture)
         logging.getLogger().setLevel(root_level)
-        server.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await server
         get_settings.cache_clear()
 
     assert len(seen) == 14

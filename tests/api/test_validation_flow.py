@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from typing import Any
 
 import pytest
@@ -24,7 +23,7 @@ from valuerank.pipeline.calls import ProviderPool
 from valuerank.queue import QueueSettings
 from valuerank.validation.store import NewValidation, add_tag, create_task, record_validation
 
-from .conftest import TOKEN
+from .conftest import TOKEN, Live
 
 FAST = QueueSettings(poll_seconds=0.02, heartbeat_seconds=0.05, retry_base_seconds=0.0)
 # Tags chosen for what the personas of providers/scripted_validation.py say of them:
@@ -40,7 +39,7 @@ def _worker(db: Database) -> Any:
     return in_process_worker(db, settings=FAST, providers=ProviderPool(environ={}))
 
 
-def _ws_url(live: Any, query: str = "") -> str:
+def _ws_url(live: Live, query: str = "") -> str:
     return live.url.replace("http://", "ws://") + "/ws/updates" + (f"?{query}" if query else "")
 
 
@@ -52,16 +51,6 @@ def _socket(live: Any, query: str = "", token: str | None = TOKEN) -> Any:
 async def _recv(ws: ClientConnection, timeout: float = 30) -> dict[str, Any]:
     message: dict[str, Any] = json.loads(await asyncio.wait_for(ws.recv(), timeout))
     return message
-
-
-async def _until(check: Any, timeout: float = 60) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = await check()
-        if value:
-            return value
-        assert time.monotonic() < deadline, "timed out"
-        await asyncio.sleep(0.1)
 
 
 async def test_models_validate_through_the_queue_and_updates_stream(

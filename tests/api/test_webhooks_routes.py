@@ -61,6 +61,7 @@ async def test_admins_register_list_pause_and_remove(
             "INVALID_INPUT",
         )
         assert "run_done" in body["error"] and "run_complete" in body["hint"]
+        bad: dict[str, Any]
         for bad in (
             {"url": "ftp://93.184.216.34/x"},
             {"url": PUBLIC, "colour": "red"},

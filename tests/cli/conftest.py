@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,7 +36,7 @@ def cli(raw_cli: Invoke, db: Database) -> Invoke:
 
 
 @pytest.fixture
-def raw_cli(database_url: Any, monkeypatch: pytest.MonkeyPatch) -> Invoke:
+def raw_cli(database_url: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Invoke]:
     """Run `valuerank ARGS…` with VALUERANK_DATABASE_URL pointing at this test's empty database."""
     monkeypatch.setenv("VALUERANK_DATABASE_URL", database_url.url)
     get_settings.cache_clear()
@@ -47,5 +47,5 @@ def raw_cli(database_url: Any, monkeypatch: pytest.MonkeyPatch) -> Invoke:
         result = runner.invoke(app, list(args), input=input, catch_exceptions=False)
         return Outcome(result.exit_code, result.stdout, result.stderr)
 
-    yield invoke  # type: ignore[misc]
+    yield invoke
     get_settings.cache_clear()

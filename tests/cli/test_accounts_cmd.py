@@ -89,7 +89,8 @@ def test_orgs_users_and_tokens(cli: Invoke, database_url: Any) -> None:
     assert plain.exit_code == 0
     (printed,) = plain.stdout.split()  # the token alone on stdout, the advice on stderr
     assert printed.startswith("vrt_") and "shown once" in plain.stderr
-    assert (_identity(database_url, printed)).role.value == "viewer"  # type: ignore[union-attr]
+    identity = _identity(database_url, printed)
+    assert identity is not None and identity.role.value == "viewer"
     nobody = cli("tokens", "create", "--user", "nobody@example.org", "--json")
     assert nobody.exit_code == 1 and nobody.json()["code"] == "NOT_FOUND"
     elsewhere = cli("tokens", "create", "--user", "ada@example.org", "--org", "default", "--json")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -11,18 +12,20 @@ import yaml
 from valuerank.formats import parse_definition
 from valuerank.refs import short_id
 
+from .conftest import Invoke
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 CAFE = EXAMPLES / "exp-cafe-mandate.md"
 CAFE_OWNER = EXAMPLES / "exp-cafe-mandate.owner.md"
 
 
-def _import(cli, path: Path = CAFE) -> dict:  # type: ignore[no-untyped-def]
+def _import(cli: Invoke, path: Path = CAFE) -> dict[str, Any]:
     out = cli("definitions", "import", str(path), "--json")
     assert out.exit_code == 0, out.stdout + out.stderr
     return out.json()  # type: ignore[no-any-return]
 
 
-def test_import_is_idempotent_and_listed(cli) -> None:  # type: ignore[no-untyped-def]
+def test_import_is_idempotent_and_listed(cli: Invoke) -> None:
     first = _import(cli)
     assert first["name"] == "exp-cafe-mandate"
     assert first["version_label"] == "v1"
@@ -44,7 +47,7 @@ def test_import_is_idempotent_and_listed(cli) -> None:  # type: ignore[no-untype
     assert len(shown["matching_rules"]["prose"]) == 1
 
 
-def test_fork_lineage_and_diff(cli) -> None:  # type: ignore[no-untyped-def]
+def test_fork_lineage_and_diff(cli: Invoke) -> None:
     root = _import(cli)
     copy = cli("definitions", "fork", root["id"], "--json").json()
     assert copy["version_label"] == "v1.1" and copy["parent_id"] == root["id"]
@@ -80,7 +83,7 @@ def test_fork_lineage_and_diff(cli) -> None:  # type: ignore[no-untyped-def]
     assert "no changes" in same.stdout
 
 
-def test_export_round_trips(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_export_round_trips(cli: Invoke, tmp_path: Path) -> None:
     root = _import(cli)
     target = tmp_path / "out" / "exported.md"
     out = cli("definitions", "export", root["id"], "-o", str(target))
@@ -90,7 +93,7 @@ def test_export_round_trips(cli, tmp_path: Path) -> None:  # type: ignore[no-unt
     assert stdout.stdout == target.read_text("utf-8")
 
 
-def test_expand_and_nested_samples(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_expand_and_nested_samples(cli: Invoke, tmp_path: Path) -> None:
     root = _import(cli)
     target = tmp_path / "exp-001.cafe.yaml"
     full = cli("scenarios", "expand", root["id"], "-o", str(target), "--json").json()
@@ -168,8 +171,8 @@ BAD_DEFINITIONS = {
 
 
 @pytest.mark.parametrize("case", sorted(BAD_DEFINITIONS))
-def test_bad_definitions_are_refused_and_nothing_is_written(  # type: ignore[no-untyped-def]
-    cli, tmp_path: Path, case: str
+def test_bad_definitions_are_refused_and_nothing_is_written(
+    cli: Invoke, tmp_path: Path, case: str
 ) -> None:
     text, needle = BAD_DEFINITIONS[case]
     path = tmp_path / f"exp-{case}.md"
@@ -188,7 +191,7 @@ def test_bad_definitions_are_refused_and_nothing_is_written(  # type: ignore[no-
     assert len(cli("definitions", "list", "--json").json()) == 1
 
 
-def test_rule_errors_name_the_file_line(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_rule_errors_name_the_file_line(cli: Invoke, tmp_path: Path) -> None:
     text, _ = BAD_DEFINITIONS["rule-unknown-dimension"]
     path = tmp_path / "exp-rule.md"
     path.write_text(text, "utf-8")
@@ -197,14 +200,15 @@ def test_rule_errors_name_the_file_line(cli, tmp_path: Path) -> None:  # type: i
     assert f"{path}:{rule_line}:12: " in out.stderr
 
 
-def test_unknown_ids_and_missing_files(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    for args in (
+def test_unknown_ids_and_missing_files(cli: Invoke, tmp_path: Path) -> None:
+    unknown: list[tuple[str, ...]] = [
         ("definitions", "show", "0000dead"),
         ("definitions", "fork", "0000dead"),
         ("definitions", "lineage", "0000dead"),
         ("definitions", "export", "0000dead"),
         ("scenarios", "expand", "0000dead"),
-    ):
+    ]
+    for args in unknown:
         out = cli(*args, "--json") if args[1] != "export" else cli(*args)
         assert out.exit_code == 1, args
         if args[1] != "export":
@@ -214,7 +218,7 @@ def test_unknown_ids_and_missing_files(cli, tmp_path: Path) -> None:  # type: ig
     assert missing.exit_code == 1 and "nope.md" in missing.stderr
 
 
-def test_rubrics_are_versioned(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_rubrics_are_versioned(cli: Invoke, tmp_path: Path) -> None:
     path = tmp_path / "values_rubric.yaml"
     path.write_text((EXAMPLES / "values_rubric.yaml").read_text("utf-8"), "utf-8")
     first = cli("rubrics", "import", str(path), "--json").json()
@@ -233,7 +237,7 @@ def test_rubrics_are_versioned(cli, tmp_path: Path) -> None:  # type: ignore[no-
     assert len(cli("rubrics", "list", "--json").json()) == 2
 
 
-def test_db_upgrade(raw_cli) -> None:  # type: ignore[no-untyped-def]
+def test_db_upgrade(raw_cli: Invoke) -> None:
     cli = raw_cli
     first = cli("db", "upgrade", "--json").json()
     assert first["from"] is None and first["changed"] is True
@@ -242,7 +246,7 @@ def test_db_upgrade(raw_cli) -> None:  # type: ignore[no-untyped-def]
     assert cli("db", "current", "--json").json()["current"] == first["to"]
 
 
-def test_formats_check(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_formats_check(cli: Invoke, tmp_path: Path) -> None:
     ok = cli("formats", "check", str(EXAMPLES), "--json")
     assert ok.exit_code == 0, ok.stdout
     kinds = {Path(f["path"]).name: f["kind"] for f in ok.json()["files"]}
@@ -255,8 +259,8 @@ def test_formats_check(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-
     assert out.json()["invalid"] == 1 and out.json()["valid"] == 1
 
 
-def test_expanding_the_compat_definition_equals_the_cli_output(  # type: ignore[no-untyped-def]
-    cli, compat_dir: Path, tmp_path: Path
+def test_expanding_the_compat_definition_equals_the_cli_output(
+    cli: Invoke, compat_dir: Path, tmp_path: Path
 ) -> None:
     md = next((compat_dir / "definitions").glob("exp-*.md"))
     expected_path = next((compat_dir / "definitions").glob("exp-*.yaml"))

@@ -10,9 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from tests.api.conftest import TOKEN, api_settings, make_demo_run, provision_admin, running
+from tests.api.conftest import TOKEN, api_settings, make_demo_run, provision_admin
 from tests.cli_against_server import UNTOUCHED_DB, database_env, full_cli, user_env
 from tests.conftest import TestDatabase
+from tests.servers import running
 
 from valuerank.accounts import Role, add_member, create_token
 from valuerank.api import create_app
@@ -76,8 +77,8 @@ async def test_list_and_results_from_the_server_match_the_database(
             assert asked_data == read_data
             assert asked_data["results"][0]["decision_counts"] == {"2": 1}
     # In words, the same tables.
-    for args in (("runs", "list"), ("runs", "results", setup.run_ids[0])):
-        assert await _cli(remote, *args) == await _cli(local, *args)
+    for words in (("runs", "list"), ("runs", "results", setup.run_ids[0])):
+        assert await _cli(remote, *words) == await _cli(local, *words)
     assert not (tmp_path / UNTOUCHED_DB).exists()
 
 

@@ -11,13 +11,14 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 import pytest
+from tests.servers import serving
+from tests.waiting import WAIT_SECONDS
 
 import valuerank
 from valuerank.cli.serve_cmd import (
@@ -27,7 +28,6 @@ from valuerank.cli.serve_cmd import (
     binds_loopback_only,
     check_auto_login,
     display_url,
-    serve,
 )
 from valuerank.config import Settings
 from valuerank.db import Database
@@ -67,25 +67,19 @@ async def test_serve_runs_a_worker_and_streams_the_run_to_its_end(
         )
     run_id, idle_id = created.run.id, idle.run.id
 
-    ready: asyncio.Queue[str] = asyncio.Queue()
     # Auto-login, as `valuerank demo` serves: a browser on this machine lands signed in.
     settings = Settings(auto_login=True, rate_limits_enabled=False, redis_url=None)
-    server = asyncio.create_task(
-        serve(db, org_id, host="127.0.0.1", port=0, work=True, on_ready=ready.put_nowait,
-              settings=settings, log_level="warning")
-    )  # fmt: skip
-    try:
-        url = await asyncio.wait_for(ready.get(), 10)
+    async with serving(db, org_id, work=True, settings=settings, log_level="warning") as served:
+        url, base = served.url, served.base
         parts = urlsplit(url)
         assert parts.hostname == "127.0.0.1" and parts.port and parts.path == "/"
         assert not parts.query  # no token in the URL any more
-        base = f"http://127.0.0.1:{parts.port}"
         async with _client(base) as browser:
             assert (await browser.get(url)).status_code == 200
             me = (await browser.get("/api/auth/me")).json()["data"]
             assert me["via"] == "local" and me["role"] == "admin"
             seen: list[tuple[str, Any]] = []
-            async with asyncio.timeout(20):
+            async with asyncio.timeout(WAIT_SECONDS):  # the stream ends with the run
                 async with browser.stream("GET", f"/api/runs/{run_id}/events/stream") as stream:
                     event = "message"
                     async for line in stream.aiter_lines():
@@ -107,24 +101,19 @@ async def test_serve_runs_a_worker_and_streams_the_run_to_its_end(
             # One chart besides the progress bars (each an <svg class="seg-bar">).
             assert page.count("<svg") - page.count('<svg class="seg-bar"') == 1
 
-            # A stream of a run that never ends is closed cleanly when the server stops.
+            # A stream of a run that never ends is closed cleanly when the server stops: its
+            # last message's blank line, then the end of the body. (Were it left to uvicorn's
+            # graceful timeout, the connection would be cut mid-body: an error here.)
             async with browser.stream("GET", f"/api/runs/{idle_id}/events/stream") as stream:
                 lines = stream.aiter_lines()
                 while not (await anext(lines)).startswith("data: "):
                     pass
-                stopped_at = time.monotonic()
-                server.cancel()
-                async with asyncio.timeout(4):  # well within uvicorn's graceful timeout (5 s)
+                served.task.cancel()
+                async with asyncio.timeout(WAIT_SECONDS):
                     rest = [line async for line in lines]
-            assert rest == [""]  # the last message's blank line, then a clean end
+            assert rest == [""]
             with pytest.raises(asyncio.CancelledError):
-                await asyncio.wait_for(server, 4)
-            assert time.monotonic() - stopped_at < 4
-    finally:
-        if not server.done():
-            server.cancel()
-            with pytest.raises(asyncio.CancelledError):
-                await asyncio.wait_for(server, 15)
+                await served.task
     with pytest.raises(httpx.ConnectError):  # the port is closed again
         async with _client(base) as client:
             await client.get("/health")

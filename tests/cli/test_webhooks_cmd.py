@@ -7,9 +7,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import subprocess
-import sys
-import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -17,6 +14,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pytest
 from sqlalchemy import select
 from standardwebhooks import Webhook
+from tests.servers import WorkerProc, start_worker_process
+from tests.waiting import wait_until
 from typer.testing import CliRunner
 
 from valuerank.cli import app
@@ -31,7 +30,7 @@ from valuerank.queue.webhook_signing import SIGNATURE_HEADER
 from .conftest import Invoke, Outcome
 
 if TYPE_CHECKING:
-    from conftest import Receiver  # tests/conftest.py
+    from tests.conftest import Receiver
 
 SECRET = "whsec-cli-test-do-not-print-9f8e7d"
 T = TypeVar("T")
@@ -293,7 +292,7 @@ def test_another_organisations_ids_are_not_found(cli: Invoke, key: str, database
     assert _on_db(database_url, count) == 1
 
 
-def _start_worker(database_url: Any, key: str, log: Path) -> subprocess.Popen[str]:
+def _start_worker(database_url: Any, key: str, log: Path) -> WorkerProc:
     """A real `valuerank worker` process that drains the outbox every 0.1 s."""
     env = {
         **os.environ,
@@ -303,35 +302,19 @@ def _start_worker(database_url: Any, key: str, log: Path) -> subprocess.Popen[st
         "VALUERANK_WORKER_NOTIFICATION_DRAIN_SECONDS": "0.1",
         "VALUERANK_WORKER_SHUTDOWN_GRACE_SECONDS": "2",
     }
-    with log.open("w") as stderr:  # a file: a pipe nobody reads could fill up
-        return subprocess.Popen(
-            [sys.executable, "-m", "valuerank", "worker", "--json"],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-            text=True,
-        )
+    return start_worker_process(env, worker_id="webhooks", log_path=log)
 
 
-def _stop(proc: subprocess.Popen[str]) -> str:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
+def _stop(worker: WorkerProc) -> str:
+    """Stops it (SIGTERM: a clean exit); its stdout."""
+    if worker.proc.poll() is None:
+        worker.signal(signal.SIGTERM)
     try:
-        out, _ = proc.communicate(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, _ = proc.communicate(timeout=10)
-    assert proc.returncode == 0
-    return out
-
-
-def _wait(check: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.1)
-    pytest.fail(f"timed out waiting for {what}")
+        code, _ = worker.finish()
+    finally:
+        worker.stop()  # killed if SIGTERM did not end it
+    assert code == 0
+    return worker.output()
 
 
 @pytest.mark.parametrize("worker_key", ["same", "other"])
@@ -349,14 +332,14 @@ def test_the_worker_process_signs_with_the_key_or_sends_nothing(
     proc = _start_worker(database_url, key if worker_key == "same" else generate_key(), log)
     try:
         if worker_key == "same":
-            _wait(lambda: bool(receiver.requests), "a signed delivery")
+            receiver.wait()  # a signed delivery
         else:
 
             def failed() -> bool:
                 rows = cli("webhooks", "deliveries", "--json").json()
                 return bool(rows) and bool(rows[0]["last_error"])
 
-            _wait(failed, "a failed delivery attempt")
+            wait_until(failed, what="a failed delivery attempt", interval=0.1)
     finally:
         out = _stop(proc)
     for text in (out, log.read_text()):

@@ -13,7 +13,7 @@ from valuerank.queue.settings import QueueSettings
 
 
 @pytest.fixture(autouse=True)
-def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: object) -> None:
+def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     import os
 
     for name in list(os.environ):

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import inspect, text
+from sqlalchemy import Connection, inspect, text
 
 from valuerank.db import Database, create_database
 from valuerank.db.migrate import (
@@ -35,15 +36,16 @@ async def test_upgrade_from_empty_reaches_head(empty_db: Database) -> None:
 
 
 async def test_migrated_schema_matches_table_definitions(db: Database) -> None:
-    def _diff(sync_conn):  # type: ignore[no-untyped-def]
-        return compare_metadata(MigrationContext.configure(sync_conn), metadata)
+    def _diff(sync_conn: Connection) -> list[Any]:
+        diff: list[Any] = compare_metadata(MigrationContext.configure(sync_conn), metadata)
+        return diff
 
     async with db.engine.connect() as conn:
         assert await conn.run_sync(_diff) == []
 
 
 async def test_every_tenant_table_has_org_id(db: Database) -> None:
-    def _tables(sync_conn):  # type: ignore[no-untyped-def]
+    def _tables(sync_conn: Connection) -> dict[str, list[str]]:
         insp = inspect(sync_conn)
         return {t: [c["name"] for c in insp.get_columns(t)] for t in insp.get_table_names()}
 

@@ -6,22 +6,16 @@ restart) plays out in a few seconds. The test process watches the database direc
 
 from __future__ import annotations
 
-import asyncio
-import json
 import os
-import signal
-import subprocess
-import sys
-import tempfile
-import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pytest
 from sqlalchemy import select
+from tests.servers import WorkerProc, start_worker_process
+from tests.waiting import WAIT_SECONDS, wait_until_async
 
 from valuerank.db import Database
 from valuerank.db.tables import events
@@ -37,43 +31,6 @@ FAST_ENV = {
     "VALUERANK_WORKER_RETRY_CAP_SECONDS": "0",
     "VALUERANK_WORKER_SHUTDOWN_GRACE_SECONDS": "5",
 }
-
-
-@dataclass
-class WorkerProc:
-    proc: subprocess.Popen[str]
-    worker_id: str
-    # stderr goes to a file: a pipe nobody reads until exit fills up and freezes the worker.
-    log_path: Path
-
-    def log(self) -> str:
-        return self.log_path.read_text("utf-8", errors="replace")
-
-    def signal(self, sig: signal.Signals) -> None:
-        if sig in (signal.SIGTERM, signal.SIGINT):
-            # Before its handlers are installed (a slow start on a busy machine) SIGTERM
-            # would kill the worker instead of draining it.
-            self.wait_ready()
-        self.proc.send_signal(sig)
-
-    def wait_ready(self, timeout: float = 60) -> None:
-        deadline = time.monotonic() + timeout
-        while f"worker {self.worker_id} ready" not in self.log():
-            if self.proc.poll() is not None:
-                return  # it ended on its own; the caller's exit-code check tells how
-            assert time.monotonic() < deadline, f"worker {self.worker_id} never became ready"
-            time.sleep(0.02)
-
-    def finish(self, timeout: float = 20) -> tuple[int, dict[str, Any]]:
-        """Wait for exit; (exit code, the --json summary or {})."""
-        out, _ = self.proc.communicate(timeout=timeout)
-        try:
-            summary = json.loads(out) if out.strip() else {}
-        except json.JSONDecodeError:
-            summary = {}
-        if self.proc.returncode != 0:
-            print(f"worker {self.worker_id} stderr:\n{self.log()}", file=sys.stderr)
-        return self.proc.returncode, summary
 
 
 @dataclass
@@ -96,16 +53,7 @@ class Faults:
         full_env = {**os.environ, **FAST_ENV, "VALUERANK_DATABASE_URL": self.url}
         full_env.update({f"VALUERANK_WORKER_{k.upper()}": v for k, v in env.items()})
         full_env.update(process_env or {})
-        fd, log_name = tempfile.mkstemp(prefix=f"valuerank-worker-{worker_id}-", suffix=".log")
-        with os.fdopen(fd, "w") as log_file:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "valuerank", "worker", "--json", "--id", worker_id, *args],
-                env=full_env,
-                stdout=subprocess.PIPE,
-                stderr=log_file,
-                text=True,
-            )
-        wp = WorkerProc(proc, worker_id, Path(log_name))
+        wp = start_worker_process(full_env, *args, worker_id=worker_id)
         self.procs.append(wp)
         return wp
 
@@ -130,18 +78,15 @@ class Faults:
             return Counter(r.data["job_id"] for r in rows)
 
     async def wait_for(
-        self, check: Callable[[], Awaitable[bool]], timeout: float, what: str
+        self, check: Callable[[], Awaitable[bool]], what: str, timeout: float = WAIT_SECONDS
     ) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                if await check():
-                    return
-            except Exception:  # the database may be restarting: keep polling
-                pass
-            await asyncio.sleep(0.05)
-        states = Counter(j.status.value for j in await self.jobs())
-        pytest.fail(f"timed out after {timeout} s waiting for {what}; jobs: {dict(states)}")
+        """Until `check()` holds; a check that raises (the database restarting) counts as
+        not yet. A timeout's failure says the jobs' states."""
+        try:
+            await wait_until_async(check, what=what, timeout=timeout, tolerate=(Exception,))
+        except pytest.fail.Exception as timed_out:
+            states = Counter(j.status.value for j in await self.jobs())
+            pytest.fail(f"{timed_out}; jobs: {dict(states)}")
 
     async def all_succeeded(self, n: int) -> bool:
         jobs = await self.jobs()
@@ -149,14 +94,10 @@ class Faults:
 
     def cleanup(self) -> None:
         for wp in self.procs:
-            if wp.proc.poll() is None:
-                wp.proc.send_signal(signal.SIGCONT)
-                wp.proc.kill()
-                wp.proc.communicate(timeout=10)
-                print(f"--- worker {wp.worker_id} (killed at teardown) stderr:\n{wp.log()[-3000:]}")
-            else:
-                code = wp.proc.returncode
-                print(f"--- worker {wp.worker_id} (exited {code}) stderr:\n{wp.log()[-3000:]}")
+            running = wp.proc.poll() is None
+            wp.stop()
+            how = "killed at teardown" if running else f"exited {wp.proc.returncode}"
+            print(f"--- worker {wp.worker_id} ({how}) stderr:\n{wp.log()[-3000:]}")
             wp.log_path.unlink(missing_ok=True)
 
 

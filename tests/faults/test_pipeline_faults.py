@@ -65,13 +65,13 @@ async def _count(faults: Faults, what: str, run_id: str) -> tuple[int, int]:
 async def _crash_then_recover(faults: Faults, failpoint: str, run_id: str) -> None:
     """Worker A dies at `failpoint`; worker B (burst) reaps A's job and finishes the run."""
     crashing = faults.worker("A", "--concurrency", "1", process_env={ENV_VAR: failpoint})
-    code, _ = crashing.finish(timeout=60)
+    code, _ = crashing.finish()
     assert code == -signal.SIGKILL, f"A should have died at {failpoint}: {crashing.log()[-2000:]}"
     orphaned = [j for j in await faults.jobs() if j.status.value == "running"]
     assert len(orphaned) == 1 and orphaned[0].locked_by == "A"
 
     recovering = faults.worker("B", "--burst", "--concurrency", "2")
-    code, summary = recovering.finish(timeout=120)
+    code, summary = recovering.finish()
     assert code == 0 and summary["reaped"] >= 1
     [retried] = [j for j in await faults.jobs() if j.id == orphaned[0].id]
     assert retried.status.value == "succeeded" and retried.attempts >= 2

@@ -15,12 +15,12 @@ import os
 import shutil
 import signal
 import subprocess
-import time
 from urllib.parse import urlsplit
 
 import psycopg
 import pytest
 from tests.conftest import PG_URL, _libpq_url, is_ci, missing_prerequisite
+from tests.waiting import WAIT_SECONDS, wait_until
 
 from .conftest import Faults
 
@@ -58,7 +58,6 @@ def _control() -> list[str]:
         f"cannot restart the PostgreSQL at {PG_URL}: no VALUERANK_TEST_PG_DATA (scripts/test.sh "
         f"sets it for a server it starts) and no Debian cluster on port {port}"
     )
-    raise AssertionError("unreachable")
 
 
 def _pg_ready() -> bool:
@@ -67,15 +66,6 @@ def _pg_ready() -> bool:
     except psycopg.Error:
         return False
     return True
-
-
-def _wait_ready(timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if _pg_ready():
-            return True
-        time.sleep(0.1)
-    return _pg_ready()
 
 
 def _ctl(control: list[str], action: str, timeout: float) -> subprocess.CompletedProcess[str]:
@@ -90,10 +80,9 @@ def _ctl(control: list[str], action: str, timeout: float) -> subprocess.Complete
 
 
 def _ensure_running(control: list[str]) -> None:
-    if _wait_ready(2):
-        return
-    subprocess.run([*control, "start"], check=False, capture_output=True, timeout=60)
-    assert _wait_ready(60), "PostgreSQL did not come back after the restart"
+    if not _pg_ready():  # a failed restart left it down (a start under way just fails)
+        subprocess.run([*control, "start"], check=False, capture_output=True, timeout=60)
+        wait_until(_pg_ready, what=f"PostgreSQL at {PG_URL} to come back after the restart")
 
 
 @pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
@@ -109,17 +98,17 @@ async def test_workers_survive_a_postgres_restart(faults: Faults) -> None:
     # meet the restart at its first connection, which is not what this test is about).
     for w in workers:
         await asyncio.to_thread(w.wait_ready)
-    await faults.wait_for(some_done, 60, "a few jobs to finish before the restart")
+    await faults.wait_for(some_done, "a few jobs to finish before the restart")
     unfinished = [j for j in await faults.jobs() if j.status.value != "succeeded"]
     assert unfinished, "the restart should come mid-run"
     try:
-        result = _ctl(control, "restart", timeout=30)
+        result = _ctl(control, "restart", timeout=WAIT_SECONDS)
         assert result.returncode == 0, f"restart failed: {result.stdout}{result.stderr}"
     finally:
         _ensure_running(control)
     await faults.db.engine.dispose()  # the test's own pooled connections died with the server
 
-    await faults.wait_for(lambda: faults.all_succeeded(len(ids)), 25, "the run to complete")
+    await faults.wait_for(lambda: faults.all_succeeded(len(ids)), "the run to complete")
     assert await faults.completions() == dict.fromkeys(ids, 1)
     assert all(w.proc.poll() is None for w in workers), "a worker died on the restart"
     for w in workers:

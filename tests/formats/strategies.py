@@ -8,7 +8,7 @@ on. Free-form YAML values (extras, raw sections) are arbitrary JSON-like data.
 from __future__ import annotations
 
 import string
-from typing import Any
+from typing import Any, Literal
 
 from hypothesis import strategies as st
 
@@ -144,9 +144,12 @@ def scenarios(draw: st.DrawFn, sid: str) -> Scenario:
     )
 
 
+LAYOUTS: tuple[Literal["modern", "legacy"], ...] = ("modern", "legacy")
+
+
 @st.composite
 def scenario_files(draw: st.DrawFn) -> ScenarioFile:
-    layout = draw(st.sampled_from(["modern", "legacy"]))
+    layout = draw(st.sampled_from(LAYOUTS))
     ids = draw(
         st.lists(scenario_id, min_size=1 if layout == "legacy" else 0, max_size=4, unique=True)
     )
@@ -169,7 +172,7 @@ def scenario_files(draw: st.DrawFn) -> ScenarioFile:
 
 _dialogue_text = (
     st.text(
-        alphabet=st.characters(exclude_categories=("Cs",), exclude_characters="\r"), max_size=120
+        alphabet=st.characters(exclude_categories=["Cs"], exclude_characters="\r"), max_size=120
     )
     .map(str.strip)
     .filter(lambda s: "**Target:**" not in s and "#### Turn" not in s)

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
+
+from tests.waiting import run_report_when, wait_until_async
 
 import valuerank
 from valuerank.db import Database
@@ -18,7 +19,6 @@ from valuerank.pipeline.calls import ProviderPool
 from valuerank.pipeline.context import PipelineContext
 from valuerank.pipeline.handlers import register_pipeline_handlers
 from valuerank.pipeline.launch import launch_run
-from valuerank.pipeline.run_status import watch_report
 from valuerank.queue import QueueSettings, Worker
 from valuerank.rubrics import import_rubric
 from valuerank.runs.config import RunConfig
@@ -35,7 +35,6 @@ PERSONAS = (
     "scripted:refuser",
 )
 JUDGES = ("scripted:centrist", "scripted:utilitarian")
-T = TypeVar("T")
 
 
 @contextlib.asynccontextmanager
@@ -52,16 +51,6 @@ async def running_worker(db: Database) -> AsyncIterator[None]:
         await ctx.aclose()
 
 
-async def wait_for(probe: Callable[[], Awaitable[T | None]], timeout: float = 90) -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        found = await probe()
-        if found:
-            return found
-        assert time.monotonic() < deadline, "timed out waiting"
-        await asyncio.sleep(0.05)
-
-
 async def set_up(db: Database, org_id: str) -> str:
     async with db.transaction() as conn:
         await import_rubric(conn, org_id, RUBRIC.read_text(), name="values")
@@ -76,11 +65,7 @@ async def launch(db: Database, org_id: str, definition_id: str, config: RunConfi
 
 
 async def wait_completed(db: Database, org_id: str, run_id: str) -> None:
-    async def done() -> bool:
-        report = await watch_report(db, org_id, run_id)
-        return report.run.status.terminal
-
-    await wait_for(done)
+    await run_report_when(db, org_id, run_id)
     async with db.transaction() as conn:
         assert (await get_run(conn, org_id, run_id)).status is RunStatus.COMPLETED
 
@@ -90,7 +75,7 @@ async def wait_stored(db: Database, org_id: str, run_id: str, kind: str) -> Any:
         async with db.transaction() as conn:
             return await stored_analysis(conn, org_id, run_id, kind)  # type: ignore[arg-type]
 
-    return await wait_for(found)
+    return await wait_until_async(found, what=f"the {kind} analysis of run {run_id} stored")
 
 
 def run_config(models: tuple[str, ...] = PERSONAS, **extra: Any) -> RunConfig:

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import scipy.stats
 from sqlalchemy import select
+from tests.waiting import wait_until_async
 
 from valuerank.db import Database
 from valuerank.db.tables import analyses, jobs, transcripts
@@ -34,7 +35,6 @@ from .analysis_support import (
     running_worker,
     set_up,
     wait_completed,
-    wait_for,
     wait_stored,
 )
 
@@ -64,7 +64,7 @@ async def test_a_completed_run_is_analysed_cached_invalidated_and_forced(
                 row = await stored_analysis(conn, org_id, run_id, "basic")
             return row if row is not None and row.input_hash != sampled.input_hash else None
 
-        stored = await wait_for(expanded)
+        stored = await wait_until_async(expanded, what="the analysis of the expanded run")
     analysis = stored.result
     json.dumps(analysis, allow_nan=False)
     assert analysis["sample"]["basis"] == "based on all 27 scenarios"
@@ -164,7 +164,7 @@ async def test_deep_analysis_with_a_narrative_from_the_queue(db: Database, org_i
                 row = await stored_analysis(conn, org_id, run_id, "deep")
             return row if row is not None and row.narrative else None
 
-        row = await wait_for(narrated)
+        row = await wait_until_async(narrated, what="the narrative")
     deep = row.result
     json.dumps(deep, allow_nan=False)
     assert "(synthetic answer from scripted:centrist)" in row.narrative
@@ -186,8 +186,9 @@ async def test_a_narrative_asked_for_a_cached_deep_analysis_is_written(
     async def narrated(computed_at: str) -> Any:
         async with db.transaction() as conn:
             row = await stored_analysis(conn, org_id, run_id, "deep")
-        fresh = row is not None and row.result["computedAt"] == computed_at
-        return row if fresh and row.narrative else None
+        if row is None or row.result["computedAt"] != computed_at:
+            return None
+        return row if row.narrative else None
 
     async def ask(model: str) -> None:
         async with db.transaction(immediate=True) as conn:
@@ -203,7 +204,9 @@ async def test_a_narrative_asked_for_a_cached_deep_analysis_is_written(
             await ask("openai:no-such-model")  # checked like a run's models, nothing queued
         await ask("scripted:centrist")  # the deep analysis is served from the cache ...
         computed_at = first.analysis["deep"]["computedAt"]
-        row = await wait_for(lambda: narrated(computed_at))  # ... and still narrated
+        row = await wait_until_async(  # ... and still narrated
+            lambda: narrated(computed_at), what="the narrative"
+        )
         assert "(synthetic answer from scripted:centrist)" in row.narrative
         served = await run_analysis(db, org_id, run_id, deep=True)
         assert served.to_dict()["deep_cached"] is True and served.to_dict()["cached"] is True
@@ -214,7 +217,10 @@ async def test_a_narrative_asked_for_a_cached_deep_analysis_is_written(
         forced = await run_analysis(db, org_id, run_id, deep=True, force=True)
         assert forced.deep_cached is False and forced.analysis["deep"]["narrative"] is None
         await ask("scripted:centrist")
-        await wait_for(lambda: narrated(forced.analysis["deep"]["computedAt"]))
+        await wait_until_async(
+            lambda: narrated(forced.analysis["deep"]["computedAt"]),
+            what="the narrative of the forced analysis",
+        )
     async with db.transaction() as conn:
         kinds = (
             await conn.execute(
@@ -260,7 +266,7 @@ async def test_two_runs_compared_an_experiment_and_lineage_over_a_fork(
                 found = await get_comparison(conn, org_id, comparison.id)
             return found if found.status != "queued" else None
 
-        done = await wait_for(compared)
+        done = await wait_until_async(compared, what="the comparison computed")
         await wait_completed(db, org_id, variant.run.id)
     assert done.status == "completed" and done.result is not None
     result = done.result

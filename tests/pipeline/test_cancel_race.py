@@ -7,11 +7,11 @@ Real worker, the pipeline's own probe step, both backends."""
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import func, select
+from tests.waiting import wait_until_async
 
 import valuerank
 from valuerank.db import Database
@@ -71,10 +71,11 @@ async def test_a_probe_finishing_after_cancel_leaves_nothing_queued(
         async with db.transaction(immediate=True) as conn:
             await cancel_run(conn, org_id, run_id)
         cancelled.set()
-        deadline = time.monotonic() + 30
-        while (await _by_kind_status(db, run_id)).get((PROBE, "running")):
-            assert time.monotonic() < deadline, await _by_kind_status(db, run_id)
-            await asyncio.sleep(0.05)
+        await wait_until_async(
+            lambda: _by_kind_status(db, run_id),
+            what="the late probe to settle",
+            done=lambda counts: not counts.get((PROBE, "running")),
+        )
     finally:
         worker.stop()
         await task

@@ -7,7 +7,6 @@ import asyncio
 import contextlib
 import io
 import tempfile
-import time
 import zipfile
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -15,6 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 from sqlalchemy import func, select
+from tests.waiting import run_report_when
 
 import valuerank
 from valuerank.db import Database
@@ -65,18 +65,6 @@ async def _report(db: Database, org_id: str, run_id: str) -> RunReport:
     return await watch_report(db, org_id, run_id)
 
 
-async def _until(
-    db: Database, org_id: str, run_id: str, done: object, timeout: float = 60
-) -> RunReport:
-    deadline = time.monotonic() + timeout
-    while True:
-        report = await _report(db, org_id, run_id)
-        if done(report):  # type: ignore[operator]
-            return report
-        assert time.monotonic() < deadline, f"run stuck: {report.to_dict()}"
-        await asyncio.sleep(0.05)
-
-
 async def _launch(db: Database, org_id: str, config: RunConfig) -> str:
     definition_id = await _definition(db, org_id)
     async with db.transaction() as conn:
@@ -98,7 +86,7 @@ async def test_a_run_completes_with_judges_consensus_and_summaries(
     )
     run_id = await _launch(db, org_id, config)
     async with _worker(db):
-        report = await _until(db, org_id, run_id, lambda r: r.run.status.terminal)
+        report = await run_report_when(db, org_id, run_id)
     assert report.run.status is RunStatus.COMPLETED, report.to_dict()
     assert report.progress.to_dict() == {
         "total": 15,
@@ -173,10 +161,14 @@ async def test_pause_holds_the_run_and_resume_finishes_it(db: Database, org_id: 
     )
     run_id = await _launch(db, org_id, config)
     async with _worker(db, concurrency=2):
-        await _until(db, org_id, run_id, lambda r: r.progress.completed >= 3)
+        await run_report_when(
+            db, org_id, run_id, lambda r: r.progress.completed >= 3, what="3 jobs completed"
+        )
         async with db.transaction(immediate=True) as conn:
             await service.pause_run(conn, org_id, run_id)
-        paused = await _until(db, org_id, run_id, lambda r: r.progress.running == 0)
+        paused = await run_report_when(
+            db, org_id, run_id, lambda r: r.progress.running == 0, what="no job running"
+        )
         await asyncio.sleep(0.5)
         still = await _report(db, org_id, run_id)
         assert still.run.status is RunStatus.PAUSED
@@ -184,7 +176,7 @@ async def test_pause_holds_the_run_and_resume_finishes_it(db: Database, org_id: 
         assert still.progress.queued > 0
         async with db.transaction(immediate=True) as conn:
             await service.resume_run(conn, org_id, run_id)
-        done = await _until(db, org_id, run_id, lambda r: r.run.status.terminal)
+        done = await run_report_when(db, org_id, run_id)
     assert done.run.status is RunStatus.COMPLETED
     assert done.progress.completed == done.progress.total == 20
     async with db.transaction() as conn:
@@ -204,7 +196,7 @@ async def test_transient_errors_are_retried_and_no_result_is_written_twice(
     )
     run_id = await _launch(db, org_id, config)
     async with _worker(db):
-        done = await _until(db, org_id, run_id, lambda r: r.run.status.terminal)
+        done = await run_report_when(db, org_id, run_id)
     async with db.transaction() as conn:
         attempts = (
             await conn.execute(
@@ -245,7 +237,7 @@ async def test_a_finished_run_exports_and_imports_byte_for_byte(db: Database, or
     )
     run_id = await _launch(db, org_id, config)
     async with _worker(db):
-        done = await _until(db, org_id, run_id, lambda r: r.run.status.terminal)
+        done = await run_report_when(db, org_id, run_id)
     assert done.run.status is RunStatus.COMPLETED
     async with db.transaction() as conn:
         first = await export_run(conn, org_id, run_id)

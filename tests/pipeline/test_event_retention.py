@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import update
-from tests.pipeline.test_end_to_end import FAST, _launch, _report, _until, _worker
+from tests.pipeline.test_end_to_end import FAST, _launch, _report, _worker
+from tests.waiting import run_report_when
 
 from valuerank.db import Database
 from valuerank.db.tables import events
@@ -38,7 +39,7 @@ async def test_a_finished_run_replays_to_its_end_after_its_events_are_pruned(
     )
     run_id = await _launch(db, org_id, config)
     async with _worker(db):
-        done = await _until(
+        done = await run_report_when(
             db, org_id, run_id, lambda r: r.run.status.terminal and not r.progress.active
         )
     assert done.run.status is RunStatus.COMPLETED and done.progress.completed == 5

@@ -15,6 +15,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from tests.waiting import run_report_when
 
 import valuerank
 from valuerank.db import Database
@@ -23,7 +24,6 @@ from valuerank.pipeline.calls import ProviderPool
 from valuerank.pipeline.context import PipelineContext
 from valuerank.pipeline.handlers import register_pipeline_handlers
 from valuerank.pipeline.launch import launch_run
-from valuerank.pipeline.run_status import watch_report
 from valuerank.providers.model_id import parse_model_id
 from valuerank.queue import QueueSettings, Worker
 from valuerank.queue.call_reserve import reserve_request
@@ -57,7 +57,7 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
 
-    class Timed(_fake_servers().OpenAIServer):  # type: ignore[misc,name-defined]
+    class Timed(_fake_servers().OpenAIServer):  # type: ignore[misc]  # loaded by path: Any
         """Also keeps when each call arrived (monotonic clock)."""
 
         def __init__(self) -> None:
@@ -114,10 +114,7 @@ async def test_follow_up_turns_reserve_their_own_requests(
                     await start_run(conn, org_id, run_id)
                     break
             await reserve_request(db, provider="openai", model=MODEL)
-        deadline = time.monotonic() + 60
-        while not (report := await watch_report(db, org_id, run_id)).run.status.terminal:
-            assert time.monotonic() < deadline, report.to_dict()
-            await asyncio.sleep(0.05)
+        report = await run_report_when(db, org_id, run_id)
     finally:
         worker.stop()
         await task

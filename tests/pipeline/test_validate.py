@@ -3,11 +3,9 @@ twice on one job), its prompt and the strict reading of the answer."""
 
 from __future__ import annotations
 
-import asyncio
-import time
-
 import pytest
 from sqlalchemy import func, select
+from tests.waiting import wait_until_async
 
 from valuerank.cli.live import in_process_worker
 from valuerank.consensus import Outcome
@@ -83,14 +81,18 @@ async def test_a_worker_runs_the_jobs_and_an_unusable_answer_fails_permanently(
     async with in_process_worker(
         db, concurrency=3, settings=FAST, providers=ProviderPool(environ={})
     ):
-        deadline = time.monotonic() + 60
-        while True:
+
+        async def jobs() -> list[Job]:
             async with db.transaction() as conn:
-                found = await list_jobs(conn, org_id=org_id, partition=jobs_partition(org_id))
-            if all(j.status in (JobStatus.SUCCEEDED, JobStatus.FAILED) for j in found):
-                break
-            assert time.monotonic() < deadline, [j.status for j in found]
-            await asyncio.sleep(0.05)
+                return await list_jobs(conn, org_id=org_id, partition=jobs_partition(org_id))
+
+        found = await wait_until_async(
+            jobs,
+            what="every validation job to end",
+            done=lambda found: all(
+                j.status in (JobStatus.SUCCEEDED, JobStatus.FAILED) for j in found
+            ),
+        )
     by_model = {j.model: j for j in found}
     refused = by_model["scripted:refuser"]
     assert refused.status is JobStatus.FAILED and refused.attempts == 1  # permanent: no retry

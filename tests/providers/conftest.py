@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from fake_servers import AnthropicServer, GoogleServer, OpenAIServer
+    from tests.providers.fake_servers import AnthropicServer, GoogleServer, OpenAIServer
 
 
 def _load_fake_servers() -> ModuleType:

@@ -20,7 +20,7 @@ from valuerank.providers.base import (
 )
 
 if TYPE_CHECKING:
-    from fake_servers import AnthropicServer
+    from tests.providers.fake_servers import AnthropicServer
 
 KEY = "sk-ant-test-0123"
 REQUEST = CompletionRequest(

@@ -22,7 +22,7 @@ from valuerank.providers.openai_adapter import OpenAIProvider
 from valuerank.providers.presets import UnknownProvider, preset_for
 
 if TYPE_CHECKING:
-    from fake_servers import AnthropicServer, GoogleServer, OpenAIServer
+    from tests.providers.fake_servers import AnthropicServer, GoogleServer, OpenAIServer
 
 REQUEST = CompletionRequest(
     model="some-model", messages=(Message("user", "Rate 1-5."),), seed=7, max_tokens=20

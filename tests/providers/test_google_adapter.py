@@ -19,7 +19,7 @@ from valuerank.providers.base import (
 from valuerank.providers.google_adapter import GoogleProvider
 
 if TYPE_CHECKING:
-    from fake_servers import GoogleServer
+    from tests.providers.fake_servers import GoogleServer
 
 KEY = "AIza-test-0123"
 REQUEST = CompletionRequest(

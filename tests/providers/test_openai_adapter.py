@@ -21,7 +21,7 @@ from valuerank.providers.base import (
 from valuerank.providers.openai_adapter import OpenAIProvider
 
 if TYPE_CHECKING:
-    from fake_servers import OpenAIServer
+    from tests.providers.fake_servers import OpenAIServer
 
 KEY = "sk-test-openai-0123"
 REQUEST = CompletionRequest(

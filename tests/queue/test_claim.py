@@ -15,7 +15,7 @@ from valuerank.queue.claim_sql import PG_CLAIM_FAST, claim_statement, pg_stateme
 from valuerank.queue.dialect import as_utc
 
 if TYPE_CHECKING:
-    from conftest import Kit
+    from tests.queue.conftest import Kit
 
 
 def _pg() -> Dialect:

@@ -34,7 +34,7 @@ from valuerank.queue.controls import org_paused, paused
 from valuerank.queue.pending import seconds_until_due
 
 if TYPE_CHECKING:
-    from conftest import Kit
+    from tests.queue.conftest import Kit
 
 
 async def test_pause_and_resume_a_partition(kit: Kit) -> None:

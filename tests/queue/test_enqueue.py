@@ -14,7 +14,7 @@ from valuerank.queue import JobSpec, JobStatus, enqueue, enqueue_many
 from valuerank.queue.enqueue import priority_value
 
 if TYPE_CHECKING:
-    from conftest import Kit
+    from tests.queue.conftest import Kit
 
 
 async def test_enqueue_twice_enqueues_nothing_new(db: Database, org_id: str) -> None:

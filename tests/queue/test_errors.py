@@ -21,7 +21,7 @@ from valuerank.queue import (
 from valuerank.queue.errors import backoff_seconds, classify
 
 if TYPE_CHECKING:
-    from conftest import Kit
+    from tests.queue.conftest import Kit
 
 BACKOFF = QueueSettings(
     lease_seconds=30, heartbeat_seconds=1, retry_base_seconds=100, retry_cap_seconds=1000

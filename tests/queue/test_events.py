@@ -19,7 +19,7 @@ from valuerank.queue import (
 from valuerank.queue.events import NOTIFY_CHANNEL, append_event, last_seq
 
 if TYPE_CHECKING:
-    from conftest import Kit
+    from tests.queue.conftest import Kit
 
 
 async def test_a_run_tells_its_story_in_order(kit: Kit) -> None:

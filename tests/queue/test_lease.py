@@ -20,7 +20,7 @@ from valuerank.queue import (
 from valuerank.queue.job import Lease
 
 if TYPE_CHECKING:
-    from conftest import Kit
+    from tests.queue.conftest import Kit
 
 
 async def test_complete_stores_the_result(kit: Kit) -> None:

@@ -15,7 +15,7 @@ from valuerank.queue.maintenance import LOCK_NAME, last_maintenance, run_mainten
 from valuerank.queue.outbox import enqueue_notifications, register_webhook
 
 if TYPE_CHECKING:
-    from conftest import Kit
+    from tests.queue.conftest import Kit
 
 DAY = 86400.0
 

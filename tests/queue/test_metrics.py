@@ -12,7 +12,7 @@ from valuerank.queue.metrics import render_metrics
 from valuerank.queue.outbox import enqueue_notifications, register_webhook
 
 if TYPE_CHECKING:
-    from conftest import Kit
+    from tests.queue.conftest import Kit
 
 
 def _samples(text: bytes) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

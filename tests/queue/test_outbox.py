@@ -41,7 +41,8 @@ from valuerank.queue.outbox import (
 from valuerank.queue.webhook_signing import ID_HEADER, SIGNATURE_HEADER
 
 if TYPE_CHECKING:
-    from conftest import Kit, Receiver  # tests/queue/conftest.py, tests/conftest.py
+    from tests.conftest import Receiver
+    from tests.queue.conftest import Kit
 
 SECRET = "whsec-very-secret-value-42"
 CIPHER = SecretCipher(generate_key())
@@ -289,12 +290,11 @@ async def test_the_worker_drains_the_outbox(kit: Kit, receiver: Receiver) -> Non
     settings = kit.settings.model_copy(update={"notification_drain_seconds": 0.05})
     worker = Worker(kit.db, settings=settings, handlers={"echo": _echo}, cipher=CIPHER)
     runner = asyncio.create_task(worker.run_forever())
-    for _ in range(200):
-        if receiver.requests:
-            break
-        await asyncio.sleep(0.02)
-    worker.stop()
-    await runner
+    try:
+        await asyncio.to_thread(receiver.wait)
+    finally:
+        worker.stop()
+        await runner
     ((headers, body),) = receiver.requests
     assert json.loads(body)["topic"] == "task_complete"
     _verified(SECRET, headers, body)

@@ -14,7 +14,7 @@ from valuerank.queue.events import Event
 from valuerank.queue.maintenance import run_maintenance
 
 if TYPE_CHECKING:
-    from conftest import Kit
+    from tests.queue.conftest import Kit
 
 DAY = 86400.0
 

@@ -17,7 +17,7 @@ from valuerank.queue import (
 )
 
 if TYPE_CHECKING:
-    from conftest import Kit
+    from tests.queue.conftest import Kit
 
 
 async def test_an_expired_lease_counts_an_attempt(kit: Kit) -> None:

@@ -27,7 +27,7 @@ from valuerank.queue import (
 from valuerank.queue.slots import GLOBAL_KEY, model_key, org_key, provider_key
 
 if TYPE_CHECKING:
-    from conftest import Kit
+    from tests.queue.conftest import Kit
 
 
 async def _running_by(kit: Kit) -> dict[str, int]:

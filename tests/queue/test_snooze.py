@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from valuerank.queue import JobStatus, Snooze, errors_of, settle_error
 
 if TYPE_CHECKING:
-    from conftest import Kit
+    from tests.queue.conftest import Kit
 
 
 async def test_a_snoozed_job_waits_without_spending_an_attempt(kit: Kit) -> None:

@@ -19,7 +19,7 @@ from valuerank.queue.states import (
 )
 
 if TYPE_CHECKING:
-    from conftest import Kit
+    from tests.queue.conftest import Kit
 
 Q, R, S, F, C = (
     JobStatus.QUEUED,

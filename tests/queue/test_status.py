@@ -17,7 +17,7 @@ from valuerank.queue.ratelimit import block_bucket, bucket_key, configure_bucket
 from valuerank.queue.status import RateLimitState
 
 if TYPE_CHECKING:
-    from conftest import Kit
+    from tests.queue.conftest import Kit
 
 
 async def test_status_snapshot(kit: Kit) -> None:
@@ -77,11 +77,13 @@ async def test_each_providers_rate_limit_state(kit: Kit) -> None:
     openai, anthropic, google = (status.providers[p] for p in ("openai", "anthropic", "google"))
     assert google.rate_limit is RateLimitState.NONE and google.buckets == []
     assert anthropic.rate_limit is RateLimitState.EXHAUSTED and anthropic.blocked_until is None
-    assert anthropic.buckets[0].rpm_limit == 1 and anthropic.buckets[0].available_requests < 1
+    (held,) = anthropic.buckets
+    assert held.rpm_limit == 1
+    assert held.available_requests is not None and held.available_requests < 1
     assert openai.rate_limit is RateLimitState.BLOCKED
     assert [b.model for b in openai.buckets] == ["", "gpt-x"]
     assert openai.blocked_until == openai.buckets[1].blocked_until  # the later reset
-    assert openai.buckets[0].blocked_until is not None
+    assert openai.blocked_until is not None and openai.buckets[0].blocked_until is not None
     assert 80 < (openai.blocked_until - openai.buckets[0].blocked_until).total_seconds() < 100
     shown = status.to_dict()["providers"]["openai"]
     assert shown["rate_limit"] == "blocked" and isinstance(shown["blocked_until"], str)

@@ -33,7 +33,7 @@ from valuerank.queue.outbox import (
 from valuerank.queue.webhook_signing import ID_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER
 
 if TYPE_CHECKING:
-    from conftest import Kit  # tests/queue/conftest.py
+    from tests.queue.conftest import Kit
 
 SECRET = "a-receiver's shared secret"
 CIPHER = SecretCipher(generate_key())

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, select, update
+from tests.waiting import WAIT_SECONDS
 
 from valuerank.db.tables import jobs
 from valuerank.orgs import ensure_org
@@ -30,13 +31,7 @@ from valuerank.queue.ratelimit import block_bucket, configure_bucket
 from valuerank.queue.slots import SlotScope, list_caps, org_key, set_cap
 
 if TYPE_CHECKING:
-    from conftest import Kit
-
-
-async def _until(check: Callable[[], Awaitable[bool]], timeout: float = 30.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not await check():
-            await asyncio.sleep(0.01)
+    from tests.queue.conftest import Kit
 
 
 async def test_burst_mode_runs_everything_runnable(kit: Kit) -> None:
@@ -174,9 +169,12 @@ async def test_a_lost_lease_abandons_the_attempt(kit: Kit) -> None:
 async def test_graceful_stop_waits_then_gives_jobs_back(kit: Kit) -> None:
     quick_id, stuck_id = await kit.put(2)
     started: set[str] = set()
+    both_started = asyncio.Event()
 
     async def handler(job: Job) -> Any:
         started.add(job.id)
+        if len(started) == 2:
+            both_started.set()
         if job.id == quick_id:
             await asyncio.sleep(0.02)  # finishes within the grace period
             return "done"
@@ -185,10 +183,7 @@ async def test_graceful_stop_waits_then_gives_jobs_back(kit: Kit) -> None:
     worker = Worker(kit.db, settings=kit.settings, concurrency=2, handlers={"echo": handler})
     run = asyncio.create_task(worker.run_forever())
 
-    async def both_started() -> bool:
-        return len(started) == 2
-
-    await _until(both_started)
+    await asyncio.wait_for(both_started.wait(), WAIT_SECONDS)
     worker.stop()
     stats = await asyncio.wait_for(run, 30)
     assert (stats.succeeded, stats.released) == (1, 1)
@@ -200,19 +195,19 @@ async def test_graceful_stop_waits_then_gives_jobs_back(kit: Kit) -> None:
 
 async def test_run_forever_picks_up_new_work(kit: Kit) -> None:
     done: list[int] = []
+    all_done = asyncio.Event()
 
     async def handler(job: Job) -> Any:
         done.append(job.payload["i"])
+        if len(done) == 3:
+            all_done.set()
 
     worker = Worker(kit.db, settings=kit.settings, concurrency=2, handlers={"echo": handler})
     run = asyncio.create_task(worker.run_forever())
     await asyncio.sleep(0.05)  # idle, polling
     await kit.put(3)
 
-    async def all_done() -> bool:
-        return len(done) == 3
-
-    await _until(all_done)
+    await asyncio.wait_for(all_done.wait(), WAIT_SECONDS)
     worker.stop()
     stats = await asyncio.wait_for(run, 30)
     assert stats.succeeded == 3 and sorted(done) == [0, 1, 2]
@@ -258,6 +253,7 @@ async def test_an_idle_worker_wakes_when_a_rate_limit_block_ends(kit: Kit) -> No
     """A worker with nothing to claim sleeps until its next poll, or until a blocked
     provider opens again if that comes sooner: it does not lose a poll interval per 429."""
     await kit.put(1, provider="p")
+    started = time.monotonic()  # before the block: it ends no sooner than 1 s from here
     async with kit.db.transaction(immediate=True) as conn:
         key = await configure_bucket(conn, "p")
         await block_bucket(conn, key, 1.0)
@@ -266,16 +262,16 @@ async def test_an_idle_worker_wakes_when_a_rate_limit_block_ends(kit: Kit) -> No
     async def handler(job: Job) -> Any:
         done.set()
 
-    slow_poll = kit.settings.model_copy(update={"poll_seconds": 30.0})
+    # A poll far beyond the wait below: only the block's end can wake the worker in time.
+    slow_poll = kit.settings.model_copy(update={"poll_seconds": 4 * WAIT_SECONDS})
     worker = Worker(kit.db, settings=slow_poll, concurrency=2, handlers={"echo": handler})
-    started = time.monotonic()
     run = asyncio.create_task(worker.run_forever())
     try:
-        await asyncio.wait_for(done.wait(), 20)
+        await asyncio.wait_for(done.wait(), WAIT_SECONDS)
     finally:
         worker.stop()
-        await asyncio.wait_for(run, 30)
-    assert 0.9 <= time.monotonic() - started < 15
+        await asyncio.wait_for(run, WAIT_SECONDS)
+    assert time.monotonic() - started >= 0.9  # not before the block ended (less clock skew)
 
 
 async def test_burst_mode_runs_the_retries_it_makes_runnable(kit: Kit) -> None:

@@ -185,7 +185,7 @@ async def test_another_organisation_cannot_see_or_steer_a_run(db: Database, org_
     for action in (service.get_run, service.pause_run, service.cancel_run, service.delete_run):
         async with db.transaction() as conn:
             with pytest.raises(NotFoundError):
-                await action(conn, other, created.run.id)  # type: ignore[operator]
+                await action(conn, other, created.run.id)
     async with db.transaction() as conn:
         assert await service.list_runs(conn, other) == []
 

@@ -2,9 +2,10 @@
 
 On PostgreSQL one dedicated connection per process LISTENs on the queue's channel (every
 event's transaction sends `NOTIFY valuerank_events, '<partition>'` at commit) and sets the
-asyncio events of the streams waiting on that partition. It reconnects (with backoff) when
-the database goes away, and wakes every stream when it (re)connects, since a NOTIFY sent
-while it was away is lost. Streams still poll, slowly, as a safety net: polling is the
+asyncio events of the streams waiting on that partition. The connection is a
+`valuerank.db.listen.Listener` (shared with the workers' wake-up): it reconnects (with backoff)
+when the database goes away, and this module wakes every stream when it (re)connects, since a
+NOTIFY sent while it was away is lost. Streams still poll, slowly, as a safety net: polling is the
 truth, NOTIFY only makes it early. On SQLite there is nothing to listen to and streams poll
 often.
 
@@ -24,19 +25,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 import psycopg
 
 from valuerank.db import Database
-from valuerank.db.engine import PG_CONNECT_ARGS
+from valuerank.db.listen import Listener
 from valuerank.queue.events import NOTIFY_CHANNEL
-
-log = logging.getLogger("valuerank.api")
 
 AUTH_CHANNEL = "valuerank_auth"  # the triggers of schema 0014_auth_change_notify
 VALIDATION_CHANNEL = "valuerank_validation"  # of schema 0015_validation_change_notify
@@ -47,8 +43,6 @@ Forget = Callable[[str | None], None]
 SQLITE_POLL_SECONDS = 0.25
 # With LISTEN working a stream is woken at once; this poll only covers a lost NOTIFY.
 POSTGRES_POLL_SECONDS = 5.0
-RECONNECT_SECONDS = (0.2, 10.0)  # first and longest wait between connection attempts
-HEAR_CHECK_SECONDS = 5.0  # for the listener's own test notice to come back
 
 
 @dataclass(eq=False)
@@ -91,11 +85,28 @@ class EventWaker:
         self.listens = db.dialect == "postgresql"
         default = POSTGRES_POLL_SECONDS if self.listens else SQLITE_POLL_SECONDS
         self.poll_seconds = default if poll_seconds is None else poll_seconds
-        self.connected = asyncio.Event()  # set while LISTEN is in place
-        self.backend_pid: int | None = None  # of the listening connection (for operators)
+        self._listener = Listener(
+            db,
+            (NOTIFY_CHANNEL, *CACHE_CHANNELS),
+            name="event listener",
+            application_name="valuerank api events",
+            on_notice=self._dispatch,
+            on_connect=self._reconnected,
+            on_disconnect=lambda: self._changed(None),
+        )
         self._subscriptions: set[Subscription] = set()
         self._watchers: dict[str, list[Forget]] = {channel: [] for channel in CACHE_CHANNELS}
         self._task: asyncio.Task[None] | None = None
+
+    @property
+    def connected(self) -> asyncio.Event:
+        """Set while LISTEN is in place (and heard)."""
+        return self._listener.connected
+
+    @property
+    def backend_pid(self) -> int | None:
+        """Of the listening connection (for operators)."""
+        return self._listener.backend_pid
 
     @contextlib.contextmanager
     def subscribe(self, *partitions: str) -> Iterator[Subscription]:
@@ -133,8 +144,12 @@ class EventWaker:
             if partition is None or sub.partitions is None or partition in sub.partitions:
                 sub.woken.set()
 
+    def _reconnected(self) -> None:
+        self._changed(None)  # before `connected` is set: nothing cached survives an outage
+        self.wake()  # anything written while nobody listened: every stream reads again
+
     async def _run(self) -> None:
-        listening = asyncio.create_task(self._listen_forever())
+        listening = asyncio.create_task(self._listener.run())
         stopped = asyncio.create_task(self.stopping.wait())
         try:
             await asyncio.wait({listening, stopped}, return_when=asyncio.FIRST_COMPLETED)
@@ -144,56 +159,8 @@ class EventWaker:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
 
-    def _dsn(self) -> str:
-        return self.db.url.url.set(drivername="postgresql").render_as_string(hide_password=False)
-
-    async def _listen_forever(self) -> None:
-        delay = RECONNECT_SECONDS[0]
-        while True:
-            try:
-                await self._listen_once()
-                delay = RECONNECT_SECONDS[0]  # it was up: the server closed it; try again now
-            except (psycopg.Error, OSError) as exc:
-                log.warning("event listener: %s; reconnecting in %.1f s", str(exc).strip(), delay)
-            finally:
-                self.connected.clear()
-                self.backend_pid = None
-                self._changed(None)
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, RECONNECT_SECONDS[1])
-
-    async def _listen_once(self) -> None:
-        conn = await psycopg.AsyncConnection.connect(
-            self._dsn(), autocommit=True, **PG_CONNECT_ARGS
-        )
-        async with conn:
-            for channel in (NOTIFY_CHANNEL, *CACHE_CHANNELS):
-                await conn.execute(f"LISTEN {channel}")
-            self.backend_pid = conn.info.backend_pid
-            await self._hears(conn)
-            self._changed(None)  # before `connected`: nothing cached survives an outage
-            self.connected.set()
-            self.wake()  # anything written while nobody listened: every stream reads again
-            async for notice in conn.notifies():
-                self._dispatch(notice)
-
     def _dispatch(self, notice: psycopg.Notify) -> None:
         if notice.channel == NOTIFY_CHANNEL:
             self.wake(notice.payload)
         else:
             self._changed(notice.channel, notice.payload)
-
-    async def _hears(self, conn: psycopg.AsyncConnection[Any]) -> None:
-        """Prove the connection receives notices before anything trusts it: a pooler in
-        transaction mode (PgBouncer's default) accepts LISTEN and delivers nothing, and the
-        caches would then never be told of a change. Raises if its own NOTIFY never comes."""
-        probe = f"listener-check-{uuid.uuid4().hex}"
-        await conn.execute("SELECT pg_notify(%s, %s)", (NOTIFY_CHANNEL, probe))
-        async for notice in conn.notifies(timeout=HEAR_CHECK_SECONDS):
-            if notice.channel == NOTIFY_CHANNEL and notice.payload == probe:
-                return
-            self._dispatch(notice)
-        raise psycopg.OperationalError(
-            f"LISTEN hears no NOTIFY within {HEAR_CHECK_SECONDS:g} s (a connection pooler in "
-            "transaction mode?): event streams poll and nothing is cached until it does"
-        )

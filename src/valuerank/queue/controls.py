@@ -30,6 +30,7 @@ from valuerank.queue.events import (
     moved,
 )
 from valuerank.queue.states import JobStatus, require_transition, status_guard
+from valuerank.queue.wakeup import notify_jobs
 
 
 class ControlScope(StrEnum):
@@ -64,7 +65,10 @@ async def _set_paused(
         stmt = stmt.where(queue_controls.c.org_id == org_id)
         if not paused:  # resuming also reopens a cancelled partition
             stmt = stmt.values(cancel_requested=False)
-    return (await conn.execute(stmt)).first() is not None
+    changed = (await conn.execute(stmt)).first() is not None
+    if changed and not paused:
+        await notify_jobs(conn)  # its jobs can be claimed again: wake idle workers
+    return changed
 
 
 async def pause_partition(
@@ -317,4 +321,6 @@ async def requeue_failed(
             EventType.TASK_REQUEUED,
             delta=moved(JobStatus.FAILED, JobStatus.QUEUED, n),
         )
+    if rows:
+        await notify_jobs(conn, {r.kind for r in rows})
     return [r.id for r in rows]

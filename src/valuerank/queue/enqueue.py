@@ -7,7 +7,8 @@ retried HTTP request) adds nothing and says so with `enqueued=False`. One
 inserted are added to their partitions' job counters (see `events.py`) in the same
 transaction, which takes the partition rows' locks until it commits. Jobs enqueued into a
 cancelled partition (see `controls.cancel_partition`) are cancelled at once: nothing would
-ever claim them.
+ever claim them. On PostgreSQL the transaction also wakes idle workers at commit (one NOTIFY
+for the jobs runnable now, see `wakeup.py`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from valuerank.queue.dialect import db_now, to_db, upsert
 from valuerank.queue.events import COUNTER_COLUMNS, PARTITION_SCOPE, add_counts, moved
 from valuerank.queue.ids import new_id
 from valuerank.queue.states import JobStatus
+from valuerank.queue.wakeup import notify_jobs
 
 PriorityName = Literal["low", "normal", "high"]
 PRIORITIES: dict[str, int] = {"low": -10, "normal": 0, "high": 10}
@@ -203,6 +205,7 @@ async def enqueue_many(conn: AsyncConnection, specs: Sequence[JobSpec]) -> list[
 
     await _claim_partitions(conn, {(row["partition"], row["org_id"]) for row in rows})
     inserted: set[str] = set()
+    cancelled: set[str] = set()
     if rows:
         stmt = (
             upsert(conn)(jobs)
@@ -216,6 +219,15 @@ async def enqueue_many(conn: AsyncConnection, specs: Sequence[JobSpec]) -> list[
             if await _count_queued(conn, partition, added[partition]):
                 ids = [r["id"] for r in rows if r["partition"] == partition and r["id"] in inserted]
                 await _cancel_new(conn, partition, ids, now)
+                cancelled.update(ids)
+        # Jobs held back (run_at later) wake nobody: the workers' poll and timers cover them.
+        runnable = {
+            row["kind"]
+            for row in rows
+            if row["id"] in inserted and row["id"] not in cancelled and row["run_at"] <= now
+        }
+        if runnable:
+            await notify_jobs(conn, runnable)
 
     existing: dict[tuple[str, str], str] = {}
     missing = [k for k, row in first.items() if row["id"] not in inserted]

@@ -50,6 +50,7 @@ from valuerank.queue.ratelimit import note_completed, note_rate_limited
 from valuerank.queue.settings import QueueSettings
 from valuerank.queue.slots import release_slots
 from valuerank.queue.states import ACTIVE, JobStatus, status_guard
+from valuerank.queue.wakeup import notify_jobs
 
 _EVENT_OF: dict[JobStatus, EventType] = {
     JobStatus.SUCCEEDED: EventType.TASK_COMPLETE,
@@ -491,6 +492,8 @@ async def release(conn: AsyncConnection, lease: Lease) -> bool:
     status = await retry_later(
         conn, lease, delay_seconds=0.0, refund_attempt=True, reason="released"
     )
+    if status is JobStatus.QUEUED:
+        await notify_jobs(conn)  # another worker may take it at once
     return status is not None
 
 

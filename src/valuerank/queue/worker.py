@@ -22,6 +22,11 @@ take, is written in a transaction of its own. On PostgreSQL the worker keeps one
 for its claims (autocommit: a claim is one statement) and one for its batches, between uses
 idle with no transaction open, so neither pays a pool checkout and ping each time; a kept
 connection is dropped after any error and when the worker stops.
+
+Waking: an idle worker claims again when one of its handlers ends, when a rate-limit block
+ends, when `poll_seconds` pass, and on PostgreSQL as soon as jobs of a kind it handles are
+enqueued (`wakeup`: a LISTEN connection of its own, see queue/wakeup.py; the poll remains the
+safety net).
 """
 
 from __future__ import annotations
@@ -56,6 +61,7 @@ from valuerank.queue.reaper import reap
 from valuerank.queue.settings import QueueSettings
 from valuerank.queue.slots import apply_global_cap, apply_org_default
 from valuerank.queue.states import JobStatus
+from valuerank.queue.wakeup import Kinds, WorkerWakeup
 
 log = logging.getLogger(__name__)
 
@@ -227,6 +233,13 @@ class Worker:
         # and ping per use); dropped after any error, and when the worker stops.
         self._claim_conn = _KeptConnection(db, autocommit=True)
         self._settle_conn = _KeptConnection(db, autocommit=False)
+        # PostgreSQL: wakes the idle worker as soon as jobs are enqueued (queue/wakeup.py);
+        # None on SQLite, where the worker polls.
+        self.wakeup: WorkerWakeup | None = None
+        if db.url.dialect == "postgresql":
+            self.wakeup = WorkerWakeup(
+                db, worker_id=self.worker_id, wants=self._wants, wake=self._wake.set
+            )
 
     # -- registry -------------------------------------------------------------------------
 
@@ -272,6 +285,13 @@ class Worker:
         successes waiting to be written)."""
         return min(self.concurrency - self.in_flight, 2 * self.concurrency - self.held)
 
+    def _wants(self, kinds: Kinds) -> bool:
+        """Whether jobs of `kinds` (None: any) just made claimable are worth a claim now; with
+        no free place, the next claim comes when a handler ends anyway."""
+        if self._stopping or self._free() <= 0:
+            return False
+        return kinds is None or not kinds.isdisjoint(self._handlers)
+
     def _supervisors(self) -> list[asyncio.Task[None]]:
         jobs = [*self._running.values(), *self._settling.values()]
         return [r.task for r in jobs if r.task is not None]
@@ -305,10 +325,14 @@ class Worker:
                 wait = await self._burst_wait(self.settings.burst_wait_seconds - (now - idle_since))
                 if wait is None:
                     return self.stats
+                if self.wakeup is not None:
+                    self.wakeup.start()  # jobs enqueued meanwhile end the wait early
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), wait)
                 await self._reap()
         finally:
+            if self.wakeup is not None:
+                await self.wakeup.stop()
             await self._drop_connections()
 
     async def _burst_wait(self, budget: float) -> float | None:
@@ -334,12 +358,19 @@ class Worker:
         return wait if reopen is None else min(wait, max(reopen, 0.01))
 
     async def _reopen_in(self) -> float | None:
-        """Seconds until the first rate-limit block ends (None: none, or unknown now)."""
+        """Seconds until the first rate-limit block ends (None: none, or unknown now). On
+        PostgreSQL one statement on the kept claim connection: an idle worker asks after every
+        claim that came back short."""
         try:
-            async with self.db.transaction() as conn:
-                return await seconds_until_reopen(conn)
+            kept = await self._claim_conn.get()
+            if kept is None:
+                async with self.db.transaction() as conn:
+                    return await seconds_until_reopen(conn)
+            async with kept.begin():  # autocommit: no BEGIN/COMMIT is sent
+                return await seconds_until_reopen(kept)
         except Exception as exc:
             _log_db_failure("reading rate-limit blocks", exc)
+            await self._claim_conn.drop()
             return None
 
     async def run_forever(self) -> WorkerStats:
@@ -349,6 +380,8 @@ class Worker:
         self._abandon_settling = False
         grace = self.settings.shutdown_grace_seconds
         await self._start()
+        if self.wakeup is not None:
+            self.wakeup.start()  # its first connection wakes the loop once more (catch-up)
         streak = 0  # passes in a row whose claim failed
         try:
             while not self._stopping:
@@ -369,8 +402,8 @@ class Worker:
                 else:
                     streak = 0
                     if self._free() > 0:
-                        if saturated:
-                            continue  # there may be more to claim right away
+                        if saturated or self._wake.is_set():
+                            continue  # more to claim, or woken during the claim: claim now
                         wait = await self._until_reopen(wait)  # it came back short
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), wait)
@@ -378,6 +411,8 @@ class Worker:
             grace = 0.0
             raise
         finally:
+            if self.wakeup is not None:
+                await self.wakeup.stop()  # no claims from here on
             await self._shutdown(grace)
             await self._stop_chores(grace)
             await self._drop_connections()
