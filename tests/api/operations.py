@@ -73,16 +73,17 @@ QUERY_REFS = {
     "run": "run",
     "compare": "run",
     "definition": "definition",
+    "exclude": "definition",  # a version lineage results leave out
     "user_id": "user",
     "webhook_id": "webhook",
 }
 QUERY_NOT_REFS = frozenset(
     {
-        "after", "basis", "created_since", "created_until", "cursor", "debug", "decision", "deep",
-        "event_type", "filename", "include_inactive", "kind", "label", "limit", "mode", "model",
-        "name", "provider", "q", "sample_percentage", "sample_seed", "sample_size", "scenario",
-        "seed", "show", "sort", "status", "threshold", "tolerance", "window_hours",
-        "with_ancestry",
+        "after", "agreement", "basis", "created_since", "created_until", "cursor", "debug",
+        "decision", "deep", "disagreement", "event_type", "filename", "include_inactive", "kind",
+        "label", "limit", "mode", "model", "name", "provider", "q", "sample_percentage",
+        "sample_seed", "sample_size", "scenario", "seed", "show", "snapshots", "sort", "status",
+        "threshold", "tolerance", "window_hours", "with_ancestry",
     }
 )  # fmt: skip
 

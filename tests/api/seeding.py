@@ -29,7 +29,10 @@ from valuerank.queue.slots import ensure_org_caps
 from .conftest import Account, Live, make_demo_run
 
 MODELS = ("scripted:utilitarian", "scripted:contrarian")
-DECISIONS = {"scripted:utilitarian": [1, 2, 5, 4], "scripted:contrarian": [5, 4, 1, 2]}
+DECISIONS: dict[str, list[int | None]] = {
+    "scripted:utilitarian": [1, 2, 5, 4],
+    "scripted:contrarian": [5, 4, 1, 2],
+}
 UNREACHABLE = "http://127.0.0.1:9/hook"  # the discard port: every delivery fails at once
 RUBRIC = "values:\n  Care:\n    definition: Caring.\n"
 

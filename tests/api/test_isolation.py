@@ -37,6 +37,7 @@ import pytest
 import pytest_asyncio
 from sqlalchemy import func, select
 from tests.conftest import fresh_database
+from tests.servers import running
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
@@ -50,7 +51,7 @@ from valuerank.db.migrate import upgrade
 from valuerank.db.tables import jobs
 from valuerank.orgs import ensure_org
 
-from .conftest import TOKEN, Live, api_settings, provision_admin, running
+from .conftest import TOKEN, Live, api_settings, provision_admin
 from .operations import (
     APP,
     BODY_NOT_REFS,

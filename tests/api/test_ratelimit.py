@@ -66,10 +66,17 @@ def test_endpoint_classes_and_clients() -> None:
     assert endpoint_class("/health") is None and endpoint_class("/static/app.css") is None
     scope = {"client": ("192.0.2.7", 1234)}
     token = Principal(org_id="o", role=Role.VIEWER, user_id="u", token_id="t")
-    session = Principal(org_id="o", role=Role.VIEWER, user_id="u", via="session")
+    session = Principal(org_id="o", role=Role.VIEWER, user_id="u", via="session", session_id="s")
+    # A session opened from an API token (`/?token=`) still counts apart from that token.
+    jumped = Principal(
+        org_id="o", role=Role.VIEWER, user_id="u", via="session", token_id="t", session_id="j"
+    )
+    local = Principal(org_id="o", role=Role.ADMIN, user_id="u", via="local")
     anonymous = Principal(org_id="o", role=Role.VIEWER, via="anonymous")
     assert client_key(token, scope) == "token:t"
-    assert client_key(session, scope) == "user:u"
+    assert client_key(session, scope) == "session:s"
+    assert client_key(jumped, scope) == "session:j"
+    assert client_key(local, scope) == "user:u"
     assert client_key(anonymous, scope) == "addr:192.0.2.7"
     assert client_key(None, {}) == "addr:unknown"
 
@@ -105,6 +112,26 @@ async def test_each_client_and_class_has_its_limit(
     async with live.client() as unlimited:  # the default test app has rate limits off
         for _ in range(5):
             assert (await unlimited.get("/api/runs")).status_code == 200
+
+
+@sqlite_only
+async def test_a_browser_session_has_a_budget_apart_from_its_token(
+    live: Live, live_server: Any, assert_error: Any
+) -> None:
+    async with live_server(**LIMITED) as limited:
+        async with limited.client() as script:  # an API client spends the token's budget
+            for _ in range(3):
+                assert (await script.get("/api/runs")).status_code == 200
+            _assert_limited(await script.get("/api/runs"), assert_error)
+        # A browser signed in with that very token (`/?token=`) still has its own budget,
+        # and each browser session one of its own.
+        for _ in range(2):
+            async with limited.client(token=None) as browser:
+                opened = await browser.get("/", params={"token": TOKEN})
+                assert opened.status_code == 303 and browser.cookies
+                for _ in range(3):
+                    assert (await browser.get("/api/runs")).status_code == 200
+                _assert_limited(await browser.get("/api/runs"), assert_error)
 
 
 @sqlite_only

@@ -1,7 +1,8 @@
 """/api/transcripts and /api/runs/{id}/transcripts on SQLite and PostgreSQL: filters, text
-search with the same results on both databases (ASCII letters in any case, every other
-character exactly, LIKE's wildcards literal), cursor pages, one transcript verbatim with its
-judgments; another organisation's transcripts and runs are 404."""
+search with the same results on both databases (letters in any case, LIKE's wildcards
+literal), cursor pages, one transcript verbatim with its judgments; another organisation's
+transcripts and runs are 404. Sorting, counts and the consensus filters:
+test_transcripts_triage.py."""
 
 from __future__ import annotations
 
@@ -80,13 +81,15 @@ async def test_filters_search_pages_and_show(
         assert await find(f"/api/runs/{run.id}/transcripts", decision=5) == of(u2)
         assert await find(scenario=first_scenario) == of(u1, d1)
         assert await find(decision=2, model="scripted:deontologist") == of(d1)
-        # Text: ASCII letters in any case, other characters exactly, wildcards literal.
+        # Text: letters in any case (Unicode folding, tests/api/test_transcripts_triage.py),
+        # wildcards literal.
         assert await find(q="rating") == of(u1, u2, d1)
         assert await find(q="STAY quiet") == of(d1)
-        assert await find(q="Été") == of(u1)
-        assert await find(q="été") == set()  # É is not folded (on neither database)
+        assert await find(q="Été") == of(u1, d1)
+        assert await find(q="été") == of(u1, d1)  # É folds to é (on both databases)
         assert await find(q="Té ENSOLEILLé") == of(u1)
-        assert await find(q="ÉTÉ") == of(d1)
+        assert await find(q="ÉTÉ pluvieux") == of(d1)
+        assert await find(q="ete") == set()  # accents count
         assert await find(q="100%") == of(u2)
         assert await find(q="0%") == of(u2)
         assert await find(q="stay_quiet") == set()  # "_" is no wildcard

@@ -114,8 +114,12 @@ def test_analyze_compare_experiment_and_lineage(cli: Invoke, tmp_path: Path) -> 
 
     lineage = cli("lineage", "results", definition, "--json")
     assert lineage.exit_code == 0
-    assert [v["label"] for v in lineage.json()["versions"]] == ["v1"]
-    assert "v1" in cli("lineage", "results", definition).stdout
+    [version] = lineage.json()["versions"]
+    assert (version["label"], version["chosen_by"]) == ("v1", "latest_completed")
+    assert "Only v1 has a run" in cli("lineage", "results", definition).stdout
+    chosen = cli("lineage", "results", definition, "--run", a, "--json").json()
+    assert chosen["versions"][0]["representative_run_id"] == a
+    assert "(chosen)" in cli("lineage", "results", definition, "--run", a).stdout
 
 
 def test_errors_are_json_with_a_code(cli: Invoke) -> None:

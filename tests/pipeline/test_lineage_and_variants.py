@@ -61,10 +61,14 @@ async def test_lineage_walks_past_a_version_without_results_to_a_grandchild(
     assert {frozenset(row["versions"]) for row in lineage["aligned"]} == {
         frozenset({root, grandchild.version.id})
     }
-    # Asked about the child, the tree is the child and the grandchild: no ancestor to compare.
+    # Asked about the child, the results are the whole tree still, the child marked.
     below = await lineage_results(db, org_id, child.version.id)
-    assert [v["label"] for v in below["versions"]] == ["v1.1", "v1.1.1"]
-    assert below["changes"] == []
+    assert [(v["label"], v["relation"]) for v in below["versions"]] == [
+        ("v1", "ancestor"),
+        ("v1.1", "this"),
+        ("v1.1.1", "descendant"),
+    ]
+    assert [(c["from"], c["to"]) for c in below["changes"]] == [(root, grandchild.version.id)]
 
 
 async def test_variants_that_change_the_definition_version_and_the_sample(

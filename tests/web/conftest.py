@@ -1,10 +1,8 @@
-"""The UI served by the real app on a real uvicorn server (127.0.0.1, ephemeral port), seeded
-through the services. (Same harness as tests/api/conftest.py: conftests cannot import each
-other under --import-mode=importlib.)"""
+"""The UI served by the real app on a real uvicorn server (127.0.0.1, ephemeral port; see
+tests/servers.py), seeded through the services."""
 
 from __future__ import annotations
 
-import asyncio
 import importlib.util
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -14,9 +12,9 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from sqlalchemy import update
 from tests.conftest import missing_prerequisite
+from tests.servers import running
 
 import valuerank
 from valuerank.accounts import Role, add_member, create_token
@@ -55,22 +53,8 @@ async def site(db: Database, org_id: str) -> AsyncIterator[Site]:
         auto_login=False, public_read_prefixes=(), rate_limits_enabled=False, redis_url=None
     )
     app = create_app(db, org_id=org_id, settings=settings)
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=0, lifespan="off", log_level="warning", access_log=False
-    )
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve())
-    async with asyncio.timeout(60):  # a server stuck starting fails here, with a traceback
-        while not server.started:
-            assert not task.done(), "uvicorn stopped before starting"
-            await asyncio.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield Site(f"http://127.0.0.1:{port}")
-    finally:
-        app.state.valuerank.stopping.set()
-        server.should_exit = True
-        await task
+    async with running(app) as url:
+        yield Site(url)
 
 
 @pytest.fixture
@@ -150,7 +134,6 @@ def chromium_path() -> str:
     if importlib.util.find_spec("playwright") is None:
         missing_prerequisite("playwright is not installed (pip install -e '.[dev]')")
     missing_prerequisite("no chromium: apt-get install -y chromium, or set VALUERANK_CHROMIUM")
-    raise AssertionError("unreachable")
 
 
 @dataclass

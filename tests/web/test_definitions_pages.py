@@ -76,7 +76,9 @@ async def test_list_version_tree_editor_and_diff(
     assert len(changed_rows) == 1
     cells = ["".join(td.itertext()) for td in changed_rows[0]]
     assert cells[3] == f"Changed {EVIL}"  # parsed back from escaped text
-    assert "template changed:" in diff.text
+    start = diff.text.index('<ul class="diff-summary"')
+    summary = diff.text[start : diff.text.index("</ul>", start)]  # one line per changed part
+    assert summary.count("<li>") == 1 and "<li>template: 1 line added, 1 removed</li>" in summary
     explicit = await browser.get(
         f"/definitions/{root.version.id}/diff", params={"to": child.version.id}
     )

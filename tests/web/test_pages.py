@@ -60,7 +60,7 @@ async def test_run_page_shows_results_chart_summary_and_live_hooks(
     assert '<script src="/static/research.js' in html  # its API calls (with the CSRF token)
     assert 'id="run-progress"' in html and 'id="count-queued"' in html
 
-    start = html.index('<table class="results"')
+    start = html.index('<table class="results cards"')  # cards on a phone
     table = html[start : html.index("</table>", start) + 8]
     rows = ET.fromstring(table).findall("./tbody/tr")
     cells = [["".join(td.itertext()).strip() for td in row] for row in rows]
@@ -86,7 +86,7 @@ async def test_run_page_shows_results_chart_summary_and_live_hooks(
         response = await browser.get(asset)
         assert response.status_code == 200 and kind in response.headers["content-type"]
     js = (await browser.get("/static/run.js")).text
-    assert 'new EventSource(api + "/events/stream?after=" + lastSeq)' in js
+    assert 'new EventSource(api + "/events/stream?snapshots=true&after=" + lastSeq)' in js
     assert "http" not in js.split("\n", 7)[7]  # nothing fetched from elsewhere
 
 

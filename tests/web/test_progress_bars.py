@@ -6,15 +6,13 @@ page's redraw alike (web/progress_bar.py and static/api.js draw the same bar).""
 
 from __future__ import annotations
 
-import asyncio
-import time
 from typing import Any
 
 import httpx
 import pytest
+from tests.waiting import run_report_when
 
 from valuerank.db import Database
-from valuerank.pipeline.run_status import watch_report
 from valuerank.runs import service
 from valuerank.runs.progress import Progress
 from valuerank.web.progress_bar import segments, value_text
@@ -122,13 +120,13 @@ async def test_bars_show_completed_failed_and_cancelled_jobs_as_the_api_counts_t
         db, org_id, definition, models=(SLOW, FAILING), sample_percentage=30, sample_seed=5
     )
     async with worker(db):  # until some jobs completed and some failed, then no worker
-        deadline = time.monotonic() + 60
-        while True:
-            progress = (await watch_report(db, org_id, run.id)).progress
-            if progress.completed >= 2 and progress.failed >= 2:
-                break
-            assert time.monotonic() < deadline, progress
-            await asyncio.sleep(0.05)
+        await run_report_when(
+            db,
+            org_id,
+            run.id,
+            lambda r: r.progress.completed >= 2 and r.progress.failed >= 2,
+            what="2 jobs completed and 2 failed",
+        )
 
     run_page = await ui.open(f"/runs/{run.id}")
     dashboard = await ui.page.context.new_page()

@@ -7,9 +7,7 @@ ids are 404."""
 
 from __future__ import annotations
 
-import asyncio
 import re
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -17,6 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
+from tests.waiting import run_report_when
 
 from valuerank.cli.live import in_process_worker
 from valuerank.db import Database
@@ -26,13 +25,11 @@ from valuerank.formats.transcript_md import Transcript, Turn
 from valuerank.orgs import ensure_org
 from valuerank.pipeline.calls import ProviderPool
 from valuerank.pipeline.launch import launch_run
-from valuerank.pipeline.run_status import watch_report
 from valuerank.queue import QueueSettings
 from valuerank.refs import short_id
 from valuerank.rubrics import import_rubric
 from valuerank.runs import service
 from valuerank.runs.config import build_config
-from valuerank.runs.progress import RunReport
 from valuerank.runs.records import TranscriptRecord, insert_transcript
 from valuerank.runs.service import Run
 from valuerank.runs.transcripts import TranscriptFilter, list_transcripts
@@ -55,16 +52,6 @@ async def worker(db: Database) -> AsyncIterator[None]:
         db, settings=FAST, concurrency=2, providers=ProviderPool(environ={})
     ):
         yield
-
-
-async def until_terminal(db: Database, org_id: str, run_id: str) -> RunReport:
-    deadline = time.monotonic() + 60
-    while True:
-        report = await watch_report(db, org_id, run_id)
-        if report.run.status.terminal:
-            return report
-        assert time.monotonic() < deadline, f"run stuck: {report.to_dict()}"
-        await asyncio.sleep(0.05)
 
 
 async def demo_definition(db: Database, org_id: str) -> str:
@@ -214,7 +201,7 @@ async def test_run_page_controls_breakdown_failures_and_sections(
     async with db.transaction() as conn:
         await service.start_run(conn, org_id, run.id)
     async with worker(db):
-        report = await until_terminal(db, org_id, run.id)
+        report = await run_report_when(db, org_id, run.id)
     assert report.progress.failed == 2 and report.progress.completed == 2
 
     html = (await browser.get(f"/runs/{run.id}")).text
@@ -330,7 +317,7 @@ async def judged_run(
         name="judged",
     )
     async with worker(db):
-        report = await until_terminal(db, org_id, run.id)
+        report = await run_report_when(db, org_id, run.id)
     assert report.run.status.value == "completed" and report.transcripts == transcripts
     return run
 
@@ -366,27 +353,29 @@ async def test_transcript_search_and_one_transcript_with_its_judges(
     foreign = await make_run(other, decisions={UTIL: [3]})
 
     html = (await browser.get("/transcripts")).text
-    listed = re.findall(r'href="/transcripts/([^"]+)"', html)
+    listed = re.findall(r'href="/transcripts/([^"?]+)[?"]', html)
     assert len(listed) == 3 and evil_id in listed
     assert EVIL not in html
     judged = [t for t in listed if t != evil_id]
 
     found = (await browser.get("/transcripts", params={"q": "ALERT('X')"})).text
-    assert re.findall(r'href="/transcripts/([^"]+)"', found) == [evil_id]
+    assert re.findall(r'href="/transcripts/([^"?]+)[?"]', found) == [evil_id]
     assert 'value="ALERT(&#39;X&#39;)"' in found  # the search stays in its field, escaped
     by_decision = (await browser.get("/transcripts", params={"decision": "2"})).text
     assert evil_id in by_decision
     by_model = (await browser.get("/transcripts", params={"model": UTIL})).text
-    assert sorted(re.findall(r'href="/transcripts/([^"]+)"', by_model)) == sorted(judged)
+    assert sorted(re.findall(r'href="/transcripts/([^"?]+)[?"]', by_model)) == sorted(judged)
     by_scenario = (await browser.get("/transcripts", params={"scenario": "evil-scenario"})).text
-    assert re.findall(r'href="/transcripts/([^"]+)"', by_scenario) == [evil_id]
+    assert re.findall(r'href="/transcripts/([^"?]+)[?"]', by_scenario) == [evil_id]
     of_run = (await browser.get("/transcripts", params={"run": short_id(run.id)})).text
     assert f'<a href="/runs/{run.id}">judged</a>' in of_run and "Transcripts of judged" in of_run
     assert '<th scope="col">Run</th>' not in of_run
     none = (await browser.get("/transcripts", params={"q": "no such words anywhere"})).text
     assert 'id="no-match"' in none and 'id="transcripts"' not in none
     one = (await browser.get("/transcripts", params={"limit": 1})).text
-    assert len(re.findall(r'href="/transcripts/([^"]+)"', one)) == 1 and "Older transcripts" in one
+    assert (
+        len(re.findall(r'href="/transcripts/([^"?]+)[?"]', one)) == 1 and "Older transcripts" in one
+    )
 
     bad = await browser.get("/transcripts", params={"decision": "9"})
     assert bad.status_code == 422 and "INVALID_INPUT" in bad.text
@@ -555,7 +544,7 @@ async def test_start_watch_pause_resume_and_read_a_run_in_a_browser(
     await page.wait_for_url("**q=Rating**")
     await ui.screenshot("transcripts")
     await page.locator("#transcripts tbody tr a[href^='/transcripts/']").first.click()
-    await page.wait_for_url(re.compile(r"/transcripts/[0-9a-f-]{36}$"))
+    await page.wait_for_url(re.compile(r"/transcripts/[0-9a-f-]{36}\?.*sort=newest"))
     await expect(page.locator(".turn")).to_have_count(2)
     await expect(page.locator(".bubble.answer").first).to_contain_text("Rating:")
     assert await page.locator("#decision").inner_text() in {"1", "2", "3", "4", "5"}

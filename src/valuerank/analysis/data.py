@@ -10,8 +10,8 @@ these arrays; building them is the only place that walks rows one by one.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -80,6 +80,28 @@ class AnalysisInput:
     @property
     def shape(self) -> tuple[int, int]:
         return len(self.models), len(self.scenarios)
+
+    def only_models(self, keep: Collection[str]) -> AnalysisInput:
+        """The same input with only the transcripts of the models in `keep` (in this
+        input's order); the scenarios and values stay as they are."""
+        kept = tuple(m for m in self.models if m in keep)
+        if kept == self.models:
+            return self
+        new_index = np.full(len(self.models), -1, dtype=np.intp)
+        for i, model in enumerate(kept):
+            new_index[self.models.index(model)] = i
+        moved = new_index[self.model_idx]
+        rows = moved >= 0
+        return replace(
+            self,
+            models=kept,
+            model_idx=moved[rows],
+            scenario_idx=self.scenario_idx[rows],
+            decision=self.decision[rows],
+            outcome=self.outcome[rows],
+            value_status=self.value_status[rows],
+            judged=self.judged[rows],
+        )
 
     @classmethod
     def build(

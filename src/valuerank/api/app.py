@@ -19,6 +19,7 @@ from valuerank.api import (
     routes_eval,
     routes_exchange,
     routes_invitations,
+    routes_leaderboard,
     routes_matrix,
     routes_models,
     routes_ops,
@@ -81,6 +82,7 @@ def create_app(
     app.state.login_throttle = LoginThrottle(limiter)
     app.state.access_policy = policy
     app.state.webhook_private_targets = settings.webhook_private_targets
+    app.state.max_upload_bytes = settings.max_upload_bytes  # the import page says it
     install_error_handlers(app)
     app.include_router(routes_system.router)
     app.include_router(routes_auth.router)
@@ -104,6 +106,7 @@ def create_app(
     app.include_router(routes_eval.router)
     app.include_router(routes_transcripts.router)
     app.include_router(routes_matrix.router)
+    app.include_router(routes_leaderboard.router)
     app.include_router(routes_progress.router)
     app.include_router(routes_ops.router)
     app.include_router(routes_webhooks.router)

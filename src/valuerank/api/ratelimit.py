@@ -3,10 +3,11 @@
 Classes (limits from the settings): `multi_model` for `/api/assumptions/multi-model/` and
 `/api/assumptions/consensus/` (50/minute), `models` for `/api/assumptions/models` and
 `/api/models` (200/minute), `standard` for every other path (100/minute); `/health` and
-`/static/` are not counted. The client is the API token, else the user (session, local
-admin), else the remote address. Over the limit: 429 RATE_LIMITED with `Retry-After` (a
-WebSocket handshake is refused with the same 429 where the server can send one, else closed
-with 1013 "try again later").
+`/static/` are not counted. The client is a browser session (`session:<id>`: the pages'
+requests never compete with the same user's API tokens), else the API token, else the user
+(local admin), else the remote address. Over the limit: 429 RATE_LIMITED with `Retry-After`
+(a WebSocket handshake is refused with the same 429 where the server can send one, else
+closed with 1013 "try again later").
 
 Counters live in Redis when VALUERANK_REDIS_URL is set, so every API process shares them;
 otherwise in this process's memory. If Redis fails, counting goes on in memory (a warning at
@@ -73,9 +74,14 @@ def client_host(scope: Scope) -> str:
 
 
 def client_key(principal: Any, scope: Scope) -> str:
-    """Who is counted: the token, else the user, else the remote address."""
+    """Who is counted: a browser session, else the token, else the user, else the remote
+    address. A session has a budget of its own, even one opened from an API token or by a
+    user who also has tokens: the pages' own requests never compete with API clients'."""
     token_id = getattr(principal, "token_id", None)
     user_id = getattr(principal, "user_id", None)
+    session_id = getattr(principal, "session_id", None)
+    if session_id and getattr(principal, "via", None) == "session":
+        return f"session:{session_id}"
     if token_id:
         return f"token:{token_id}"
     if user_id:
@@ -91,7 +97,8 @@ class RateLimitedError(ValueRankError):
         self.retry_after = retry_after
         super().__init__(
             f"too many {what}: try again in {retry_after} s",
-            hint="slow down; the limits are per client and endpoint class (see the README)",
+            hint="slow down; the limits are per client and endpoint class "
+            "(docs/access.md, Rate limits)",
         )
 
     @property

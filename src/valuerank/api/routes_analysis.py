@@ -33,6 +33,7 @@ from valuerank.api.schemas.findings import (
     QueuedComparison,
     VariantRun,
 )
+from valuerank.api.schemas.lineage import LineageResults
 from valuerank.findings.analyses import AnalysisOutcome, Kind, run_analysis
 from valuerank.findings.comparisons import (
     create_comparison,
@@ -263,7 +264,38 @@ async def get_experiment_route(experiment_id: str, ctx: Viewer) -> JSONResponse:
     return ok(await experiment_report(ctx.db, ctx.org_id, experiment_id))
 
 
-@router.get("/api/definitions/{definition_id}/lineage/results")
-async def lineage_results_route(definition_id: str, ctx: Viewer) -> JSONResponse:
-    """Results of every version in the definition's fork tree, aligned on scenario ids."""
-    return ok(await lineage_results(ctx.db, ctx.org_id, definition_id))
+MAX_CHOSEN = 100
+Ref = Annotated[str, Field(min_length=1, max_length=100)]
+ChosenRuns = Annotated[
+    list[Ref] | None,
+    Query(
+        max_length=MAX_CHOSEN,
+        description="A run (id or prefix) to represent its version, repeated: at most one per "
+        "version of the tree, any status. Other versions get their latest completed run.",
+    ),
+]
+LeftOut = Annotated[
+    list[Ref] | None,
+    Query(max_length=MAX_CHOSEN, description="A version of the tree to leave out, repeated."),
+]
+
+
+@router.get(
+    "/api/definitions/{definition_id}/lineage/results",
+    response_model=Envelope[LineageResults],
+)
+async def lineage_results_route(
+    definition_id: str,
+    ctx: Viewer,
+    run: ChosenRuns = None,
+    exclude: LeftOut = None,
+) -> JSONResponse:
+    """Results of the whole fork tree of a definition version (root to leaves), one run per
+    version (`run`, else its latest completed run), on the models every chosen run has;
+    each version is compared with its nearest ancestor that has a run, aligned on scenario
+    ids; `empty` says why a table is empty."""
+    return ok(
+        await lineage_results(
+            ctx.db, ctx.org_id, definition_id, run_refs=run or (), exclude=exclude or ()
+        )
+    )

@@ -136,16 +136,23 @@ async def run_events_stream_route(
         int | None,
         Header(alias="Last-Event-ID", ge=0, le=INT32_MAX, description="Resume after this seq."),
     ] = None,
+    snapshots: Annotated[
+        bool,
+        Query(description="Also send `event: snapshot`: the run, its breakdown, a sections key."),
+    ] = False,
 ) -> StreamingResponse:
     """Server-Sent Events of the run until it ends (`event: end`): `task_complete`,
     `task_failed` (with `scenario_id`, `model`, `progress` of the run's probes),
     `run_complete` and the run's pauses, as the progress WebSocket sends them; resumes after
-    `Last-Event-ID` (or `after`)."""
+    `Last-Event-ID` (or `after`). `snapshots=true` adds the run's state as it changes
+    (debounced; one last before `end`), which is all the run page needs (api/sse.py)."""
     async with ctx.db.transaction() as conn:
         run = await get_run(conn, ctx.org_id, run_id)  # 404 before any byte is streamed
     start = last_event_id if last_event_id is not None else after
     return StreamingResponse(
-        run_event_stream(ctx.app.waker, ctx.org_id, run.id, start, stop=ctx.stopping),
+        run_event_stream(
+            ctx.app.waker, ctx.org_id, run.id, start, stop=ctx.stopping, snapshots=snapshots
+        ),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )

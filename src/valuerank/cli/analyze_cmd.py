@@ -327,14 +327,26 @@ lineage_app = typer.Typer(help="Results across a definition's fork tree.", no_ar
 @lineage_app.command("results")
 def lineage_results_cmd(
     definition: str = typer.Argument(..., help="Definition version id or prefix."),
+    chosen: list[str] = typer.Option(
+        [],
+        "--run",
+        help="A run to represent its version (repeat; one per version, any status). "
+        "Other versions get their latest completed run.",
+    ),
+    exclude: list[str] = typer.Option(
+        [], "--exclude", help="A version of the tree to leave out (repeat)."
+    ),
     as_json: bool = JsonOption,
 ) -> None:
-    """Every version's results aligned on scenarios, each delta next to the diff behind it."""
+    """The whole fork tree: one run per version, aligned on scenarios on the models every
+    chosen run has, each delta next to the diff behind it."""
     from valuerank.findings.lineage import lineage_results
 
     async def _go() -> dict[str, Any]:
         async with database() as opened:
-            return await lineage_results(opened.db, opened.org_id, definition)
+            return await lineage_results(
+                opened.db, opened.org_id, definition, run_refs=chosen, exclude=exclude
+            )
 
     data = run(_go(), as_json=as_json)
     if as_json:
@@ -348,16 +360,32 @@ def lineage_results_cmd(
         )
         indent = "  " * version["depth"]
         basis = f" ({version['basis']})" if version.get("basis") else ""
-        console.print(
-            f"{indent}{version['label']}: {len(version['runs'])} runs; "
+        represented = (
+            f"run {short_id(version['representative_run_id'])} "
+            f"({'chosen' if version['chosen_by'] == 'explicit' else 'latest completed'}): "
             f"{means or 'no results'}{basis}"
+            if version["representative_run_id"]
+            else version["no_run_reason"]
         )
+        console.print(
+            f"{indent}{version['label']}: {len(version['runs'])} runs; {represented}",
+            highlight=False,
+            markup=False,
+        )
+    models = data["models"]
+    if models["compared"]:
+        console.print(f"compared: {', '.join(models['compared'])}", highlight=False)
+    for dropped in models["dropped"]:
+        console.print(f"left out: {dropped['model']}: {dropped['reason']}", highlight=False)
     for change in data["changes"]:
         console.print(f"[bold]{change['from_label']} → {change['to_label']}[/]")
         for line in change["diff_lines"]:
             console.print(f"  {line}", highlight=False, markup=False)
         for model, entry in change["comparison"]["perModel"].items():
             console.print(f"  {model}: Δ {entry['delta'] if entry['delta'] is not None else '–'}")
+    for table, reason in data["empty"].items():
+        if reason is not None and (table != "aligned" or reason != data["empty"]["changes"]):
+            console.print(f"no {table}: {reason}", highlight=False, markup=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -278,9 +278,16 @@ transcripts = Table(
     Column("consensus", JSONDocument, nullable=True),
     Column("synthetic", Boolean, nullable=False, server_default=false()),
     Column("cached", Boolean, nullable=False, server_default=false()),
+    # `content` folded for search, written with it (runs/searchable.py): both databases then
+    # find "café" in "CAFÉ" by comparing exactly.
+    Column("search_text", Text, nullable=False, server_default=""),
     _created_at(),
     UniqueConstraint("run_id", "scenario_id", "model", "sample_index"),
-    Index("ix_transcripts_org_id_run_id", "org_id", "run_id"),
+    # The transcript list's newest/oldest-first pages, their neighbours and counts, of the
+    # organisation and of one run (runs/transcript_order.py); a run's transcripts are written
+    # together, so walking the organisation's by time to find one run's would read the rest.
+    Index("ix_transcripts_org_id_created_at_id", "org_id", "created_at", "id"),
+    Index("ix_transcripts_org_id_run_id_created_at_id", "org_id", "run_id", "created_at", "id"),
 )
 
 # One judge model's reading of one transcript against the values rubric.

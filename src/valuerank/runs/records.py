@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from valuerank.db.tables import judgments, run_scenarios, runs, transcripts
 from valuerank.queue.dialect import to_db, upsert
 from valuerank.queue.ids import new_id
+from valuerank.runs.searchable import searchable
 from valuerank.runs.tallies import add_judge_cost, add_transcript
 
 if TYPE_CHECKING:
@@ -209,6 +210,9 @@ async def insert_transcript(
     # reads a run would load YAML and the transcript format with it.
     from valuerank.formats.transcript_md import serialize_transcript
 
+    content = (
+        record.content if record.content is not None else serialize_transcript(record.transcript)
+    )
     await bump_inputs(conn, run_id)  # first, whether or not it inserts (see bump_inputs)
     t = record.transcript
     transcript_id = new_id()
@@ -226,7 +230,8 @@ async def insert_transcript(
             scenario_id=t.scenario_id,
             model=record.model,
             sample_index=record.sample_index,
-            content=record.content if record.content is not None else serialize_transcript(t),
+            content=content,
+            search_text=searchable(content),
             turns=turns,
             input_tokens=record.input_tokens,
             output_tokens=record.output_tokens,

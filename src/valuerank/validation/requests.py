@@ -17,12 +17,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.credentials.store import require_credentials
+from valuerank.db.tables import jobs
 from valuerank.errors import InvalidInputError
 from valuerank.providers.model_id import parse_model_id
 from valuerank.queue import JobSpec, Permanent, enqueue_many
+from valuerank.queue.states import JobStatus
 from valuerank.registry.service import check_text
 from valuerank.validation.errors import InactiveModelError
 from valuerank.validation.store import get_tag, resolve_validator
@@ -145,3 +148,55 @@ async def request_validation(
             for model, q in zip(chosen, queued, strict=True)
         ),
     )
+
+
+@dataclass(frozen=True)
+class AskedValidation:
+    """A `validate` job of a task that has not (yet) recorded its validation."""
+
+    job_id: str
+    ra_tag_id: str
+    model: str
+    status: str  # queued, running, failed (its attempts spent) or cancelled
+    attempts: int
+    max_attempts: int
+    last_error: str | None
+
+    @property
+    def pending(self) -> bool:
+        return self.status in (JobStatus.QUEUED, JobStatus.RUNNING)
+
+
+async def unfinished_validations(
+    conn: AsyncConnection, org_id: str, task_id: int, *, limit: int = 200
+) -> list[AskedValidation]:
+    """The task's `validate` jobs that did not succeed, oldest first (the pages show what
+    is still queued and what failed; a succeeded job's answer is a recorded validation)."""
+    rows = await conn.execute(
+        select(jobs)
+        .where(
+            jobs.c.org_id == org_id,
+            jobs.c.partition == jobs_partition(org_id),
+            jobs.c.kind == VALIDATE,
+            # The item key starts with the task (see item_key): the partition's index serves it.
+            jobs.c.item_key.startswith(f"{VALIDATE}:{task_id}:", autoescape=True),
+            jobs.c.status != JobStatus.SUCCEEDED.value,
+        )
+        .order_by(jobs.c.created_at, jobs.c.id)
+        .limit(limit)
+    )
+    found = []
+    for row in rows:
+        item = ValidateItem.from_payload(row.payload)
+        found.append(
+            AskedValidation(
+                job_id=row.id,
+                ra_tag_id=item.ra_tag_id,
+                model=item.model,
+                status=row.status,
+                attempts=row.attempts,
+                max_attempts=row.max_attempts,
+                last_error=row.last_error,
+            )
+        )
+    return found

@@ -1,5 +1,6 @@
-"""The UI's pages: installs every page router (runs, transcripts, queue, definitions,
-analysis, settings, validation), the static files under /static and the HTML error page."""
+"""The UI's pages: installs every page router (runs, transcripts, queue, definitions, import
+and export, analysis, settings, validation), the static files under /static and the HTML
+error page."""
 
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ def install(app: FastAPI) -> None:
         pages_analysis,
         pages_auth,
         pages_definitions,
+        pages_exchange,
+        pages_leaderboard,
         pages_matrix,
         pages_queue,
         pages_report,
@@ -43,6 +46,8 @@ def install(app: FastAPI) -> None:
         pages_matrix,
         pages_queue,
         pages_definitions,
+        pages_exchange,
+        pages_leaderboard,
         pages_analysis,
         pages_report,
         pages_settings,

@@ -16,10 +16,12 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 from markupsafe import Markup
+from pydantic import Field
 
 from valuerank.analysis.sensitivity import sentence
 from valuerank.api.deps import Viewer
 from valuerank.api.views import load_runs
+from valuerank.definitions.service import list_definitions
 from valuerank.findings.analyses import run_analysis
 from valuerank.findings.comparisons import Comparison, compare_runs, get_comparison
 from valuerank.findings.lineage import lineage_results
@@ -140,10 +142,35 @@ async def _comparison_response(
 @router.get("/compare/experiments/{experiment_id}", response_class=HTMLResponse)
 async def experiment_page(request: Request, experiment_id: str, ctx: Viewer) -> Response:
     report = await experiment_report(ctx.db, ctx.org_id, experiment_id)
-    return templates.TemplateResponse(request, "compare_experiment.html", {"report": report})
+    async with ctx.db.transaction() as conn:  # the versions a variant may run instead
+        definitions = await list_definitions(conn, ctx.org_id)
+    return templates.TemplateResponse(
+        request, "compare_experiment.html", {"report": report, "definitions": definitions}
+    )
+
+
+# The lineage page lists this many aligned scenarios (the API answers them all).
+ALIGNED_SHOWN = 200
+RefList = Annotated[list[Annotated[str, Field(max_length=100)]] | None, Query(max_length=100)]
 
 
 @router.get("/compare/lineage/{definition_id}", response_class=HTMLResponse)
-async def lineage_page(request: Request, definition_id: str, ctx: Viewer) -> Response:
-    results = await lineage_results(ctx.db, ctx.org_id, definition_id)
-    return templates.TemplateResponse(request, "compare_lineage.html", {"lineage": results})
+async def lineage_page(
+    request: Request,
+    definition_id: str,
+    ctx: Viewer,
+    run: RefList = None,
+    exclude: RefList = None,
+) -> Response:
+    """The whole tree of the version; `run` and `exclude` as the API takes them (the form's
+    empty choice, "latest completed", sends an empty `run`)."""
+    results = await lineage_results(
+        ctx.db,
+        ctx.org_id,
+        definition_id,
+        run_refs=[r for r in run or () if r],
+        exclude=[e for e in exclude or () if e],
+    )
+    return templates.TemplateResponse(
+        request, "compare_lineage.html", {"lineage": results, "aligned_cap": ALIGNED_SHOWN}
+    )

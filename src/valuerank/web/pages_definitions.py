@@ -16,7 +16,7 @@ from markupsafe import Markup
 
 from valuerank.api.deps import Viewer
 from valuerank.definitions import service
-from valuerank.definitions.diff import render_diff
+from valuerank.definitions.diff_summary import summarize_diff
 from valuerank.findings.lineage import lineage_runs
 from valuerank.versioning import TreeNode
 from valuerank.web.sidebyside import side_by_side
@@ -116,7 +116,7 @@ async def diff_page(
         {
             "a": a.version,
             "b": b.version,
-            "summary": render_diff(changes),
+            "summary": summarize_diff(changes),
             "rows": side_by_side(left, right),
             "tree": [n.version for n in _flatten(root)],
         },

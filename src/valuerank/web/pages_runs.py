@@ -2,7 +2,8 @@
 filters and cursor pages), the new-run form `/runs/new` (cost estimate before starting) and a
 run `/runs/{id}` (controls, progress per model and provider, failures, live event log, results,
 summary). `/runs/{id}/sections` is the part of a run's page the page's script swaps in as the
-run moves on (results, chart, failures, summary), rendered by the same template.
+run moves on (results, chart, failures, summary), rendered by the same template; its
+`X-Sections-Key` header names what it was drawn from, as the run's stream does.
 
 Reads call the services the API calls; every action happens in the page's JavaScript
 through the JSON API (static/runs.js, static/run.js)."""
@@ -19,6 +20,7 @@ from markupsafe import Markup
 
 from valuerank.api.deps import Viewer
 from valuerank.api.pagination import MAX_CURSOR_LENGTH, Limit, after_created, page
+from valuerank.api.sse import sections_key
 from valuerank.api.views import RunDetail, load_run, load_run_page, run_item
 from valuerank.credentials.store import list_credentials
 from valuerank.db import Database
@@ -179,6 +181,8 @@ async def _sections(db: Database, detail: RunDetail) -> dict[str, Any]:
         "failures": failures[:FAILURES_SHOWN],
         "failed_total": failed,
         "basis": basis,
+        # What they were drawn from: the page's stream says when a redraw is due (api/sse.py).
+        "sections_key": sections_key(detail, failed),
     }
 
 
@@ -206,4 +210,8 @@ async def run_page(request: Request, run_id: str, ctx: Viewer) -> Response:
 @router.get("/runs/{run_id}/sections", response_class=HTMLResponse)
 async def run_sections(request: Request, run_id: str, ctx: Viewer) -> Response:
     detail = await load_run(ctx.db, ctx.org_id, run_id)
-    return templates.TemplateResponse(request, "run_sections.html", await _sections(ctx.db, detail))
+    context = await _sections(ctx.db, detail)
+    response = templates.TemplateResponse(request, "run_sections.html", context)
+    response.headers["X-Sections-Key"] = context["sections_key"]
+    response.headers["Cache-Control"] = "no-store"  # always the run as it is now
+    return response

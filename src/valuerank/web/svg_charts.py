@@ -65,7 +65,8 @@ def version_tree_svg(
     title = f"Version tree of {root.version.name}"
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="chart tree" viewBox="0 0 {width} '
-        f'{height}" width="{width}" height="{height}" role="img" aria-label="{escape(title)}">',
+        # A group, not an image: it holds links, which an image's children cannot be.
+        f'{height}" width="{width}" height="{height}" role="group" aria-label="{escape(title)}">',
         f"<title>{escape(title)}</title>",
     ]
     for x1, y1, x2, y2 in edges:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from pathlib import Path
 
 from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup
 
 from valuerank import __version__
 from valuerank.queue.dialect import as_utc
@@ -48,6 +50,24 @@ def fmt_pvalue(value: float | None) -> str:
     return "–" if value is None else "< 0.001" if value < 0.001 else f"{value:.3f}"
 
 
+# A model id's parts: each ends after its ':' or '/' (`openrouter:` `meta-llama/` `llama-3`).
+_MODEL_ID_PART = re.compile(r"[^:/]*[:/]|[^:/]+")
+# A part longer than this may also wrap at its hyphens: kept whole, it would not fit a phone.
+LONG_PART = 30
+
+
+def fmt_model_id(value: str) -> Markup:
+    """A model id that wraps only after its ':' or '/': each part in a span that does not
+    break (app.css `.model-id > span`), `<wbr/>` between them; the text is unchanged."""
+    whole, long = Markup("<span>{}</span>"), Markup('<span class="long">{}</span>')
+    parts = [
+        (long if len(p) > LONG_PART else whole).format(p)
+        for p in _MODEL_ID_PART.findall(str(value))
+    ]
+    # `<wbr/>`: well-formed XML too, for the tests that parse a table with ElementTree.
+    return Markup('<span class="model-id">{}</span>').format(Markup("<wbr/>").join(parts))
+
+
 def _environment() -> Environment:
     env = Environment(
         loader=FileSystemLoader(TEMPLATE_DIR),
@@ -57,7 +77,7 @@ def _environment() -> Environment:
         lstrip_blocks=True,
     )
     env.filters.update(mean=fmt_mean, cost=fmt_cost, when=fmt_time, duration=fmt_seconds)
-    env.filters.update(num=fmt_number, pvalue=fmt_pvalue, short=short_id)
+    env.filters.update(num=fmt_number, pvalue=fmt_pvalue, short=short_id, model_id=fmt_model_id)
     env.globals["version"] = __version__
     # templates/_progress.html draws the segmented progress bars from these.
     env.globals.update(progress_segments=segments, progress_value_text=value_text)

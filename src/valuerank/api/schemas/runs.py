@@ -328,9 +328,16 @@ class TranscriptItem(Out):
     synthetic: bool
     cached: bool
     created_at: datetime
+    answer_preview: str = Field(
+        description="The first answer's opening on one line (at most 140 characters)."
+    )
 
 
 class TranscriptPage(Out):
     transcripts: list[TranscriptItem]
     count: int
+    total: int = Field(
+        description="How many transcripts match the filters (on every page), at most 10,000."
+    )
+    total_exact: bool = Field(description="False when more than `total` transcripts match.")
     next_cursor: str | None

@@ -43,6 +43,46 @@
     });
   }
 
+  // --- live pages (run.js, runs.js): reads that may fail, retried, with a visible mark
+  // A read: resolves with the Response when it is 2xx; rejects with {status, code, error,
+  // retryAfter} (seconds the server asked to wait, or null) on an HTTP error or no network.
+  function read(url, accept) {
+    var init = { credentials: "same-origin", headers: { Accept: accept || "application/json" } };
+    return fetch(url, init).then(function (response) {
+      if (response.ok) { return response; }
+      var wait = parseInt(response.headers.get("Retry-After") || "", 10);
+      throw {
+        status: response.status, code: "HTTP " + response.status,
+        error: response.status === 429 ? "too many requests" : response.statusText || "request failed",
+        retryAfter: isNaN(wait) ? null : wait
+      };
+    }, function () {
+      throw { status: 0, code: "NETWORK", error: "the server could not be reached", retryAfter: null };
+    });
+  }
+  // A read of the JSON API: resolves with the envelope's data.
+  function readData(url) {
+    return read(url).then(function (response) { return response.json(); }).then(function (body) {
+      if (body && body.success) { return body.data; }
+      throw { status: 200, code: "BAD_ANSWER", error: "not an API answer", retryAfter: null };
+    });
+  }
+  // Milliseconds before retrying after `failure`, the `attempt`-th in a row (from 0): what
+  // the server's Retry-After says, else 2, 4, 8… s, at most a minute.
+  function retryDelay(failure, attempt) {
+    if (failure && failure.retryAfter) { return failure.retryAfter * 1000 + 200; }
+    return Math.min(60000, 2000 * Math.pow(2, Math.min(attempt, 5)));
+  }
+  // The "stale, retrying" mark (an element with role="status"): shown with why while
+  // `failure` is not null, hidden once the next update succeeded.
+  function markStale(el, failure, delayMs) {
+    if (!el) { return; }
+    if (!failure) { el.hidden = true; el.textContent = ""; return; }
+    el.textContent = "This page may be out of date: an update failed (" + failure.code + ": " +
+      failure.error + "); retrying in " + Math.max(1, Math.round(delayMs / 1000)) + " s.";
+    el.hidden = false;
+  }
+
   // A failure in `box`: "CODE: error", up to five field details, and the hint; `lead`
   // replaces the "CODE: " heading.
   function showFailure(box, failure, lead) {
@@ -94,8 +134,36 @@
     });
   }
 
+  // An export is a POST (it needs the CSRF token), saved as the file the server names.
+  // Resolves with {name, size}; rejects with the envelope's {code, error, hint}.
+  function download(url, fallbackName) {
+    return fetch(url, {
+      method: "POST", credentials: "same-origin", headers: { Accept: "*/*", "X-CSRF-Token": csrfToken() }
+    }).then(function (response) {
+      if (!response.ok) {
+        return response.json().catch(function () { return {}; }).then(function (f) {
+          throw { code: f.code || "HTTP_" + response.status, error: f.error || response.statusText, hint: f.hint || null };
+        });
+      }
+      var named = /filename="([^"]+)"/.exec(response.headers.get("Content-Disposition") || "");
+      return response.blob().then(function (blob) {
+        var link = document.createElement("a");
+        link.href = URL.createObjectURL(blob);
+        link.download = named ? named[1] : fallbackName;
+        document.body.appendChild(link);
+        link.click();
+        link.remove();
+        setTimeout(function () { URL.revokeObjectURL(link.href); }, 10000);
+        return { name: link.download, size: blob.size };
+      });
+    }, function () {
+      throw { code: "NETWORK", error: "the server could not be reached", hint: "check that it is running" };
+    });
+  }
+
   window.valuerank = {
     api: api, csrfToken: csrfToken, setCsrf: setCsrf, showFailure: showFailure,
-    completedPercent: completedPercent, progressBar: progressBar
+    completedPercent: completedPercent, progressBar: progressBar, download: download,
+    read: read, readData: readData, retryDelay: retryDelay, markStale: markStale
   };
 })();

@@ -35,6 +35,8 @@
   }
 
   function afterSuccess(el, data) {
+    // setup.js listens: it refreshes the parts of the page named by `data-refresh`.
+    el.dispatchEvent(new CustomEvent("valuerank:done", { bubbles: true, detail: data }));
     var target = el.getAttribute("data-redirect");
     if (target) { window.location.assign(fillTemplate(target, data)); return; }
     var show = el.getAttribute("data-show");

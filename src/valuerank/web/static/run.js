@@ -1,24 +1,25 @@
-// One run, live: Server-Sent Events from /api/runs/{id}/events/stream fill the event log and
-// trigger (throttled) refreshes of the counts, the status, the valid buttons (/api/runs/{id})
-// and the progress per model and provider (/api/runs/{id}/breakdown); the results, failures
-// and summary are re-rendered by the server (/runs/{id}/sections) when they change. The
-// buttons call the JSON API through research.js (session cookie + CSRF token). The page
-// never reloads itself. Plain DOM, no framework, no CDN.
+// One run, live, from one feed: the run's Server-Sent Events (/api/runs/{id}/events/stream
+// ?snapshots=true) fill the event log and carry snapshots of the run (counts, status, valid
+// buttons, progress per model and provider), debounced by the server, one last before the
+// stream's `end`. The results, failures and summary are drawn by the server
+// (/runs/{id}/sections): fetched when a snapshot's sections key differs from the one drawn (at
+// most every few seconds while the run moves) and once more at the end; an answer older than
+// one already drawn is dropped. Only while the stream is down does a slow poll of the JSON
+// API stand in. A failed update shows the "stale, retrying" mark (#run-stale) until the next
+// success and is retried when the server's Retry-After says. The buttons call the JSON API
+// through api.js (session cookie + CSRF token). The page never reloads itself. Plain DOM, no
+// framework, no CDN.
 (function () {
   "use strict";
   var root = document.getElementById("run");
   if (!root) { return; }
+  var vr = window.valuerank;
   var runId = root.getAttribute("data-run-id");
   var api = "/api/runs/" + encodeURIComponent(runId);
   var MAX_EVENTS = 200;
+  var SECTIONS_MS = 5000;  // the sections are redrawn at most this often while the run moves
+  var POLL_MS = 10000;  // the safety poll, only while the stream is down
   var lastSeq = parseInt(root.getAttribute("data-events-after") || "0", 10) || 0;
-  var source = null;
-  var timer = null;
-  var inFlight = false;
-  var sectionsTimer = null;
-  // What the server-rendered sections were drawn from: redrawn when one of these changes.
-  var drawn = { transcripts: null, failed: null, status: root.getAttribute("data-status") };
-
   function byId(id) { return document.getElementById(id); }
   function text(id, value) { var el = byId(id); if (el) { el.textContent = value; } }
   function money(v) { return v === null || v === undefined ? "–" : "$" + Number(v).toFixed(4); }
@@ -38,7 +39,7 @@
   function terminal(status) { return status === "completed" || status === "failed" || status === "cancelled"; }
   function done(p) { return p.completed + p.failed + p.cancelled; }
 
-  var setBar = window.valuerank.progressBar;
+  var setBar = vr.progressBar;
 
   function renderActions(actions) {
     var valid = {};
@@ -54,7 +55,7 @@
     var p = d.progress;
     setBar(byId("run-progress"), p);
     text("progress-text", p.completed + "/" + p.total);
-    text("progress-percent", window.valuerank.completedPercent(p) + " %");
+    text("progress-percent", vr.completedPercent(p) + " %");
     ["queued", "running", "completed", "failed", "cancelled"].forEach(function (k) {
       text("count-" + k, String(p[k]));
     });
@@ -70,12 +71,6 @@
     var error = byId("run-error");
     if (error) { error.textContent = d.error || ""; error.hidden = !d.error; }
     renderActions(d.actions);
-    var failed = p.failed + d.judging.failed;
-    if (drawn.transcripts === null) { drawn.transcripts = d.transcripts; drawn.failed = failed; }
-    if (d.transcripts !== drawn.transcripts || failed !== drawn.failed || d.status !== drawn.status) {
-      scheduleSections(terminal(d.status) ? 0 : 1500);
-      drawn.transcripts = d.transcripts; drawn.failed = failed; drawn.status = d.status;
-    }
   }
 
   function renderGroups(name, groups) {
@@ -94,43 +89,6 @@
         row.querySelector('[data-f="' + k + '"]').textContent = String(g[k]);
       });
     });
-  }
-
-  function getJson(url) {
-    return fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } })
-      .then(function (r) { return r.ok ? r.json() : null; })
-      .then(function (body) { return body && body.success ? body.data : null; });
-  }
-
-  function refresh() {
-    timer = null;
-    if (inFlight) { schedule(); return Promise.resolve(null); }
-    inFlight = true;
-    return Promise.all([getJson(api), getJson(api + "/breakdown")])
-      .then(function (got) {
-        if (got[0]) { render(got[0]); }
-        if (got[1]) { renderGroups("model", got[1].models); renderGroups("provider", got[1].providers); }
-        return got[0];
-      })
-      .catch(function () { return null; })
-      .then(function (d) { inFlight = false; return d; });
-  }
-  function schedule() { if (!timer) { timer = setTimeout(refresh, 700); } }
-
-  function refreshSections() {
-    sectionsTimer = null;
-    return fetch("/runs/" + encodeURIComponent(runId) + "/sections", {
-      credentials: "same-origin", headers: { Accept: "text/html" }
-    }).then(function (r) { return r.ok ? r.text() : null; }).then(function (html) {
-      var box = byId("run-sections");
-      // Rendered by our own template with every text escaped (run_sections.html).
-      if (html !== null && box) { box.innerHTML = html; }
-    }).catch(function () { /* the next change retries */ });
-  }
-  function scheduleSections(delay) {
-    if (sectionsTimer && delay > 0) { return; }
-    if (sectionsTimer) { clearTimeout(sectionsTimer); }
-    sectionsTimer = setTimeout(refreshSections, delay);
   }
 
   // --- the live event log
@@ -166,35 +124,185 @@
     list.insertBefore(item, list.firstChild);
     while (list.children.length > MAX_EVENTS) { list.removeChild(list.lastChild); }
   }
+  // --- what failed: the stale mark shows while any of it has
+  var failing = {};  // "run" | "sections" -> {failure, delay}
+  function failed(what, failure, delay) {
+    failing[what] = { failure: failure.code ? failure : { code: "ERROR", error: String(failure) }, delay: delay };
+    showStale();
+  }
+  function succeeded(what) { if (failing[what]) { delete failing[what]; showStale(); } }
+  function showStale() {
+    var first = failing.run || failing.sections || null;
+    vr.markStale(byId("run-stale"), first && first.failure, first ? first.delay : 0);
+  }
 
-  function live(on) { var l = byId("live"); if (l) { l.hidden = !on; } }
+  // --- the sections (results, chart, failures, summary), drawn by the server
+  var sectionsBox = byId("run-sections");
+  var sec = {
+    drawn: sectionsBox ? sectionsBox.getAttribute("data-sections-key") : null,
+    want: null, wantedAt: 0,  // the key last asked for (null: unknown), and when (in requests)
+    need: false, issued: 0, applied: 0, pending: 0,  // requests sent, the newest drawn, unanswered
+    timer: null, at: 0, lastStart: -Infinity, notBefore: 0, attempt: 0
+  };
+  // data-sections on the page: "current" once nothing is due, asked or scheduled.
+  function sectionsState() {
+    root.setAttribute("data-sections", sec.need || sec.timer || sec.pending ? "updating" : "current");
+  }
+  // `key`: the sections a snapshot says are current (null: they may have changed); `urgent`:
+  // now (as soon as Retry-After allows) rather than at most every SECTIONS_MS.
+  function wantSections(key, urgent) {
+    sec.want = key;
+    if (key !== null && key === sec.drawn && !urgent) { sec.need = false; sectionsState(); return; }
+    sec.need = true;
+    sec.wantedAt = sec.issued;
+    scheduleSections(urgent);
+  }
+  function scheduleSections(urgent) {
+    if (!sec.need || !sectionsBox) { return; }
+    var now = Date.now();
+    var at = Math.max(sec.notBefore, urgent ? now : sec.lastStart + SECTIONS_MS);
+    if (sec.timer) {
+      if (at >= sec.at) { return; }
+      clearTimeout(sec.timer);
+    }
+    sec.at = at;
+    sec.timer = setTimeout(fetchSections, Math.max(0, at - now));
+    sectionsState();
+  }
+  function fetchSections() {
+    sec.timer = null;
+    var seq = ++sec.issued;
+    sec.lastStart = Date.now();
+    sec.pending += 1;
+    vr.read("/runs/" + encodeURIComponent(runId) + "/sections", "text/html").then(function (response) {
+      return response.text().then(function (html) {
+        sec.attempt = 0;
+        succeeded("sections");
+        if (seq <= sec.applied) { return; }  // the answer to a later request is drawn already
+        sec.applied = seq;
+        // Rendered by our own template with every text escaped (run_sections.html).
+        sectionsBox.innerHTML = html;
+        sec.drawn = response.headers.get("X-Sections-Key");
+        sectionsBox.setAttribute("data-sections-key", sec.drawn || "");
+        // Done, unless newer sections were asked for after this request left.
+        if (seq > sec.wantedAt || sec.want === sec.drawn) { sec.need = false; }
+        scheduleSections(false);
+      });
+    }).catch(function (failure) {
+      if (seq !== sec.issued) { return; }  // a later request decides
+      var delay = vr.retryDelay(failure, sec.attempt++);
+      sec.notBefore = Date.now() + delay;
+      sec.need = true;
+      failed("sections", failure, delay);
+      scheduleSections(true);
+    }).then(function () { sec.pending -= 1; sectionsState(); });
+  }
+
+  // --- the run's state: the stream's snapshots, else polls of the JSON API
+  function apply(d, breakdown) {
+    render(d);
+    renderGroups("model", breakdown.models);
+    renderGroups("provider", breakdown.providers);
+    succeeded("run");
+  }
+
+  var poll = { timer: null, busy: false, attempt: 0, notBefore: 0, shown: null };
+  // One read of the run and its breakdown (after an action, or while the stream is down):
+  // resolves with the run, or null when it failed.
+  function pollRun() {
+    if (poll.busy) { return Promise.resolve(null); }
+    poll.busy = true;
+    return Promise.all([vr.readData(api), vr.readData(api + "/breakdown")]).then(function (got) {
+      var d = got[0];
+      poll.attempt = 0;
+      apply(d, got[1]);
+      // No sections key in the API: what the sections show is compared instead.
+      var shown = JSON.stringify([d.results, d.progress.failed, d.judging.failed, d.summary,
+        d.sample_percentage, d.status]);
+      if (shown !== poll.shown) { wantSections(null, terminal(d.status)); }
+      poll.shown = shown;
+      return d;
+    }, function (failure) {
+      var delay = vr.retryDelay(failure, poll.attempt++);
+      poll.notBefore = Date.now() + delay;
+      failed("run", failure, delay);
+      return null;
+    }).then(function (d) { poll.busy = false; return d; });
+  }
+  function schedulePoll(delay) {
+    if (poll.timer) { clearTimeout(poll.timer); }
+    poll.timer = setTimeout(safetyPoll, Math.max(delay, poll.notBefore - Date.now()));
+  }
+  function safetyPoll() {
+    poll.timer = null;
+    if (stream.up || stream.ended) { return; }
+    if (document.hidden) { schedulePoll(POLL_MS); return; }
+    pollRun().then(function (d) {
+      if (stream.up || stream.ended) { return; }
+      if (d && terminal(d.status) && !stream.source) {  // over: nothing more to follow
+        stream.ended = true;
+        live("ended");
+        return;
+      }
+      if (d && !stream.source) { connect(); }  // the server answers again: back to the stream
+      schedulePoll(d ? POLL_MS : 0);  // after a failure, when Retry-After says (notBefore)
+    });
+  }
+
+  // --- the stream
+  var stream = { source: null, up: false, ended: false };
+  // data-stream on the page: "open", "down" (reconnecting or refused) or "ended".
+  function live(state) {
+    root.setAttribute("data-stream", state);
+    var l = byId("live");
+    if (l) { l.hidden = state !== "open"; }
+  }
 
   function connect() {
-    if (!window.EventSource || source) { return; }
-    source = new EventSource(api + "/events/stream?after=" + lastSeq);
-    source.onopen = function () { live(true); };
+    if (stream.source) { return; }
+    stream.ended = false;
+    if (!window.EventSource) { schedulePoll(0); return; }
+    var source = new EventSource(api + "/events/stream?snapshots=true&after=" + lastSeq);
+    stream.source = source;
+    source.onopen = function () { stream.up = true; live("open"); };
     source.onmessage = function (e) {
       try {
         var ev = JSON.parse(e.data);
         if (ev.seq > lastSeq) { lastSeq = ev.seq; logEvent(ev); }
       } catch (err) { /* ignore a malformed event */ }
-      schedule();
     };
-    source.onerror = function () { live(false); };  // the browser reconnects by itself
-    source.addEventListener("status", function () { schedule(); });
-    source.addEventListener("end", function () {
-      source.close();
-      source = null;
-      live(false);
-      refresh();
-      scheduleSections(0);
+    source.addEventListener("snapshot", function (e) {
+      var snap;
+      try { snap = JSON.parse(e.data); } catch (err) { return; }
+      apply(snap.run, snap.breakdown);
+      wantSections(snap.sections, false);
     });
+    source.addEventListener("end", function (e) {
+      source.close();
+      stream.source = null; stream.up = false; stream.ended = true;
+      live("ended");
+      var end = {};
+      try { end = JSON.parse(e.data); } catch (err) { /* drawn as it is */ }
+      if (end.status !== "deleted") { wantSections(sec.want, true); }  // once more at the end
+    });
+    source.onerror = function () {
+      stream.up = false;
+      live("down");
+      if (source.readyState === 2) {  // CLOSED: refused (e.g. 429), the browser gave up on it
+        source.close();
+        stream.source = null;
+        failed("run", { code: "STREAM", error: "the live updates were refused" }, 0);
+        schedulePoll(0);  // learns when to come back (Retry-After), then reconnects
+      } else if (!poll.timer) {
+        schedulePoll(POLL_MS);  // the browser reconnects by itself; the poll covers a long gap
+      }
+    };
   }
 
   // --- the controls
   function scope() { return root.querySelector(".run-controls"); }
   function showError(failure) {
-    window.valuerank.showFailure(scope().querySelector("[data-error]"), failure);
+    vr.showFailure(scope().querySelector("[data-error]"), failure);
   }
   function clearError() {
     var box = scope().querySelector("[data-error]");
@@ -208,7 +316,7 @@
     clearError();
     control.disabled = true;
     control.setAttribute("data-busy", "true");
-    return window.valuerank.api(method, url, body).then(function (data) {
+    return vr.api(method, url, body).then(function (data) {
       control.removeAttribute("data-busy");
       var after = control.getAttribute("data-after");
       if (after) { window.location.assign(after); return; }
@@ -217,11 +325,11 @@
         var status = byId("run-status");
         if (status) { status.textContent = data.status; status.className = "status status-" + data.status; }
       }
-      return refresh().then(function () { connect(); });
+      return pollRun().then(function () { connect(); });
     }, function (failure) {
       control.removeAttribute("data-busy");
       showError(failure);
-      return refresh();
+      return pollRun();
     });
   }
 
@@ -241,7 +349,7 @@
       var body = { sample_percentage: Number(input.value) };
       // The sections say what the results are based on: redrawn with the new sample.
       perform(expand.querySelector("fieldset"), expand.getAttribute("data-call"), body, "Expand")
-        .then(function () { scheduleSections(0); });
+        .then(function () { wantSections(null, true); });
     });
   }
 
@@ -251,38 +359,17 @@
     exporter.addEventListener("click", function () {
       clearError();
       exporter.disabled = true;
-      fetch(exporter.getAttribute("data-export"), {
-        method: "POST", credentials: "same-origin",
-        headers: { "X-CSRF-Token": window.valuerank.csrfToken(), Accept: "application/zip" }
-      }).then(function (response) {
-        if (!response.ok) {
-          return response.json().catch(function () { return {}; }).then(function (f) {
-            throw { code: f.code || "HTTP_" + response.status, error: f.error || response.statusText, hint: f.hint };
-          });
-        }
-        var disposition = response.headers.get("Content-Disposition") || "";
-        var match = /filename="([^"]+)"/.exec(disposition);
-        return response.blob().then(function (blob) {
-          var link = document.createElement("a");
-          link.href = URL.createObjectURL(blob);
-          link.download = match ? match[1] : "run-" + runId + ".zip";
-          document.body.appendChild(link);
-          link.click();
-          link.remove();
-          setTimeout(function () { URL.revokeObjectURL(link.href); }, 10000);
-          text("action-status", "Export: " + link.download + " downloaded.");
-        });
+      vr.download(exporter.getAttribute("data-export"), "run-" + runId + ".zip").then(function (saved) {
+        text("action-status", "Export: " + saved.name + " downloaded.");
       }).catch(function (failure) {
         showError(failure.code ? failure : { code: "NETWORK", error: "the export failed", hint: null });
       }).then(function () { exporter.disabled = false; });
     });
   }
 
+  document.addEventListener("visibilitychange", function () {
+    if (!document.hidden && !stream.up && !stream.ended && poll.timer) { schedulePoll(0); }
+  });
+  sectionsState();
   connect();
-  refresh();
-  // A safety net where events do not get through (a buffering proxy): a slow poll while
-  // the run can still change.
-  setInterval(function () {
-    if (!document.hidden && !terminal(root.getAttribute("data-status"))) { schedule(); }
-  }, 5000);
 })();

@@ -4,7 +4,8 @@
 // filters and page as the table) every few seconds while a shown run is not finished. One
 // request updates every row, where one event stream per run would take one of the browser's
 // few connections per server each. Polling stops when nothing shown can change, and while
-// the tab is hidden.
+// the tab is hidden. A failed poll shows the "stale, retrying" mark (#runs-stale) and is
+// retried when the server's Retry-After says (else 2, 4, 8… s); the next success hides it.
 //
 // New run: "Estimate the cost" creates the run PENDING (POST /api/eval/runs: nothing is
 // queued) and shows its estimate; "Start the run" starts that very run (same frozen scenarios
@@ -12,7 +13,7 @@
 (function () {
   "use strict";
 
-  var POLL_MS = 2000;
+  var POLL_MS = 5000;  // with a run page open too, well within a session's request budget
 
   function byId(id) { return document.getElementById(id); }
   function money(v) { return v === null || v === undefined ? "–" : "$" + Number(v).toFixed(4); }
@@ -30,7 +31,9 @@
     var url = table.getAttribute("data-poll");
     var firstPage = table.getAttribute("data-first-page") === "true";
     var timer = null;
-    var errorBox = byId("runs-error");
+    var failures = 0;  // failed polls in a row
+    var notBefore = 0;  // no poll before this time (Retry-After)
+    var stale = byId("runs-stale");
 
     function rows() {
       var found = {};
@@ -62,8 +65,9 @@
     }
     function poll() {
       timer = null;
-      api("GET", url).then(function (data) {
-        clearError(errorBox);
+      window.valuerank.readData(url).then(function (data) {
+        failures = 0;
+        window.valuerank.markStale(stale, null);
         var shown = rows();
         var added = 0;
         data.runs.forEach(function (run) {
@@ -72,13 +76,15 @@
         // Runs started since the page was drawn belong at the top of the first page.
         if (firstPage && added) { byId("runs-new").hidden = false; }
       }, function (failure) {
-        showError(errorBox, failure);
+        var delay = window.valuerank.retryDelay(failure, failures++);
+        notBefore = Date.now() + delay;
+        window.valuerank.markStale(stale, failure, delay);
       }).then(schedule);
     }
     function schedule() {
       var live = anyActive() && !document.hidden;
       byId("runs-live").hidden = !live;
-      if (live && !timer) { timer = setTimeout(poll, POLL_MS); }
+      if (live && !timer) { timer = setTimeout(poll, Math.max(POLL_MS, notBefore - Date.now())); }
     }
     document.addEventListener("visibilitychange", schedule);
     var fresh = byId("runs-new");
