@@ -287,10 +287,8 @@ def _level_text(level: Level) -> str:
     return f"level {level.score} {level.label!r} (options: {options or '-'})"
 
 
-def render_diff(diff: DefinitionDiff) -> list[str]:
-    """Readable lines describing `diff` (``["no changes"]`` when it is empty)."""
-    if diff.is_empty:
-        return ["no changes"]
+def front_matter_lines(diff: DefinitionDiff) -> list[str]:
+    """One line per front-matter field added, removed or changed."""
     lines: list[str] = []
     for change in diff.front_matter:
         if change.kind == "added":
@@ -299,6 +297,14 @@ def render_diff(diff: DefinitionDiff) -> list[str]:
             lines.append(f"{change.field}: removed (was {change.before!r})")
         else:
             lines.append(f"{change.field}: {change.before!r} → {change.after!r}")
+    return lines
+
+
+def render_diff(diff: DefinitionDiff) -> list[str]:
+    """Readable lines describing `diff` (``["no changes"]`` when it is empty)."""
+    if diff.is_empty:
+        return ["no changes"]
+    lines = front_matter_lines(diff)
     for text in (diff.preamble, diff.template):
         if text is not None:
             lines.append(f"{text.field} changed:")

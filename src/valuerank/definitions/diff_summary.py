@@ -7,7 +7,12 @@ its level changes, and no line is ever empty."""
 
 from __future__ import annotations
 
-from valuerank.definitions.diff import DefinitionDiff, DimensionChange, TextChange
+from valuerank.definitions.diff import (
+    DefinitionDiff,
+    DimensionChange,
+    TextChange,
+    front_matter_lines,
+)
 
 __all__ = ["summarize_diff"]
 
@@ -50,14 +55,7 @@ def summarize_diff(diff: DefinitionDiff) -> list[str]:
     """One non-empty line per changed part of the definition (`["no changes"]` if none)."""
     if diff.is_empty:
         return ["no changes"]
-    lines: list[str] = []
-    for value in diff.front_matter:
-        if value.kind == "added":
-            lines.append(f"{value.field}: added {value.after!r}")
-        elif value.kind == "removed":
-            lines.append(f"{value.field}: removed (was {value.before!r})")
-        else:
-            lines.append(f"{value.field}: {value.before!r} → {value.after!r}")
+    lines = front_matter_lines(diff)
     if diff.preamble is not None:
         lines.append(_text_summary("preamble", diff.preamble))
     if diff.template is not None:
