@@ -505,8 +505,9 @@ async def test_start_watch_pause_resume_and_read_a_run_in_a_browser(
         await expect(page.locator("#events")).to_contain_text("run complete")
         await expect(pause).to_be_disabled()
 
-        await expect(row.locator("[data-field=count]")).to_have_text("16/16")
-        await expect(row.locator("[data-field=status]")).to_have_text("completed")
+        # The dashboard polls every 5 s (runs.js): the run's last states reach it within one poll.
+        await expect(row.locator("[data-field=count]")).to_have_text("16/16", timeout=30_000)
+        await expect(row.locator("[data-field=status]")).to_have_text("completed", timeout=30_000)
         assert await dashboard.evaluate("window.__kept") == "kept"
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         await dashboard.screenshot(path=str(SCREENSHOTS / "runs-dashboard.png"), full_page=True)
