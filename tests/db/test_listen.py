@@ -18,9 +18,8 @@ from valuerank.db.listen import Listener
 
 
 async def test_an_unreachable_server_is_retried_and_reported_once(
-    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    monkeypatch.setattr(db_listen, "RECONNECT_SECONDS", (0.01, 0.05))  # many attempts, fast
     caplog.set_level(logging.DEBUG, logger=db_listen.__name__)
     db = create_database("postgresql://postgres@127.0.0.1:1/none")  # nothing listens on port 1
     connects: list[None] = []
@@ -32,6 +31,7 @@ async def test_an_unreachable_server_is_retried_and_reported_once(
         on_notice=lambda notice: None,
         on_connect=lambda: connects.append(None),
         on_disconnect=lambda: disconnects.append(None),
+        reconnect_seconds=(0.01, 0.05),  # many attempts, fast
     )
     task = asyncio.create_task(listener.run())
     try:

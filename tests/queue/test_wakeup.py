@@ -172,15 +172,15 @@ async def test_resuming_a_paused_run_wakes_the_idle_worker(kit: Kit) -> None:
 
 @postgresql_only
 async def test_after_its_listen_connection_is_killed_the_worker_catches_up_at_once(
-    kit: Kit, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    kit: Kit, caplog: pytest.LogCaptureFixture
 ) -> None:
-    # Reconnect 1.5 s after the loss (0.2 s by default): long enough to enqueue meanwhile.
-    monkeypatch.setattr(db_listen, "RECONNECT_SECONDS", (1.5, 10.0))
     caplog.set_level(logging.INFO, logger=db_listen.__name__)
     started = Started()
     async with _idle_worker(kit, started) as worker:
         assert worker.wakeup is not None
         listener = worker.wakeup.listener
+        # Reconnect 1.5 s after the loss (0.2 s by default): long enough to enqueue meanwhile.
+        listener.reconnect_seconds = (1.5, 10.0)
         old_pid = await _listen_pid(kit.db, worker)
         assert old_pid is not None and old_pid == listener.backend_pid
         async with await psycopg.AsyncConnection.connect(libpq_dsn(kit.db), autocommit=True) as c:

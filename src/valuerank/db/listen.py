@@ -63,6 +63,7 @@ class Listener:
         on_connect: Callable[[], None] = lambda: None,
         on_disconnect: Callable[[], None] = lambda: None,
         application_name: str | None = None,
+        reconnect_seconds: tuple[float, float] = RECONNECT_SECONDS,
     ) -> None:
         if not channels:
             raise ValueError("a listener needs at least one channel")
@@ -78,10 +79,13 @@ class Listener:
         self.connected = asyncio.Event()  # set while LISTEN is in place and heard
         self.backend_pid: int | None = None  # of the listening connection (for operators)
         self.failures = 0  # failed attempts (or lost connections) since the last good one
+        # (first, longest) wait between attempts; read at each attempt, so it may be changed
+        # while the listener runs.
+        self.reconnect_seconds = reconnect_seconds
 
     async def run(self) -> None:
         """Listen until cancelled, reconnecting whenever the connection is lost."""
-        delay = RECONNECT_SECONDS[0]
+        delay = self.reconnect_seconds[0]
         while True:
             error: BaseException | None = None
             try:
@@ -94,10 +98,10 @@ class Listener:
                 self.backend_pid = None
                 self._on_disconnect()
             if was_up:
-                delay = RECONNECT_SECONDS[0]  # it was up: try again soon
+                delay = self.reconnect_seconds[0]  # it was up: try again soon
             self._note_failure(error, delay)
             await asyncio.sleep(delay)
-            delay = min(delay * 2, RECONNECT_SECONDS[1])
+            delay = min(delay * 2, self.reconnect_seconds[1])
 
     def _note_failure(self, error: BaseException | None, delay: float) -> None:
         self.failures += 1
@@ -107,7 +111,7 @@ class Listener:
                 self.name,
                 _reason(error),
                 delay,
-                RECONNECT_SECONDS[1],
+                self.reconnect_seconds[1],
                 exc_info=error is not None and not isinstance(error, (psycopg.Error, OSError)),
             )
         else:
