@@ -8,9 +8,10 @@ read through `runs.transcripts`, as `/api/transcripts` does."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from valuerank.api.deps import Viewer
@@ -96,14 +97,22 @@ def transcript_sort(sort: str | None) -> TranscriptSort:
         ) from None
 
 
-def _form(**fields: str | None) -> dict[str, str]:
-    return {name: value or "" for name, value in fields.items()}
+@dataclass(frozen=True)
+class ListQuery:
+    """A transcript list's search form: its fields as typed, and as understood."""
+
+    form: dict[str, str]
+    filters: TranscriptFilter
+    order: TranscriptSort
+    sorted: bool  # the sort was named: a link from a list (a transcript then walks it)
+
+    @property
+    def in_list(self) -> dict[str, str]:
+        """What the list's links keep: its filters and sort."""
+        return {k: v for k, v in self.form.items() if v} | {"sort": self.order.value}
 
 
-@router.get("/transcripts", response_class=HTMLResponse)
-async def transcripts_page(
-    request: Request,
-    ctx: Viewer,
+def list_query(
     q: Field = None,
     run: Field = None,
     model: Field = None,
@@ -112,11 +121,37 @@ async def transcripts_page(
     agreement: Short = None,
     disagreement: Short = None,
     sort: Short = None,
+) -> ListQuery:
+    """The list's query parameters, shared by the list and by a transcript opened from it."""
+    typed = {
+        "q": q,
+        "run": run,
+        "model": model,
+        "scenario": scenario,
+        "decision": decision,
+        "agreement": agreement,
+        "disagreement": disagreement,
+    }
+    return ListQuery(
+        form={name: value or "" for name, value in typed.items()},
+        filters=transcript_filter(q, run, model, scenario, decision, agreement, disagreement),
+        order=transcript_sort(sort),
+        sorted=sort is not None,
+    )
+
+
+Listing = Annotated[ListQuery, Depends(list_query)]
+
+
+@router.get("/transcripts", response_class=HTMLResponse)
+async def transcripts_page(
+    request: Request,
+    ctx: Viewer,
+    listing: Listing,
     cursor: Annotated[str | None, Query(max_length=MAX_CURSOR_LENGTH)] = None,
     limit: Limit = PAGE_SIZE,
 ) -> Response:
-    filters = transcript_filter(q, run, model, scenario, decision, agreement, disagreement)
-    order = transcript_sort(sort)
+    filters, order = listing.filters, listing.order
     after = cursor_key(order, cursor)
     async with ctx.db.transaction() as conn:
         the_run = None if filters.run is None else await get_run(conn, ctx.org_id, filters.run)
@@ -126,18 +161,10 @@ async def transcripts_page(
         first_page = found if after is None else None
         total = await list_total(conn, ctx.org_id, filters, first_page, limit=limit)
     listed = page_of_transcripts(found, limit=limit, sort=order, total=total)
-    form = _form(
-        q=q,
-        run=run,
-        model=model,
-        scenario=scenario,
-        decision=decision,
-        agreement=agreement,
-        disagreement=disagreement,
-    )
+    form = listing.form
     query = {k: v for k, v in form.items() if v}
     # What the list's links keep: its filters and sort (a transcript's links, its pages).
-    in_list = query | {"sort": order.value}
+    in_list = listing.in_list
     return templates.TemplateResponse(
         request,
         "transcripts.html",
@@ -171,33 +198,16 @@ async def transcript_page(
     request: Request,
     transcript_id: str,
     ctx: Viewer,
-    q: Field = None,
-    run: Field = None,
-    model: Field = None,
-    scenario: Field = None,
-    decision: Annotated[str | None, Query(max_length=10)] = None,
-    agreement: Short = None,
-    disagreement: Short = None,
-    sort: Short = None,
+    listing: Listing,
 ) -> Response:
     # Opened from a list, the link names its sort (and any filters): walk that list.
-    from_list = sort is not None
-    filters = transcript_filter(q, run, model, scenario, decision, agreement, disagreement)
-    order = transcript_sort(sort)
+    from_list = listing.sorted
+    filters, order = listing.filters, listing.order
     async with ctx.db.transaction() as conn:
         data = await get_transcript(conn, ctx.org_id, transcript_id)
         the_run = await get_run(conn, ctx.org_id, data["run_id"])
         near = await neighbours(conn, ctx.org_id, data, filters, order) if from_list else None
-    form = _form(
-        q=q,
-        run=run,
-        model=model,
-        scenario=scenario,
-        decision=decision,
-        agreement=agreement,
-        disagreement=disagreement,
-    )
-    in_list = {k: v for k, v in form.items() if v} | {"sort": order.value}
+    in_list = listing.in_list
     return templates.TemplateResponse(
         request,
         "transcript.html",
