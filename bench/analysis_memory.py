@@ -89,7 +89,7 @@ async def fill_run(
 ) -> dict[str, Any]:
     """A run of `version_id` holding N transcripts (the scale shape), with `judges` readings
     and their consensus on each, written by the real write path."""
-    from valuerank.consensus.consensus import Judgement, decision_consensus
+    from valuerank.consensus.consensus import decision_consensus
     from valuerank.runs.config import RunConfig
     from valuerank.runs.records import TranscriptRecord, insert_transcript
     from valuerank.runs.service import create_run, run_scenario_ids
@@ -113,16 +113,7 @@ async def fill_run(
             for n, (sid, model, sample) in enumerate(items[first : first + BATCH], first):
                 record = _record(run.cli_run_id, sid, model, sample, n, judge_models)
                 if judge_models:
-                    votes = [
-                        Judgement(
-                            model=j.judge_model,
-                            decision=j.decision,
-                            confidence=j.confidence,
-                            prioritized_values=j.prioritized_values,
-                            deprioritized_values=j.deprioritized_values,
-                        )
-                        for j in record.judgments
-                    ]
+                    votes = [j.judgement() for j in record.judgments]
                     consensus = decision_consensus(votes).to_dict()
                     record = TranscriptRecord(**{**vars(record), "consensus": consensus})
                 await insert_transcript(conn, org_id, run.id, record)

@@ -22,7 +22,7 @@ from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 import valuerank
-from valuerank.consensus import Judgement, decision_consensus
+from valuerank.consensus import decision_consensus
 from valuerank.db import Database
 from valuerank.db.tables import runs
 from valuerank.definitions.service import fork_definition, import_definition, parse_and_check
@@ -120,12 +120,7 @@ async def _insert(
         for judge in (JUDGES if read is not None else ())
     )
     consensus = (
-        decision_consensus(
-            Judgement(j.judge_model, j.decision, j.confidence, 1.0, prioritized, deprioritized)
-            for j in judgments
-        ).to_dict()
-        if judgments
-        else None
+        decision_consensus(j.judgement() for j in judgments).to_dict() if judgments else None
     )
     answer = "I decline." if code is None else f"{model} weighs it. Rating: {code}"
     transcript = Transcript(

@@ -9,7 +9,7 @@ from pathlib import Path
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 import valuerank
-from valuerank.consensus import Judgement, decision_consensus
+from valuerank.consensus import decision_consensus
 from valuerank.db import Database
 from valuerank.definitions.service import import_definition
 from valuerank.formats.transcript_md import Transcript, Turn
@@ -86,12 +86,7 @@ async def _insert(
         for judge, reading in readings
     )
     consensus = (
-        decision_consensus(
-            Judgement(j.judge_model, j.decision, j.confidence, 1.0, j.prioritized_values)
-            for j in judgments
-        ).to_dict()
-        if judgments
-        else None
+        decision_consensus(j.judgement() for j in judgments).to_dict() if judgments else None
     )
     transcript = Transcript(
         run_id=run.cli_run_id,

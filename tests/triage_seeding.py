@@ -12,7 +12,7 @@ from pathlib import Path
 from sqlalchemy import update
 
 import valuerank
-from valuerank.consensus import Judgement, decision_consensus
+from valuerank.consensus import decision_consensus
 from valuerank.db import Database
 from valuerank.db.tables import transcripts
 from valuerank.definitions.service import import_definition
@@ -73,9 +73,7 @@ async def seed_triage_run(db: Database, org: str, *, name: str = "triage") -> tu
             )
             consensus = None
             if judgments:
-                consensus = decision_consensus(
-                    Judgement(j.judge_model, j.decision, j.confidence) for j in judgments
-                ).to_dict()
+                consensus = decision_consensus(j.judgement() for j in judgments).to_dict()
             sid = scenarios[seed.scenario]
             transcript = Transcript(
                 run_id=run.cli_run_id,

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from valuerank.consensus import Judgement
 from valuerank.db.tables import judgments, run_scenarios, runs, transcripts
 from valuerank.queue.dialect import to_db, upsert
 from valuerank.queue.ids import new_id
@@ -123,6 +124,17 @@ class JudgmentRecord:
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float | None = None
+
+    def judgement(self, weight: float = 1.0) -> Judgement:
+        """This reading as the consensus counts it (`weight`: the judge model's)."""
+        return Judgement(
+            self.judge_model,
+            self.decision,
+            self.confidence,
+            weight,
+            self.prioritized_values,
+            self.deprioritized_values,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
