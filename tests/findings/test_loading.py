@@ -1,22 +1,29 @@
-"""A run's analysis input read from the database (SQLite and PostgreSQL): the columns, and the
+"""A run's analysis input read from the database (SQLite and PostgreSQL): the columns, the
 input hash that keys the cache — stable for the same rows, changed by anything the analysis
-reads, blind to other runs."""
+reads, blind to other runs — and the loaded run kept in memory until a writer bumps the run's
+inputs_version."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from sqlalchemy import insert, update
 
 import valuerank
 from valuerank.db import Database
-from valuerank.db.tables import judgments, transcripts
+from valuerank.db.tables import judgments, runs, transcripts
 from valuerank.definitions.service import import_definition
-from valuerank.findings.loading import LoadedRun, load_run
+from valuerank.findings.loading import LoadedRun, load_run, read_run
 from valuerank.formats.transcript_md import Transcript, Turn
 from valuerank.queue.ids import new_id
 from valuerank.runs.config import RunConfig
-from valuerank.runs.records import TranscriptRecord, insert_transcript
+from valuerank.runs.records import (
+    JudgmentRecord,
+    TranscriptRecord,
+    insert_judgment,
+    insert_transcript,
+)
 from valuerank.runs.service import Run, create_run, get_run, run_scenario_ids
 
 DEMO = Path(valuerank.__file__).parent / "demo" / "exp-demo-whistleblower.md"
@@ -61,6 +68,12 @@ async def loaded(db: Database, org_id: str, run_id: str) -> LoadedRun:
         return await load_run(conn, await get_run(conn, org_id, run_id))
 
 
+async def read(db: Database, org_id: str, run_id: str) -> LoadedRun:
+    """Straight from the database, never kept: what the hash is made of."""
+    async with db.transaction() as conn:
+        return await read_run(conn, await get_run(conn, org_id, run_id))
+
+
 async def test_the_columns_are_the_runs_transcripts(db: Database, org_id: str) -> None:
     codes: list[int | None] = [1 + n % 5 for n in range(60)]
     codes[7] = None
@@ -78,17 +91,17 @@ async def test_the_columns_are_the_runs_transcripts(db: Database, org_id: str) -
 
 async def test_the_hash_follows_what_the_analysis_reads(db: Database, org_id: str) -> None:
     run, ids = await a_run(db, org_id, [1 + n % 5 for n in range(30)])
-    first = await loaded(db, org_id, run.id)
-    assert (await loaded(db, org_id, run.id)).input_hash == first.input_hash  # stable
+    first = await read(db, org_id, run.id)
+    assert (await read(db, org_id, run.id)).input_hash == first.input_hash  # stable
     # Another run in the same organisation changes nothing of this one.
     await a_run(db, org_id, [3, 3, 3, 3])
-    assert (await loaded(db, org_id, run.id)).input_hash == first.input_hash
+    assert (await read(db, org_id, run.id)).input_hash == first.input_hash
     hashes = {first.input_hash}
 
     async def changed_by(statement: object) -> None:
         async with db.transaction() as conn:
             await conn.execute(statement)  # type: ignore[call-overload]
-        now = (await loaded(db, org_id, run.id)).input_hash
+        now = (await read(db, org_id, run.id)).input_hash
         assert now not in hashes
         hashes.add(now)
 
@@ -113,3 +126,31 @@ async def test_the_hash_follows_what_the_analysis_reads(db: Database, org_id: st
     await changed_by(
         update(judgments).where(judgments.c.transcript_id == ids[6]).values(confidence=81.0)
     )
+
+
+async def test_a_loaded_run_is_kept_until_a_writer_changes_its_inputs(
+    db: Database, org_id: str
+) -> None:
+    """Pages that compare or pool runs load them again and again: a run is read once, then
+    served from memory, until a write through the run's writers (which bump its
+    inputs_version) changes what the analysis reads; a change of the run's own row (its name)
+    shows without reading its transcripts again. What is kept cannot be written to."""
+    run, ids = await a_run(db, org_id, [1 + n % 5 for n in range(12)])
+    first = await loaded(db, org_id, run.id)
+    again = await loaded(db, org_id, run.id)
+    assert again.data is first.data and again.input_hash == first.input_hash
+    with pytest.raises(ValueError, match="read-only"):
+        first.data.decision[0] = 5.0
+
+    async with db.transaction() as conn:
+        await conn.execute(update(runs).where(runs.c.id == run.id).values(name="renamed"))
+    renamed = await loaded(db, org_id, run.id)
+    assert renamed.run.name == "renamed" and renamed.data is first.data
+
+    async with db.transaction() as conn:
+        reading = JudgmentRecord("scripted:centrist", 4, ("Loyalty",), (), 80.0)
+        assert await insert_judgment(conn, org_id, ids[1], reading)
+    judged = await loaded(db, org_id, run.id)
+    assert judged.data is not first.data
+    assert judged.input_hash != first.input_hash
+    assert judged.input_hash == (await read(db, org_id, run.id)).input_hash
