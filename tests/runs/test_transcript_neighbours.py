@@ -11,6 +11,8 @@ from tests.triage_seeding import seed_triage_run
 from valuerank.db import Database
 from valuerank.runs.transcript_order import TranscriptSort
 from valuerank.runs.transcripts import (
+    CONTENT_COUNT_CAP,
+    COUNT_CAP,
     Total,
     TranscriptFilter,
     count_transcripts,
@@ -82,3 +84,20 @@ async def test_counts_stop_at_their_cap(db: Database, org_id: str) -> None:
         assert near.listed and near.position is None and near.total == Total(1, False)
         second = await get_transcript(conn, org_id, listed[1]["id"])
         assert (await neighbours(conn, org_id, second, cap=1)).position == 2
+
+
+@pytest.mark.parametrize(
+    ("filters", "cap"),
+    [
+        (TranscriptFilter(), COUNT_CAP),
+        (TranscriptFilter(run="r", model="m", scenario_id="s", decision_code=3), COUNT_CAP),
+        (TranscriptFilter(text="café"), CONTENT_COUNT_CAP),
+        (TranscriptFilter(agreement="STRONG"), CONTENT_COUNT_CAP),
+        (TranscriptFilter(disagreement=False), CONTENT_COUNT_CAP),
+    ],
+)
+def test_filters_that_read_rows_count_less_far(filters: TranscriptFilter, cap: int) -> None:
+    """A count that must read each match (its text, its consensus) stops sooner than one on
+    indexed columns: its cost is bounded by the rows it reads."""
+    assert filters.count_cap == cap
+    assert CONTENT_COUNT_CAP < COUNT_CAP

@@ -153,8 +153,8 @@ async def list_transcripts_route(
 ) -> JSONResponse:
     """The organisation's transcripts without their text (see `/api/transcripts/{id}`), each
     with the opening of its answer (`answer_preview`), and `total`: how many match in all
-    (counted up to 10,000; `total_exact` is false when more match). Pass `next_cursor` back
-    as `cursor` with the same filters and sort."""
+    (counted up to 10,000, or 1,000 with `q` or a consensus filter; `total_exact` is false
+    when more match). Pass `next_cursor` back as `cursor` with the same filters and sort."""
     filters = TranscriptFilter(run, model, scenario, decision, q, agreement, disagreement)
     return await _page(ctx, filters, limit, cursor, sort)
 

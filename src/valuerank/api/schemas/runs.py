@@ -337,7 +337,10 @@ class TranscriptPage(Out):
     transcripts: list[TranscriptItem]
     count: int
     total: int = Field(
-        description="How many transcripts match the filters (on every page), at most 10,000."
+        description=(
+            "How many transcripts match the filters (on every page), at most 10,000, or 1,000 "
+            "with a text search or a filter on the judges' consensus."
+        ),
     )
     total_exact: bool = Field(description="False when more than `total` transcripts match.")
     next_cursor: str | None
