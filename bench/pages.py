@@ -12,23 +12,31 @@ the time to the first byte of the answer is measured (headers and the first body
 the browser's rendering. Every answer must be 200 and HTML.
 
     python -m bench.pages --json [--runs 100 --transcripts 100000 --warm 10]
+
+Seeding takes about 15 minutes; `--keep NAME` keeps the seeded database under that name and
+reuses it on the next run with the same name (its description is stored in a `bench_seed`
+table inside it), so a change to a page can be measured again in seconds.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import platform
 import sys
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
+import psycopg
 
 from bench.analysis_memory import BASE_URL, fill_run
 from bench.analysis_page import SERVE, TOKEN, latency_summary
+from bench.pg import libpq
 from bench.scale import definition_md, fresh_database
 from bench.server import start_server
 
@@ -93,6 +101,31 @@ async def seed(url: str, n_runs: int, n_transcripts: int) -> dict[str, Any]:
     }
 
 
+@contextlib.contextmanager
+def kept_database(base_url: str, name: str) -> Iterator[str]:
+    """The database `name` on the server of `base_url`, created if missing and never dropped."""
+    base = libpq(base_url)
+    with psycopg.connect(base, autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
+        if not exists:
+            conn.execute(f'CREATE DATABASE "{name}"')
+    head, _, tail = base_url.rpartition("/")
+    query = "?" + tail.split("?", 1)[1] if "?" in tail else ""
+    yield f"{head}/{name}{query}"
+
+
+def stored_seed(url: str) -> dict[str, Any] | None:
+    with psycopg.connect(libpq(url), autocommit=True) as conn:
+        conn.execute("CREATE TABLE IF NOT EXISTS bench_seed (seeded jsonb NOT NULL)")
+        row = conn.execute("SELECT seeded FROM bench_seed").fetchone()
+    return row[0] if row else None
+
+
+def store_seed(url: str, seeded: dict[str, Any]) -> None:
+    with psycopg.connect(libpq(url), autocommit=True) as conn:
+        conn.execute("INSERT INTO bench_seed (seeded) VALUES (%s)", (json.dumps(seeded),))
+
+
 def pages(seeded: dict[str, Any]) -> dict[str, str]:
     """Every page a signed-in researcher opens, by name."""
     run, root, fork = seeded["run"], seeded["root"], seeded["fork"]
@@ -155,10 +188,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--transcripts", type=int, default=100_000)
     parser.add_argument("--warm", type=int, default=10, help="warm loads measured per page")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--keep", metavar="NAME", help="keep the seeded database under NAME and reuse it"
+    )
     args = parser.parse_args(argv)
     load_before = os.getloadavg()
-    with fresh_database(BASE_URL) as url:
-        seeded = asyncio.run(seed(url, args.runs, args.transcripts))
+    database = kept_database(BASE_URL, args.keep) if args.keep else fresh_database(BASE_URL)
+    with database as url:
+        seeded = stored_seed(url) if args.keep else None
+        if seeded is None:
+            seeded = asyncio.run(seed(url, args.runs, args.transcripts))
+            if args.keep:
+                store_seed(url, seeded)
         env = {
             **os.environ,
             "VALUERANK_DATABASE_URL": url,

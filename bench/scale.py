@@ -58,11 +58,11 @@ from typing import Any
 import httpx
 import psycopg
 
+from bench.pg import libpq
 from bench.scale_measure import (
     Probes,
     Sample,
     Sampler,
-    libpq,
     load_average,
     plot,
     vr_cmd,

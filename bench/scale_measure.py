@@ -19,12 +19,9 @@ from typing import Any
 import httpx
 import psycopg
 
+from bench.pg import libpq
+
 API_REPEAT = 5  # requests per route and probe
-
-
-def libpq(url: str) -> str:
-    scheme, rest = url.split("://", 1)
-    return "postgresql://" + rest if scheme.startswith("postgres") else url
 
 
 def vr_cmd(*args: str) -> list[str]:
