@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Mapping
 
@@ -24,11 +25,15 @@ def start_server(
     *,
     timeout: float = 90.0,  # a loaded 2-core machine takes 20 s to import the server
     quiet: bool = False,
+    stdout_to_stderr: bool = False,
 ) -> tuple[subprocess.Popen[bytes], str]:
-    """(the process running `argv(port)`, its base URL) once its `/health` answers 200."""
+    """(the process running `argv(port)`, its base URL) once its `/health` answers 200.
+    `quiet`: its output is dropped; `stdout_to_stderr`: its stdout goes to ours stderr (a
+    benchmark printing JSON on stdout)."""
     port = free_port()
     output = subprocess.DEVNULL if quiet else None
-    child = subprocess.Popen(argv(port), env=dict(env), stdout=output, stderr=output)
+    stdout = sys.stderr if stdout_to_stderr and not quiet else output
+    child = subprocess.Popen(argv(port), env=dict(env), stdout=stdout, stderr=output)
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + timeout
     try:

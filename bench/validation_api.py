@@ -1,25 +1,27 @@
-"""Validation API benchmark: p50/p95 latency and requests/s of the multi-model view and the
-task consensus summary under concurrent load, cached and uncached, on PostgreSQL.
+"""Validation API benchmark: p50/p95 latency and requests/s of the multi-model view and the task
+consensus summary under concurrent load, cached and uncached, on PostgreSQL.
 
-The data (`--tasks` tasks of `--tags` RA tags, each validated by `--models` scripted models)
-is written through the services into a fresh schema of VALUERANK_BENCH_DATABASE_URL (dropped
-afterwards). The server is `valuerank serve --no-work` in a child process (the same `serve()`,
-access log off); a second one runs with VALUERANK_VALIDATION_CACHE_SECONDS=0 for the uncached
-figures. `--clients` concurrent clients (aiohttp on uvloop, keep-alive, one connection each)
-request random tags or tasks for `--seconds` per measurement; latency is measured by the
-clients, and the server's CPU time per request is read from /proc (what a request costs the
-server, whatever else shares the machine). The load generator shares the machine's cores with
-the server and PostgreSQL, so it is kept light: aiohttp costs it about 0.25 ms of CPU a
-request where httpx costs 1 ms (measured here), and its own CPU per request is reported
-(`client_cpu_ms_per_request`). These closed loops find the throughput: each client sends
-its next request when the last one answers, so with many clients the latency is mostly the
-queue for the CPU. `--rates` then measures latency at a given load, open loop (as wrk2 does):
-requests are sent at a fixed rate (Poisson arrivals, seeded) whether or not earlier ones have
-answered, over as many connections as are needed at once (`max_in_flight`), and each latency
-counts from the moment its request was due — a server that falls behind is charged for it.
-Goals: p95 < 10 ms cached, < 50 ms uncached; `p95_to_goal` is p95 / goal (<= 1 meets it).
+The data (`--tasks` tasks of `--tags` RA tags, each validated by `--models` scripted models) is
+written through the services into a fresh schema of VALUERANK_BENCH_DATABASE_URL (dropped
+afterwards). The server is `valuerank serve --no-work --no-access-log --workers N` in a child
+process, for each N of `--serve-workers`; a second one runs with
+VALUERANK_VALIDATION_CACHE_SECONDS=0 for the uncached figures. `--clients` concurrent clients
+(aiohttp on uvloop, keep-alive, one connection each) request random tags or tasks for
+`--seconds` per measurement; latency is measured by the clients, and the server's CPU time per
+request is read from /proc (what a request costs the server's processes, whatever else shares
+the machine). The load generator shares the machine's cores with the server and PostgreSQL, so
+it is kept light: aiohttp costs it about 0.25 ms of CPU a request where httpx costs 1 ms
+(measured here), and its own CPU per request is reported (`client_cpu_ms_per_request`). These
+closed loops find the throughput: each client sends its next request when the last one answers,
+so with many clients the latency is mostly the queue for the CPU. `--rates` then measures
+latency at a given load, open loop (as wrk2 does): requests are sent at a fixed rate (Poisson
+arrivals, seeded) whether or not earlier ones have answered, over as many connections as are
+needed at once (`max_in_flight`), and each latency counts from the moment its request was due —
+a server that falls behind is charged for it. Goals: p95 < 10 ms cached, < 50 ms uncached;
+`p95_to_goal` is p95 / goal (<= 1 meets it).
 
     python -m bench.validation_api --json [--clients 1 4 16 64 --rates 50 100 200 --seconds 5]
+                                          [--serve-workers 1 2]
 """
 
 from __future__ import annotations
@@ -27,9 +29,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import itertools
 import json
 import os
 import random
+import signal
 import statistics
 import subprocess
 import sys
@@ -55,26 +59,6 @@ KEEP_ALIVE_SECONDS = 3.0  # reuse a free connection only this long (uvicorn keep
 PREOPENED = 32  # open-loop connections ready before the clock starts
 PERSONAS = ("utilitarian", "deontologist", "contrarian", "centrist", "agreeable", "neutral")
 OUTCOMES = ("validated", "partial", "rejected")
-
-# The child: `valuerank serve` without the access log (one line per request would be measured).
-SERVE = """
-import asyncio, sys
-from valuerank.cli.serve_cmd import serve
-from valuerank.config import get_settings
-from bench.pg import Schema
-from valuerank.db import create_database
-from valuerank.orgs import ensure_org
-
-async def main() -> None:
-    db = create_database(get_settings().database_url)
-    async with db.transaction() as conn:
-        org = await ensure_org(conn, "default")
-    await serve(db, org, host="127.0.0.1", port=int(sys.argv[1]), work=False,
-                log_level="warning")
-    await db.dispose()
-
-asyncio.run(main())
-"""
 
 
 async def _seed(url: str, args: argparse.Namespace) -> list[tuple[int, str]]:
@@ -104,7 +88,9 @@ async def _seed(url: str, args: argparse.Namespace) -> list[tuple[int, str]]:
         await db.dispose()
 
 
-def _start(url: str, cache_seconds: float) -> tuple[subprocess.Popen[bytes], str]:
+def _start(url: str, cache_seconds: float, workers: int) -> tuple[subprocess.Popen[bytes], str]:
+    """`valuerank serve --workers N` without the access log (a line per request would be
+    measured); its banner goes to stderr, away from --json's output."""
     env = {
         **os.environ,
         "VALUERANK_DATABASE_URL": url,
@@ -113,7 +99,15 @@ def _start(url: str, cache_seconds: float) -> tuple[subprocess.Popen[bytes], str
         # 429 within a second: the benchmark measures the reads, not the limiter.
         "VALUERANK_RATE_LIMITS_ENABLED": "false",
     }
-    return start_server(lambda port: [sys.executable, "-c", SERVE, str(port)], env)
+    return start_server(
+        lambda port: [
+            sys.executable, "-m", "valuerank", "serve", "--port", str(port), "--no-work",
+            "--no-access-log", "--workers", str(workers),
+        ],
+        env,
+        timeout=300,  # N processes import the web stack at once, on a shared machine
+        stdout_to_stderr=True,
+    )  # fmt: skip
 
 
 def _percentile(values: list[float], q: int) -> float:
@@ -124,11 +118,32 @@ def _percentile(values: list[float], q: int) -> float:
     )
 
 
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process so far (Linux /proc)."""
+def _stat(pid: int) -> list[str]:
+    """The fields of /proc/<pid>/stat after the command's name (state, ppid, …)."""
     with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return f.read().rsplit(")", 1)[1].split()
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process and its children so far (Linux /proc): with
+    `--workers N` the server is the children, the parent only watches them."""
+    total = 0.0
+    for one in (pid, *_children(pid)):
+        fields = _stat(one)
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                if int(_stat(int(name))[1]) == pid:
+                    found.append(int(name))
+            except (OSError, IndexError):  # it ended meanwhile
+                continue
+    return found
 
 
 def _client(base: str) -> aiohttp.ClientSession:
@@ -154,10 +169,15 @@ def _wrong_answer(path: str, answer: tuple[int, bytes], cached: bool) -> str | N
 
 
 async def _warm(clients: list[aiohttp.ClientSession], paths: list[str], cached: bool) -> None:
-    """Fill every cache entry once (cached), then connect every client."""
-    for path in paths if cached else ():
-        assert (await _get(clients[0], path))[0] == 200
-    await asyncio.gather(*(_get(c, paths[0]) for c in clients))
+    """Connect every client; cached, have every client ask every path once: each server
+    process has its own cache, and a keep-alive connection stays with one process, so every
+    process any client reaches has every entry."""
+
+    async def ask(client: aiohttp.ClientSession) -> None:
+        for path in paths if cached else paths[:1]:
+            assert (await _get(client, path))[0] == 200
+
+    await asyncio.gather(*(ask(c) for c in clients))
 
 
 def _figures(
@@ -297,6 +317,11 @@ async def _open_loop(
     }
 
 
+def _progress(row: dict[str, Any]) -> None:
+    """Each measurement on stderr as it is made: a long run that fails later keeps them."""
+    print(json.dumps(row), file=sys.stderr, flush=True)
+
+
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     with Schema(URL, "validation") as schema:
         return await _run(schema.url, args)
@@ -310,22 +335,25 @@ async def _run(url: str, args: argparse.Namespace) -> dict[str, Any]:
         summaries = sorted({f"/api/assumptions/consensus/{t}" for t, _ in tags})
         results: list[dict[str, Any]] = []
         open_loop: list[dict[str, Any]] = []
-        for mode, cache_seconds in (("cached", 300.0), ("uncached", 0.0)):
-            child, base = _start(url, cache_seconds)
+        for workers, (mode, cache_seconds) in itertools.product(
+            args.serve_workers,
+            [m for m in (("cached", 300.0), ("uncached", 0.0)) if m[0] in args.modes],
+        ):
+            child, base = _start(url, cache_seconds, workers)
             children.append(child)
+            cached = mode == "cached"
             for endpoint, paths in (("multi_model_view", views), ("task_consensus", summaries)):
+                row = {"endpoint": endpoint, "mode": mode, "serve_workers": workers}
                 for clients in args.clients:
-                    figures = await _load(
-                        base, child.pid, paths, clients, args.seconds, mode == "cached"
-                    )
-                    results.append({"endpoint": endpoint, "mode": mode, **figures})
+                    figures = await _load(base, child.pid, paths, clients, args.seconds, cached)
+                    results.append({**row, **figures})
+                    _progress(results[-1])
                 for rate in args.rates:
-                    figures = await _open_loop(
-                        base, child.pid, paths, rate, args.seconds, mode == "cached"
-                    )
-                    open_loop.append({"endpoint": endpoint, "mode": mode, **figures})
+                    figures = await _open_loop(base, child.pid, paths, rate, args.seconds, cached)
+                    open_loop.append({**row, **figures})
+                    _progress(open_loop[-1])
             child.terminate()
-            child.wait(timeout=30)
+            child.wait(timeout=60)
         return {
             "database": "postgresql",
             "load_average_1m_at_end": round(os.getloadavg()[0], 2),
@@ -340,8 +368,12 @@ async def _run(url: str, args: argparse.Namespace) -> dict[str, Any]:
     finally:
         for child in children:
             if child.poll() is None:
-                child.kill()
-                child.wait()
+                child.terminate()  # `serve --workers` stops its processes, then itself
+                try:
+                    child.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    child.kill()  # its processes see their parent gone and stop
+                    child.wait()
 
 
 def main() -> None:
@@ -354,8 +386,20 @@ def main() -> None:
         "--rates", type=float, nargs="*", default=[50, 100, 200], help="open-loop requests/s"
     )
     parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument(
+        "--modes", nargs="+", default=["cached", "uncached"], choices=["cached", "uncached"]
+    )
+    parser.add_argument(
+        "--serve-workers",
+        type=int,
+        nargs="+",
+        default=[1],
+        help="measure with each of these `valuerank serve --workers` counts",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
+    # SIGTERM (a `timeout`) unwinds like Ctrl+C: the servers are stopped, the schema dropped.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
         result = runner.run(run(args))
     if args.json:
@@ -363,13 +407,15 @@ def main() -> None:
         return
     for r in result["results"]:
         print(
-            f"{r['endpoint']:<17} {r['mode']:<8} clients={r['clients']:<3} "
+            f"{r['endpoint']:<17} {r['mode']:<8} workers={r['serve_workers']} "
+            f"clients={r['clients']:<3} "
             f"p50={r['p50_ms']:.2f} ms p95={r['p95_ms']:.2f} ms ({r['p95_to_goal']}× goal) "
             f"{r['requests_per_s']:.0f} req/s, server {r['server_cpu_ms_per_request']} ms CPU/req"
         )
     for r in result["open_loop"]:
         print(
-            f"{r['endpoint']:<17} {r['mode']:<8} at {r['rate_per_s']:g}/s "
+            f"{r['endpoint']:<17} {r['mode']:<8} workers={r['serve_workers']} "
+            f"at {r['rate_per_s']:g}/s "
             f"p50={r['p50_ms']:.2f} ms p95={r['p95_ms']:.2f} ms ({r['p95_to_goal']}× goal), "
             f"at most {r['max_in_flight']} in flight, server {r['server_cpu_ms_per_request']} "
             f"ms CPU/req, load generator {r['client_cpu_ms_per_request']} ms CPU/req"

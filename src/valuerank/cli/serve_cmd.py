@@ -168,14 +168,18 @@ async def serve(
     on_ready: Callable[[str], None] | None = None,
     settings: Settings | None = None,
     log_level: str = "info",
+    access_log: bool = True,
+    sock: socket.socket | None = None,
+    stop: asyncio.Event | None = None,
 ) -> None:
-    """Serve the API and UI of the install (default organisation `org_id`) until SIGINT/SIGTERM
-    or cancellation.
+    """Serve the API and UI of the install (default organisation `org_id`) until SIGINT/SIGTERM,
+    `stop` is set, or cancellation.
 
     `on_ready(url)` is called once the server accepts connections, with the URL to open.
     `settings` default to the process's; with `auto_login` the host must be loopback
-    (AUTO_LOGIN_NOT_LOOPBACK). `work`: also run the pipeline's jobs in this process. The
-    caller owns `db`.
+    (AUTO_LOGIN_NOT_LOOPBACK). `work`: also run the pipeline's jobs in this process. `sock`:
+    a listening socket to serve on instead of binding `host:port` (one of `--workers`'
+    processes, which share their parent's); it is closed at the end. The caller owns `db`.
     """
     from valuerank.api import create_app
 
@@ -187,19 +191,20 @@ async def serve(
     # middle of a request (it took 157 ms on the benchmark machine).
     gc.collect()
     gc.freeze()
-    sock = bind_socket(host, port)
+    sock = bind_socket(host, port) if sock is None else sock
     config = uvicorn.Config(
         app,
         lifespan="off",
         log_level=log_level,
+        access_log=access_log,
         timeout_graceful_shutdown=int(GRACEFUL_SHUTDOWN_SECONDS),
     )
-    access_log = logging.getLogger("uvicorn.access")
-    if _access_filter() not in access_log.filters:
-        access_log.addFilter(_access_filter())
+    access_logger = logging.getLogger("uvicorn.access")
+    if _access_filter() not in access_logger.filters:
+        access_logger.addFilter(_access_filter())
     server = _Server(config)
     loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
+    stop = asyncio.Event() if stop is None else stop
     installed = _install_signals(loop, stop)
     try:
         async with _maybe_worker(db, work):
@@ -274,7 +279,19 @@ def serve_command(
     work: bool | None = typer.Option(
         None,
         "--work/--no-work",
-        help="Also run jobs in this process (default: on with SQLite, off with PostgreSQL).",
+        help="Also run jobs in this process (default: on with SQLite, off with PostgreSQL); "
+        "with --workers, in the first server process only.",
+    ),
+    workers: int = typer.Option(
+        1,
+        "--workers",
+        min=1,
+        help="Server processes sharing the port, each with its own database pool and caches "
+        "(1: this process serves). More than one uses more cores; without VALUERANK_REDIS_URL "
+        "each process counts rate limits on its own.",
+    ),
+    access_log: bool = typer.Option(
+        True, "--access-log/--no-access-log", help="Log every request (uvicorn's access log)."
     ),
 ) -> None:
     """Serve the web UI and the JSON API. Prints the URL to open and how to sign in.
@@ -304,11 +321,25 @@ def serve_command(
                         soft_wrap=True,
                     )
                 if in_process:
-                    console.print("[dim]Jobs run in this process (--no-work to turn off).[/]")
+                    where = "this process" if workers == 1 else "the first server process"
+                    console.print(f"[dim]Jobs run in {where} (--no-work to turn off).[/]")
+                if workers > 1:
+                    console.print(f"[dim]{workers} server processes share the port.[/]")
+                    if settings.rate_limits_enabled and settings.redis_url is None:
+                        console.print(
+                            "[yellow]Rate limits are counted by each process:[/] a client may "
+                            f"make up to {workers} times its limit (VALUERANK_REDIS_URL shares "
+                            "the counts).",
+                            soft_wrap=True,
+                        )
                 if host in ("0.0.0.0", "::"):
                     console.print("[yellow]Listening on every interface.[/]")
                 console.print("[dim]Press Ctrl+C to stop.[/]")
 
+            if workers > 1:
+                await db.dispose()  # the parent serves nothing: each child opens its own
+                await _supervise(host, port, org_id, in_process, workers, access_log, ready)
+                return
             await serve(
                 db,
                 org_id,
@@ -317,12 +348,33 @@ def serve_command(
                 work=in_process,
                 on_ready=ready,
                 settings=settings,
+                access_log=access_log,
             )
         finally:
             await db.dispose()
 
     run(_go())
     console.print("[dim]server stopped[/]")
+
+
+async def _supervise(
+    host: str,
+    port: int,
+    org_id: str,
+    work: bool,
+    workers: int,
+    access_log: bool,
+    ready: Callable[[str], None],
+) -> None:
+    """`--workers N`: N child processes serve one socket bound here (cli/serve_workers.py)."""
+    from valuerank.cli.serve_workers import Supervisor
+
+    sock = bind_socket(host, port)
+    try:
+        supervisor = Supervisor(sock, workers, host, org_id, work, access_log=access_log)
+        await supervisor.run(lambda: ready(display_url(host, sock.getsockname()[1])))
+    finally:
+        sock.close()
 
 
 def register(app: typer.Typer) -> None:
