@@ -223,9 +223,10 @@ CREATE TRIGGER slow_success BEFORE UPDATE ON jobs FOR EACH ROW
 
 
 async def test_a_worker_holds_at_most_twice_its_concurrency(kit: Kit) -> None:
-    """K handlers at once, and it claims while successes are being written, but no more
-    than K of them wait: at most 2K of its jobs are `running` in the database at any time.
-    (On PostgreSQL each success is made slow to write, so the claims would run far ahead.)"""
+    """Without claiming ahead: K handlers at once, and it claims while successes are being
+    written, but no more than K of them wait: at most 2K of its jobs are `running` in the
+    database at any time. (On PostgreSQL each success is made slow to write, so the claims
+    would run far ahead.) With claiming ahead: tests/queue/test_claim_ahead.py."""
     if kit.db.url.dialect == "postgresql":
         async with kit.db.transaction() as conn:
             await conn.exec_driver_sql(_SLOW_SUCCESS_PG)
@@ -239,7 +240,8 @@ async def test_a_worker_holds_at_most_twice_its_concurrency(kit: Kit) -> None:
             )
         seen.append((worker.in_flight, worker.held, int(running or 0)))
 
-    worker = Worker(kit.db, settings=kit.settings, concurrency=2, handlers={"echo": handler})
+    no_ahead = kit.settings.model_copy(update={"claim_ahead": 0})
+    worker = Worker(kit.db, settings=no_ahead, concurrency=2, handlers={"echo": handler})
     stats = await worker.run_until_idle()
     assert stats.succeeded == 30
     assert max(h for h, _, _ in seen) <= 2
@@ -321,7 +323,9 @@ async def test_burst_mode_does_not_wait_for_what_it_never_touched_or_beyond_its_
 ) -> None:
     await kit.put(2)
     later = await kit.put(prefix="later", partition="run-1", delay_seconds=3600)
-    elsewhere = await kit.put(prefix="other", partition="run-2", delay_seconds=0.5)
+    # Due well within the budget (and long after this test's few claims, even on a loaded
+    # machine): only its partition keeps the worker from waiting for it.
+    elsewhere = await kit.put(prefix="other", partition="run-2", delay_seconds=5)
 
     async def echo(job: Job) -> Any:
         return None

@@ -123,6 +123,7 @@ class _Round:
     more: bool  # more could be claimed right now
     contended: bool = False  # candidates held by other claimers were skipped
     recount: list[tuple[str, str]] = field(default_factory=list)  # (org, partition) to count
+    capped: bool = False  # a cap or rate bucket applied: no claiming ahead
 
 
 # A hint, never an input to correctness: after a fast claim's guard found a cap or a rate
@@ -233,9 +234,11 @@ async def _claim_round(
     kinds: list[str] | None,
     closed_buckets: set[str],
     contended: int = 0,
+    ahead: int = 0,
 ) -> _Round:
     """One claiming transaction; `contended`: rounds in a row before it that skipped held
-    candidates (PostgreSQL: each widens the window).
+    candidates (PostgreSQL: each widens the window); `ahead`: as many more jobs when no cap
+    nor rate bucket applies (else the round says `capped`).
 
     Adds to `closed_buckets` the rate buckets that refused a job in this round."""
     dialect = conn.dialect.name
@@ -245,9 +248,9 @@ async def _claim_round(
         and not closed_buckets
         and _fast_path_hinted(conn.engine.url)
     ):
-        window = claim_window(n, contended, settings.claim_window_slack)
+        window = claim_window(n + ahead, contended, settings.claim_window_slack)
         fast = await _fast_round(
-            conn, n=n, worker_id=worker_id, settings=settings, kinds=kinds, window=window
+            conn, n=n + ahead, worker_id=worker_id, settings=settings, kinds=kinds, window=window
         )
         if fast is not None:
             return fast
@@ -260,7 +263,10 @@ async def _claim_round(
     if any(c.scope is SlotScope.GLOBAL for c in full):
         return _Round([], more=False)
     rooms = [c.room for c in caps if c.room > 0]
-    limit = min([n, *rooms])
+    limited = bool(caps or buckets or settings.org_cap is not None)
+    limit = min([n, *rooms]) if limited else n + ahead
+    if limit <= 0:
+        return _Round([], more=False, capped=limited)
     window = claim_window(limit, contended, settings.claim_window_slack)
     if not full and not closed and not buckets:
         # The common case: the same statement every round, built once (immutable, reusable).
@@ -293,7 +299,7 @@ async def _claim_round(
         contended = int(rows[0].considered) > len(claimed)
         more = more or contended
     if not claimed:
-        return _Round([], more=more, contended=contended)
+        return _Round([], more=more, contended=contended, capped=limited)
     locked: dict[str, BucketState] | None = None
     if buckets:
         locked = await load_buckets(conn, job_bucket_keys(buckets, claimed), lock=True)
@@ -306,7 +312,7 @@ async def _claim_round(
             refused_ids = set(plan.refused)
             claimed = [j for j in claimed if j.id not in refused_ids]
             if not claimed:
-                return _Round([], more=more)
+                return _Round([], more=more, capped=limited)
     capped = bool(caps)
     if settings.org_cap is not None:
         await ensure_org_caps(conn, (j.org_id for j in claimed), settings.org_cap)
@@ -330,7 +336,7 @@ async def _claim_round(
         # plan is feasible: same buckets, fewer takings).
         await write_reservations(conn, plan_reservations(locked, claimed))
     await _emit_started(conn, claimed, worker_id)
-    return _Round(claimed, more=more, contended=contended)
+    return _Round(claimed, more=more, contended=contended, capped=limited)
 
 
 async def claim(
@@ -341,6 +347,7 @@ async def claim(
     settings: QueueSettings | None = None,
     kinds: list[str] | None = None,
     autocommit: AsyncConnection | None = None,
+    ahead: int = 0,
 ) -> list[Job]:
     """Claim up to `limit` eligible jobs for `worker_id`, each with a fresh lease.
 
@@ -348,10 +355,15 @@ async def claim(
     own short transactions (BEGIN IMMEDIATE on SQLite); returns the jobs by priority, then age.
     `autocommit`: a PostgreSQL connection in autocommit mode (no transaction open) to run the
     fast statement on, instead of checking one out of the pool (a worker keeps one).
+    `ahead`: up to that many more jobs (the worker's claim-ahead), only while no cap, rate
+    bucket or organisation default applies: such jobs would hold slots or reservations while
+    they wait, so a claim that meets one asks for `limit` only.
     """
     settings = settings or QueueSettings()
     if kinds is not None and not kinds:
         return []
+    if settings.org_cap is not None:
+        ahead = 0
     claimed: list[Job] = []
     closed_buckets: set[str] = set()
     contended = 0
@@ -362,20 +374,19 @@ async def claim(
         and settings.org_cap is None
         and _fast_path_hinted(db.engine.url)
     )
-    while len(claimed) < limit:
+    while len(claimed) < limit + ahead:
         result: _Round | None = None
+        want = limit + ahead - len(claimed)
         if alone:
             session = nullcontext(autocommit) if autocommit is not None else _autocommit(db)
             async with session as conn:
                 result = await _fast_round(
                     conn,
-                    n=limit - len(claimed),
+                    n=want,
                     worker_id=worker_id,
                     settings=settings,
                     kinds=kinds,
-                    window=claim_window(
-                        limit - len(claimed), contended, settings.claim_window_slack
-                    ),
+                    window=claim_window(want, contended, settings.claim_window_slack),
                     alone=True,
                 )
             alone = result is not None  # else a cap, bucket or webhook: transactions
@@ -384,12 +395,15 @@ async def claim(
                 result = await _claim_round(
                     conn,
                     n=limit - len(claimed),
+                    ahead=ahead,
                     worker_id=worker_id,
                     settings=settings,
                     kinds=kinds,
                     closed_buckets=closed_buckets,
                     contended=contended,
                 )
+            if result.capped:
+                ahead = 0  # a cap or bucket applies: no more than `limit`
         for org_id, partition in result.recount:
             async with db.transaction(immediate=True) as conn:
                 await recount_partition(conn, org_id, partition)

@@ -101,6 +101,19 @@ class QueueSettings(BaseModel):
         description="PostgreSQL: candidates a claim reads per partition beyond the jobs it "
         "asks for, so that jobs held by concurrent claimers (skipped) do not leave it short.",
     )
+    claim_ahead: int = Field(
+        default=16,
+        ge=0,
+        description="Most jobs a worker claims beyond its concurrency when its jobs are short "
+        "(they wait in the worker for a free place; see claim_ahead_seconds); 0: never.",
+    )
+    claim_ahead_seconds: float = Field(
+        default=0.5,
+        gt=0,
+        description="A worker claims ahead only as many jobs as it expects to start within "
+        "this (at most half a heartbeat), from how long its handlers take; a job claimed "
+        "ahead that has not started when its first heartbeat is due is handed back.",
+    )
 
     @model_validator(mode="before")
     @classmethod

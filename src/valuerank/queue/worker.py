@@ -14,14 +14,27 @@ reaper once its lease expires: at-least-once, never lost.
 Throughput: when a handler returns successfully, its place in the worker frees at once and the
 next claim runs while the success is being written (the job stays `running`, holding its
 concurrency slots, until then: caps count it). So a worker of concurrency K runs at most K
-handlers at once and holds at most 2K jobs (`held`: claimed and not yet recorded as done):
-it claims no more while K successes wait to be written. Successful jobs are written by one
-settler task, a batch per transaction: whatever succeeded while the previous batch was being
-written (no waiting to fill a batch). Every other outcome, and a success the batch could not
-take, is written in a transaction of its own. On PostgreSQL the worker keeps one connection
-for its claims (autocommit: a claim is one statement) and one for its batches, between uses
-idle with no transaction open, so neither pays a pool checkout and ping each time; a kept
-connection is dropped after any error and when the worker stops.
+handlers at once and, without claiming ahead, holds at most 2K jobs (`held`: claimed and not
+yet recorded as done): it claims no more while K successes wait to be written.
+
+Claiming ahead: when its jobs are short, a worker also claims A more jobs than it has places
+for, which wait in the worker (leased, `running` in the database) and start as places free,
+so one claim statement serves many short jobs. A is as many as it expects to start within
+`claim_ahead_seconds` (at most half a heartbeat), from how long its handlers take (a moving
+average, or the longest running handler if longer), at most `claim_ahead`; 0 until a handler
+has returned. It then holds at most 2(K + A) jobs, and refills once half of A is free (or a
+place would otherwise stay empty). Only a claim no cap, rate bucket or organisation default
+applies to takes jobs ahead (a waiting job would hold slots or a reservation). A job claimed
+ahead that has not started when its first heartbeat is due is handed back (queued, its
+attempt refunded); a stopping worker hands back its waiting jobs at once; a killed worker's
+are reaped when their leases expire, like its running ones.
+
+Successful jobs are written by one settler task, a batch per transaction: whatever succeeded
+while the previous batch was being written (no waiting to fill a batch). Every other outcome,
+and a success the batch could not take, is written in a transaction of its own. On PostgreSQL
+the worker keeps one connection for its claims (autocommit: a claim is one statement) and one
+for its batches, between uses idle with no transaction open, so neither pays a pool checkout
+and ping each time; a kept connection is dropped after any error and when the worker stops.
 
 Waking: an idle worker claims again when one of its handlers ends, when a rate-limit block
 ends, when `poll_seconds` pass, and on PostgreSQL as soon as jobs of a kind it handles are
@@ -111,7 +124,7 @@ class HandlerResult:
 class StopReason(StrEnum):
     CANCEL = "cancel"  # cancellation requested: the job ends cancelled
     LOST = "lost"  # lease lost: someone else owns the job now, write nothing
-    SHUTDOWN = "shutdown"  # worker stopping: give the job back
+    SHUTDOWN = "shutdown"  # give the job back: worker stopping, or claimed ahead too long
 
 
 @dataclass
@@ -132,6 +145,8 @@ class _Running:
     handler_task: asyncio.Task[Any]
     reason: StopReason | None = None
     task: asyncio.Task[None] | None = field(default=None)
+    began: float | None = None  # when its handler started (monotonic); None: still waiting
+    placed: bool = False  # it holds one of the worker's `concurrency` places
 
     def stop(self, reason: StopReason) -> None:
         if self.reason is None or reason is StopReason.LOST:
@@ -213,7 +228,10 @@ class Worker:
         # Decrypts webhook signing secrets (VALUERANK_SECRET_KEY, given by the caller): without
         # it, deliveries of webhooks that have a secret fail unsent and are retried.
         self._cipher = cipher
-        self._running: dict[str, _Running] = {}  # handler running
+        self._running: dict[str, _Running] = {}  # handler running, or claimed ahead: waiting
+        self._places = asyncio.Semaphore(concurrency)  # a handler runs holding one
+        self._placed = 0  # places held: handlers running, and raised ones being settled
+        self._duration: float | None = None  # moving average of successful handlers' seconds
         self._touched: set[str] = set()  # partitions this worker ran jobs of
         self._settling: dict[str, _Running] = {}  # handler returned, outcome being written
         self._wake = asyncio.Event()
@@ -271,19 +289,53 @@ class Worker:
         its handler returns: the worker then claims its next job while that success is being
         written (the job stays `running`, holding its slots, until written). A handler that
         raised leaves it only once its outcome is written."""
-        return len(self._running)
+        return self._placed
+
+    @property
+    def waiting(self) -> int:
+        """Jobs claimed ahead whose handler has not started yet."""
+        return len(self._running) - self._placed
 
     @property
     def held(self) -> int:
-        """Jobs this worker claimed and has not yet recorded as done: handlers running plus
-        outcomes being written; at most 2 × `concurrency` (see `_free`)."""
+        """Jobs this worker claimed and has not yet recorded as done: handlers running, jobs
+        claimed ahead, and outcomes being written; at most 2 × (`concurrency` + the jobs it
+        may claim ahead) (see `_wanted`)."""
         return len(self._running) + len(self._settling)
 
+    def _ahead(self) -> int:
+        """How many jobs to hold beyond `concurrency` now (see the module doc)."""
+        s = self.settings
+        if s.claim_ahead <= 0 or self._duration is None:
+            return 0
+        now = time.monotonic()
+        longest = max(
+            (now - r.began for r in self._running.values() if r.began is not None),
+            default=0.0,
+        )
+        per_job = max(self._duration, longest)
+        budget = min(s.claim_ahead_seconds, s.heartbeat_seconds / 2) * self.concurrency
+        if per_job <= 0 or budget / per_job >= s.claim_ahead:
+            return s.claim_ahead
+        return int(budget / per_job)
+
+    def _wanted(self) -> tuple[int, int]:
+        """(limit, ahead) for a claim now; both 0: no claim now. `limit`: the places no job
+        waits for; `ahead`: more jobs to claim ahead. The worker holds at most 2(K + A) jobs
+        (no more than K + A successes waiting to be written); it refills jobs claimed ahead
+        once half of A is free, so that one claim takes several."""
+        k, a = self.concurrency, self._ahead()
+        free = min(k + a - len(self._running), 2 * (k + a) - self.held)
+        if free <= 0:
+            return 0, 0
+        limit = max(0, min(k - len(self._running), free))
+        if limit == 0 and free < max(1, (a + 1) // 2):
+            return 0, 0
+        return limit, free - limit
+
     def _free(self) -> int:
-        """How many jobs a claim may ask for now: a place for each handler not running, as
-        long as the worker holds at most 2 × `concurrency` jobs (no more than `concurrency`
-        successes waiting to be written)."""
-        return min(self.concurrency - self.in_flight, 2 * self.concurrency - self.held)
+        """How many jobs a claim would ask for now (0: no claim now)."""
+        return sum(self._wanted())
 
     def _wants(self, kinds: Kinds) -> bool:
         """Whether jobs of `kinds` (None: any) just made claimable are worth a claim now; with
@@ -509,14 +561,15 @@ class Worker:
 
     async def _fill(self) -> bool:
         """Claim for the free capacity; True if it got all it asked for."""
-        free = self._free()
-        if free <= 0 or self._stopping or not self._handlers:
+        limit, ahead = self._wanted()
+        if limit + ahead <= 0 or self._stopping or not self._handlers:
             return False
         try:
             jobs = await claim(
                 self.db,
                 worker_id=self.worker_id,
-                limit=free,
+                limit=limit,
+                ahead=ahead,
                 settings=self.settings,
                 kinds=sorted(self._handlers),
                 autocommit=await self._claim_conn.get(),
@@ -529,11 +582,31 @@ class Worker:
         for job in jobs:
             self.stats.claimed += 1
             self._touched.add(job.partition)
-            handler_task = asyncio.create_task(self._handlers[job.kind](job))
+            handler_task = asyncio.create_task(self._run_handler(job))
             running = _Running(job, handler_task)
             running.task = asyncio.create_task(self._supervise(running))
             self._running[job.id] = running
-        return len(jobs) == free
+        return len(jobs) == limit + ahead
+
+    async def _run_handler(self, job: Job) -> Any:
+        """The job's handler, once a place is free (at once unless it was claimed ahead). A
+        handler that returned frees its place here; one that raised keeps it until its
+        outcome is written (`_supervise`)."""
+        running = self._running[job.id]  # registered before this task first runs
+        await self._places.acquire()
+        running.placed, running.began = True, time.monotonic()
+        self._placed += 1
+        result = await self._handlers[job.kind](job)
+        took = time.monotonic() - running.began
+        self._duration = took if self._duration is None else 0.8 * self._duration + 0.2 * took
+        self._free_place(running)
+        return result
+
+    def _free_place(self, running: _Running) -> None:
+        if running.placed:
+            running.placed = False
+            self._placed -= 1
+            self._places.release()
 
     async def _drop_connections(self) -> None:
         await self._claim_conn.drop()
@@ -561,6 +634,9 @@ class Worker:
 
         def start_beating() -> None:
             nonlocal beat
+            if running.began is None:  # claimed ahead and still waiting: too long, hand back
+                running.stop(StopReason.SHUTDOWN)
+                return
             beat = asyncio.create_task(self._heartbeat(running, first_delay=0.0))
 
         timer = asyncio.get_running_loop().call_later(
@@ -584,6 +660,7 @@ class Worker:
             timer.cancel()
             if beat is not None:
                 beat.cancel()
+            self._free_place(running)
             self._running.pop(running.job.id, None)
             self._settling.pop(running.job.id, None)
             self._wake.set()
@@ -741,6 +818,9 @@ class Worker:
     async def _shutdown(self, grace: float) -> None:
         """Wait up to `grace` seconds for running jobs, then release the rest."""
         self._stopping = True
+        for running in list(self._running.values()):  # claimed ahead, not started: back now
+            if running.began is None:
+                running.stop(StopReason.SHUTDOWN)
         tasks = self._supervisors()
         if tasks and grace > 0:
             await asyncio.wait(tasks, timeout=grace)
