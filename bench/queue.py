@@ -24,21 +24,40 @@ Then `--repeats` timed passes, the configurations in alternating order (forward,
 forward); each figure is the median. A configuration that fails stops the benchmark with a
 non-zero exit: no peer is silently dropped.
 
-Enqueue-to-start latency (`ours_latency`): one job per transaction at 100 jobs/s for 5 s to
-an idle `valuerank worker -c 4`, at the default settings (poll 1 s; on PostgreSQL the worker
-also LISTENs and is woken by the enqueue's NOTIFY, see queue/wakeup.py) and with a 0.05 s
-poll; p50/p95/p99 of started_at - created_at (created_at is the enqueue transaction's start,
-so this includes that transaction), and `commit_to_start` p50/p95: from the enqueue
-transaction's last statement (just before its COMMIT, which sends the NOTIFY) to started_at,
-the part the worker's waking decides. `--only latency` runs just that part.
+Enqueue-to-start latency (`ours_latency`, in `bench.queue_start`): one job per transaction at
+100 jobs/s for 5 s to an idle `valuerank worker -c 4`, at the default settings (poll 1 s; on
+PostgreSQL the worker also LISTENs and is woken by the enqueue's NOTIFY, see queue/wakeup.py)
+and with a 0.05 s poll; p50/p95/p99 of started_at - created_at (created_at is the enqueue
+transaction's start, so this includes that transaction), and `commit_to_start` p50/p95: from
+the enqueue transaction's last statement (just before its COMMIT, which sends the NOTIFY) to
+started_at, the part the worker's waking decides. `--only latency` runs just that part, `--only
+throughput` all but it.
 
-    python -m bench.queue --json [--jobs N] [--claimers 1,4,16] [--repeats 3] [--only latency]
+Across hosts (`--latency-ms 0,1,5`): the whole comparison once per one-way latency, the
+workers of every system (ours, procrastinate, PgQueuer) reaching PostgreSQL through
+`bench.latency_proxy` (its own process, D ms each way); enqueueing, the meter and the schemas
+go direct, and 0 is direct (the default, as before). Each system opens its connections before
+its timing starts (ours: its pool's 5 kept connections are warmed, the peers open theirs), as
+a long-running worker would have them. `by_latency_ms` has each latency's figures (the
+top-level ones are the first latency's), its measured `round_trip_ms` (`SELECT 1`, median)
+and `flights_per_job`: the round trips the worker's connections waited for, per job, counted
+by the proxy over the timed run (the connections' set-up included: a few per connection);
+each configuration's row also has the `connections` its worker opened in a run.
+
+Under load (`--load N`): after the quiet comparison, the same comparison (workers direct)
+again while N CPU-burning processes run (`bench.cpu_load`: started by the benchmark, killed
+when that part ends, also on an error). `loaded` has its figures, the burners and the load
+average with them running; `ratio_quiet_and_loaded` has both ratios side by side per K.
+
+    python -m bench.queue --json [--jobs N] [--claimers 1,4,16] [--repeats 3]
+                                 [--only latency|throughput] [--latency-ms 0,1,5] [--load 2]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import statistics
@@ -47,14 +66,25 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.pg import DEFAULT_URL, Schema, in_flight_peak, install_in_flight_meter
+import psycopg
+
+from bench.cpu_load import burners
+from bench.latency_proxy import Proxy, latency_proxy, target_of, via
+from bench.pg import DEFAULT_URL, Schema, in_flight_peak, install_in_flight_meter, libpq
 from bench.queue_peers import PeerConfig, peer_configs, quiet_peer_logs
+from bench.queue_start import latency_only, latency_rows, load_since
+
+# SQLAlchemy's default pool_size: the connections its pool keeps between checkouts.
+KEPT_CONNECTIONS = 5
 
 # -- ours -------------------------------------------------------------------------------------
 
 
-async def ours(url: str, jobs: int, claimers: int, meter: bool = False) -> float:
-    """`valuerank worker -c K` (see the module doc) draining `jobs` no-op jobs; jobs/s."""
+async def ours(
+    url: str, jobs: int, claimers: int, meter: bool = False, worker_url: str | None = None
+) -> float:
+    """`valuerank worker -c K` (see the module doc) draining `jobs` no-op jobs; jobs/s. With
+    `worker_url`, the worker's own engine connects there, its pool warmed first."""
     from valuerank.cli.worker_cmd import build_worker
     from valuerank.cli.worker_settings import worker_settings
     from valuerank.db import create_database
@@ -64,6 +94,7 @@ async def ours(url: str, jobs: int, claimers: int, meter: bool = False) -> float
     from valuerank.queue.builtin import NOOP
 
     db = create_database(url)
+    worker_db = db if worker_url is None else create_database(worker_url)
     try:
         await upgrade(db)
         async with db.transaction() as conn:
@@ -71,7 +102,11 @@ async def ours(url: str, jobs: int, claimers: int, meter: bool = False) -> float
             await enqueue_many(conn, [JobSpec(kind=NOOP, org_id=org) for _ in range(jobs)])
         if meter:
             install_in_flight_meter(url, "jobs", "running")
-        worker, pipeline = build_worker(db, worker_settings(), concurrency=claimers)
+        if worker_db is not db:
+            async with contextlib.AsyncExitStack() as stack:
+                for _ in range(KEPT_CONNECTIONS):
+                    await stack.enter_async_context(worker_db.engine.connect())
+        worker, pipeline = build_worker(worker_db, worker_settings(), concurrency=claimers)
         start = time.perf_counter()
         task = asyncio.create_task(worker.run_forever())
         while worker.stats.succeeded < jobs and not task.done():
@@ -86,87 +121,17 @@ async def ours(url: str, jobs: int, claimers: int, meter: bool = False) -> float
         return jobs / elapsed
     finally:
         await db.dispose()
-
-
-async def ours_latency(
-    url: str, rate: float, seconds: float, claimers: int, poll_seconds: float | None = None
-) -> dict[str, Any]:
-    """Enqueue one job every 1/rate s for `seconds` while `valuerank worker -c K` runs (with
-    VALUERANK_WORKER_POLL_SECONDS=`poll_seconds` if given); started_at - created_at. Timing
-    starts once the worker listens (PostgreSQL), as it does from then on."""
-    from sqlalchemy import select, text
-
-    from valuerank.cli.worker_cmd import build_worker
-    from valuerank.cli.worker_settings import WorkerSettings, worker_settings
-    from valuerank.db import create_database
-    from valuerank.db.migrate import upgrade
-    from valuerank.db.tables import jobs as jobs_table
-    from valuerank.orgs import ensure_org
-    from valuerank.queue import JobSpec, enqueue
-    from valuerank.queue.builtin import NOOP
-
-    db = create_database(url)
-    try:
-        await upgrade(db)
-        async with db.transaction() as conn:
-            org = await ensure_org(conn, "bench")
-        ws = (
-            worker_settings() if poll_seconds is None else WorkerSettings(poll_seconds=poll_seconds)
-        )
-        worker, pipeline = build_worker(db, ws, concurrency=claimers)
-        task = asyncio.create_task(worker.run_forever())
-        listens = worker.wakeup is not None
-        if worker.wakeup is not None:
-            await asyncio.wait_for(worker.wakeup.listener.connected.wait(), 30)
-        n = int(rate * seconds)
-        t0 = time.perf_counter()
-        committing: dict[str, Any] = {}  # job id → the database clock just before COMMIT
-        for i in range(n):
-            async with db.transaction() as conn:
-                job = await enqueue(conn, JobSpec(kind=NOOP, org_id=org))
-                committing[job.job_id] = await conn.scalar(text("SELECT clock_timestamp()"))
-            await asyncio.sleep(max(0.0, t0 + (i + 1) / rate - time.perf_counter()))
-        deadline = time.perf_counter() + 30
-        while worker.stats.succeeded < n and time.perf_counter() < deadline:
-            await asyncio.sleep(0.05)
-        worker.stop()
-        await task
-        await pipeline.aclose()
-        async with db.transaction() as conn:
-            rows = (
-                await conn.execute(
-                    select(jobs_table.c.id, jobs_table.c.created_at, jobs_table.c.started_at).where(
-                        jobs_table.c.started_at.is_not(None)
-                    )
-                )
-            ).all()
-        lat = sorted((s - c).total_seconds() * 1000 for _, c, s in rows)
-        after = sorted((s - committing[i]).total_seconds() * 1000 for i, _, s in rows)
-        q = statistics.quantiles(lat, n=100) if len(lat) > 1 else lat * 99
-        qa = statistics.quantiles(after, n=100) if len(after) > 1 else after * 99
-        return {
-            "rate_jobs_per_s": rate,
-            "jobs": n,
-            "claimers": claimers,
-            "poll_seconds": ws.poll_seconds,
-            "listen": listens,
-            "started": len(lat),
-            "p50_ms": round(q[49], 2),
-            "p95_ms": round(q[94], 2),
-            "p99_ms": round(q[98], 2),
-            "max_ms": round(lat[-1], 2) if lat else None,
-            "commit_to_start_p50_ms": round(qa[49], 2),
-            "commit_to_start_p95_ms": round(qa[94], 2),
-        }
-    finally:
-        await db.dispose()
+        if worker_db is not db:
+            await worker_db.dispose()
 
 
 def ours_config(k: int) -> PeerConfig:
     return PeerConfig(
         "valuerank",
         f"valuerank worker -c {k}",
-        lambda url, jobs, meter: ours(url, jobs, k, meter),
+        lambda url, jobs, meter, worker_url: ours(
+            url, jobs, k, meter, None if worker_url == url else worker_url
+        ),
     )
 
 
@@ -178,93 +143,92 @@ class Measured:
     config: PeerConfig
     max_in_flight: int | None = None
     runs: list[float] = field(default_factory=list)
+    flights: list[float] = field(default_factory=list)  # per job, through the proxy
+    connections: int | None = None  # the most the worker opened in one run, via the proxy
 
     @property
     def median(self) -> float:
         return statistics.median(self.runs)
 
     def row(self) -> dict[str, Any]:
-        return {
+        row = {
             "config": self.config.label,
             "jobs_per_second": round(self.median, 1),
             "runs": [round(r, 1) for r in self.runs],
             "max_in_flight": self.max_in_flight,
         }
+        if self.flights:
+            row["flights_per_job"] = round(statistics.median(self.flights), 2)
+            row["connections"] = self.connections
+        return row
 
 
 class PeerFailed(RuntimeError):
     """A configuration could not run: the comparison would be incomplete."""
 
 
-async def run_one(base_url: str, config: PeerConfig, jobs: int, meter: bool) -> tuple[float, int]:
+@dataclass
+class OneRun:
+    rate: float
+    peak: int  # -1: not metered
+    flights_per_job: float | None  # None: direct
+    connections: int = 0  # opened through the proxy
+
+
+async def run_one(
+    base_url: str, config: PeerConfig, jobs: int, meter: bool, proxy: Proxy | None = None
+) -> OneRun:
     with Schema(base_url, config.system) as schema:
+        worker_url = schema.url if proxy is None else via(schema.url, proxy.port)
+        before = proxy.counts() if proxy else {}
         try:
-            rate = await config.run(schema.url, jobs, meter)
+            rate = await config.run(schema.url, jobs, meter, worker_url)
         except Exception as exc:
             raise PeerFailed(
                 f"{config.system} ({config.label}) failed: {type(exc).__name__}: {exc}"
             ) from exc
-        return rate, in_flight_peak(schema.url) if meter else -1
+        after = proxy.counts() if proxy else before
+        flights = (after["flights"] - before["flights"]) / jobs if proxy else None
+        peak = in_flight_peak(schema.url) if meter else -1
+        return OneRun(
+            rate, peak, flights, after.get("connections", 0) - before.get("connections", 0)
+        )
 
 
-async def measure_k(base_url: str, jobs: int, k: int, repeats: int) -> list[Measured]:
+async def measure_k(
+    base_url: str, jobs: int, k: int, repeats: int, proxy: Proxy | None = None
+) -> list[Measured]:
     """Warm-up with the in-flight meter, then `repeats` timed passes in alternating order."""
     measured = [Measured(c) for c in [ours_config(k), *peer_configs(k)]]
+    at = f" +{proxy.delay_ms:g} ms" if proxy else ""
     for m in measured:
-        _, m.max_in_flight = await run_one(base_url, m.config, jobs, meter=True)
+        m.max_in_flight = (await run_one(base_url, m.config, jobs, True, proxy)).peak
     for rep in range(repeats):
         for m in measured if rep % 2 == 0 else reversed(measured):
-            rate, _ = await run_one(base_url, m.config, jobs, meter=False)
-            m.runs.append(rate)
+            one = await run_one(base_url, m.config, jobs, False, proxy)
+            m.runs.append(one.rate)
+            if one.flights_per_job is not None:
+                m.flights.append(one.flights_per_job)
+                m.connections = max(m.connections or 0, one.connections)
             print(
-                f"K={k} rep {rep + 1}: {m.config.system} ({m.config.label}): {rate:.1f} jobs/s",
+                f"K={k}{at} rep {rep + 1}: {m.config.system} ({m.config.label}): "
+                f"{one.rate:.1f} jobs/s",
                 file=sys.stderr,
             )
     return measured
 
 
-async def latency_rows(base_url: str) -> list[dict[str, Any]]:
-    """`ours_latency` at the default poll interval (1 s, LISTEN on) and at a 0.05 s one."""
-    rows = []
-    for poll in (None, 0.05):
-        with Schema(base_url, "latency") as schema:
-            rows.append(
-                await ours_latency(
-                    schema.url, rate=100.0, seconds=5.0, claimers=4, poll_seconds=poll
-                )
-            )
-    return rows
-
-
-def _load(before: tuple[float, float, float]) -> dict[str, list[float]]:
-    return {
-        "before": [round(x, 2) for x in before],
-        "after": [round(x, 2) for x in os.getloadavg()],
-    }
-
-
-async def latency_only(base_url: str) -> dict[str, Any]:
-    load_before = os.getloadavg()
-    latency = await latency_rows(base_url)
-    return {
-        "database": base_url.split("@")[-1],
-        "valuerank_enqueue_to_start_latency": latency,
-        "load_average": _load(load_before),
-        "cpus": os.cpu_count(),
-    }
-
-
-async def main_async(
-    base_url: str, jobs: int, claimer_counts: list[int], repeats: int
+async def throughput(
+    base_url: str, jobs: int, claimer_counts: list[int], repeats: int, proxy: Proxy | None
 ) -> dict[str, Any]:
-    quiet_peer_logs()
-    load_before = os.getloadavg()
+    """Every system at every K (workers through `proxy` if given); the best of each per K."""
     per_system: dict[str, dict[str, float]] = {}
     best_config: dict[str, dict[str, str]] = {}
     grid: dict[str, dict[str, list[dict[str, Any]]]] = {}
     ratio: dict[str, float] = {}
+    flights: dict[str, dict[str, float]] = {}
     for k in claimer_counts:
-        measured = await measure_k(base_url, jobs, k, repeats)
+        measured = await measure_k(base_url, jobs, k, repeats, proxy)
         grid[str(k)] = {}
         best_config[str(k)] = {}
         for m in measured:
@@ -273,20 +237,100 @@ async def main_async(
             if m.median > best:
                 per_system[m.config.system][str(k)] = round(m.median, 1)
                 best_config[str(k)][m.config.system] = m.config.label
+                if m.flights:
+                    flights.setdefault(str(k), {})[m.config.system] = round(
+                        statistics.median(m.flights), 2
+                    )
         peers = [v[str(k)] for s, v in per_system.items() if s != "valuerank"]
         ratio[str(k)] = round(per_system["valuerank"][str(k)] / max(peers), 3)
-    latency = await latency_rows(base_url)
-    return {
+    result: dict[str, Any] = {
+        "jobs_per_second": per_system,
+        "best_config": best_config,
+        "ratio_vs_best_peer": ratio,
+    }
+    if proxy is not None:
+        result["flights_per_job"] = flights  # of each system's best configuration
+    result["configurations"] = grid
+    return result
+
+
+def round_trip_ms(base_url: str, proxy: Proxy | None) -> float:
+    """Median of 20 `SELECT 1` on one connection, direct or through `proxy`."""
+    url = libpq(base_url)
+    where = {} if proxy is None else {"host": "127.0.0.1", "port": proxy.port}
+    with psycopg.connect(url, autocommit=True, **where) as conn:  # type: ignore[arg-type]
+        timings = []
+        for _ in range(20):
+            start = time.perf_counter()
+            conn.execute("SELECT 1").fetchone()
+            timings.append((time.perf_counter() - start) * 1000)
+    return round(statistics.median(timings), 3)
+
+
+async def at_latency(
+    base_url: str, jobs: int, claimer_counts: list[int], repeats: int, delay_ms: float
+) -> dict[str, Any]:
+    """`throughput` with the workers `delay_ms` one-way from PostgreSQL (0: direct)."""
+    if delay_ms == 0:
+        result = await throughput(base_url, jobs, claimer_counts, repeats, None)
+        return {"round_trip_ms": round_trip_ms(base_url, None), **result}
+    with latency_proxy(delay_ms, target_of(libpq(base_url))) as proxy:
+        result = await throughput(base_url, jobs, claimer_counts, repeats, proxy)
+        return {"round_trip_ms": round_trip_ms(base_url, proxy), **result}
+
+
+async def under_load(
+    base_url: str, jobs: int, claimer_counts: list[int], repeats: int, n: int
+) -> dict[str, Any]:
+    """`throughput` (workers direct) while `n` CPU burners run, with the load average."""
+    with burners(n) as load:
+        result = await throughput(base_url, jobs, claimer_counts, repeats, None)
+    return {**load.report(), **result}
+
+
+async def main_async(
+    base_url: str,
+    jobs: int,
+    claimer_counts: list[int],
+    repeats: int,
+    latencies: list[float] | None = None,
+    start_latency: bool = True,
+    load: int = 0,
+) -> dict[str, Any]:
+    quiet_peer_logs()
+    load_before = os.getloadavg()
+    latencies = latencies or [0.0]
+    by_latency = {
+        f"{d:g}": await at_latency(base_url, jobs, claimer_counts, repeats, d) for d in latencies
+    }
+    first = by_latency[f"{latencies[0]:g}"]
+    latency = await latency_rows(base_url) if start_latency else None
+    result: dict[str, Any] = {
         "database": base_url.split("@")[-1],
         "jobs": jobs,
         "claimers": claimer_counts,
         "repeats": repeats,
-        "jobs_per_second": per_system,
-        "best_config": best_config,
-        "ratio_vs_best_peer": ratio,
-        "configurations": grid,
-        "valuerank_enqueue_to_start_latency": latency,
-        "load_average": _load(load_before),
+        "jobs_per_second": first["jobs_per_second"],
+        "best_config": first["best_config"],
+        "ratio_vs_best_peer": first["ratio_vs_best_peer"],
+        "configurations": first["configurations"],
+    }
+    if latencies != [0.0]:
+        result["latency_ms"] = latencies
+        result["ratio_by_latency_ms"] = {d: r["ratio_vs_best_peer"] for d, r in by_latency.items()}
+        result["by_latency_ms"] = by_latency
+    if load:
+        loaded = await under_load(base_url, jobs, claimer_counts, repeats, load)
+        result["loaded"] = loaded
+        result["ratio_quiet_and_loaded"] = {
+            k: {"quiet": quiet, "loaded": loaded["ratio_vs_best_peer"][k]}
+            for k, quiet in first["ratio_vs_best_peer"].items()
+        }
+    if latency is not None:
+        result["valuerank_enqueue_to_start_latency"] = latency
+    return {
+        **result,
+        "load_average": load_since(load_before),
         "cpus": os.cpu_count(),
     }
 
@@ -299,9 +343,21 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument(
         "--only",
-        choices=["all", "latency"],
+        choices=["all", "latency", "throughput"],
         default="all",
-        help="latency: only the enqueue-to-start latency (seconds instead of many minutes)",
+        help="latency: only the enqueue-to-start latency (seconds instead of many minutes); "
+        "throughput: all but that",
+    )
+    parser.add_argument(
+        "--latency-ms",
+        default="0",
+        help="one-way latencies (ms) between the workers and PostgreSQL, e.g. 0,1,5 (0: direct)",
+    )
+    parser.add_argument(
+        "--load",
+        type=int,
+        default=0,
+        help="also run the comparison while this many CPU-burning processes run (0: not)",
     )
     args = parser.parse_args()
     url = os.environ.get("VALUERANK_BENCH_DATABASE_URL", DEFAULT_URL)
@@ -310,7 +366,18 @@ def main() -> None:
         if args.only == "latency":
             result = asyncio.run(latency_only(url))
         else:
-            result = asyncio.run(main_async(url, args.jobs, counts, args.repeats))
+            latencies = [float(d) for d in args.latency_ms.split(",")]
+            result = asyncio.run(
+                main_async(
+                    url,
+                    args.jobs,
+                    counts,
+                    args.repeats,
+                    latencies,
+                    args.only == "all",
+                    args.load,
+                )
+            )
     except PeerFailed as exc:
         print(f"bench.queue: {exc}", file=sys.stderr)
         raise SystemExit(1) from exc

@@ -5,11 +5,15 @@ Each function takes the URL of a fresh schema (see `bench.pg.Schema`), enqueues 
 jobs the peer's own way, then times the drain by a worker that stops once the queue is empty
 (procrastinate `wait=False`, PgQueuer `mode=drain`): the time includes writing the last
 completions and the worker's exit. `meter` installs the in-flight meter (`bench.pg`) first.
+The worker connects to `worker_url`: the same schema, through `bench.latency_proxy` when the
+benchmark adds latency (the enqueueing and the meter go direct); its connections are opened
+before the timing starts, as they were without the proxy.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -20,7 +24,8 @@ import psycopg
 
 from bench.pg import install_in_flight_meter
 
-Run = Callable[[str, int, bool], Awaitable[float]]
+# (schema URL, jobs, meter, the worker's URL to the same schema) → jobs/s
+Run = Callable[[str, int, bool, str], Awaitable[float]]
 
 
 @dataclass(frozen=True)
@@ -37,7 +42,7 @@ PSYCOPG_POOL_DEFAULT = 4
 
 
 async def procrastinate_run(
-    url: str, jobs: int, meter: bool, *, concurrency: int, pool: int | None
+    url: str, jobs: int, meter: bool, worker_url: str, *, concurrency: int, pool: int | None
 ) -> float:
     """One procrastinate worker of `concurrency` sub-workers, everything else at its defaults
     (LISTEN/NOTIFY on, 5 s polling fallback, jobs kept); `pool`: the connection pool's size
@@ -45,22 +50,32 @@ async def procrastinate_run(
     import procrastinate
 
     sizes: dict[str, Any] = {} if pool is None else {"min_size": pool, "max_size": pool}
-    app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=url, **sizes))
     done = 0
 
-    @app.task(name="noop")
-    async def noop() -> None:
-        nonlocal done
-        done += 1
+    def app_on(conninfo: str) -> tuple[procrastinate.App, Any]:
+        app = procrastinate.App(
+            connector=procrastinate.PsycopgConnector(conninfo=conninfo, **sizes)
+        )
 
-    async with app.open_async():
+        @app.task(name="noop")
+        async def noop() -> None:
+            nonlocal done
+            done += 1
+
+        return app, noop
+
+    app, noop = app_on(url)
+    worker_app = app_on(worker_url)[0] if worker_url != url else app
+    async with app.open_async(), contextlib.AsyncExitStack() as stack:
+        if worker_app is not app:
+            await stack.enter_async_context(worker_app.open_async())
         await app.schema_manager.apply_schema_async()
         for start in range(0, jobs, 1000):
             await noop.batch_defer_async(*({} for _ in range(min(1000, jobs - start))))
         if meter:
             install_in_flight_meter(url, "procrastinate_jobs", "doing")
         t = time.perf_counter()
-        await app.run_worker_async(
+        await worker_app.run_worker_async(
             concurrency=concurrency, wait=False, install_signal_handlers=False
         )
         elapsed = time.perf_counter() - t
@@ -90,8 +105,8 @@ def procrastinate_configs(k: int) -> list[PeerConfig]:
 
 
 def _procrastinate(concurrency: int, pool: int | None) -> Run:
-    def run(url: str, jobs: int, meter: bool) -> Awaitable[float]:
-        return procrastinate_run(url, jobs, meter, concurrency=concurrency, pool=pool)
+    def run(url: str, jobs: int, meter: bool, worker_url: str) -> Awaitable[float]:
+        return procrastinate_run(url, jobs, meter, worker_url, concurrency=concurrency, pool=pool)
 
     return run
 
@@ -100,7 +115,14 @@ def _procrastinate(concurrency: int, pool: int | None) -> Run:
 
 
 async def pgqueuer_run(
-    url: str, jobs: int, meter: bool, *, managers: int, batch: int | None, tasks: int | None
+    url: str,
+    jobs: int,
+    meter: bool,
+    worker_url: str,
+    *,
+    managers: int,
+    batch: int | None,
+    tasks: int | None,
 ) -> float:
     """`managers` queue managers, each on its own connection, in drain mode; `batch` and
     `tasks` (max_concurrent_tasks) None: PgQueuer's defaults (batch 10, no cap)."""
@@ -118,7 +140,9 @@ async def pgqueuer_run(
     if meter:
         install_in_flight_meter(url, "pgqueuer", "picked")
     done = 0
-    conns = [await psycopg.AsyncConnection.connect(url, autocommit=True) for _ in range(managers)]
+    conns = [
+        await psycopg.AsyncConnection.connect(worker_url, autocommit=True) for _ in range(managers)
+    ]
     qms = []
     for conn in conns:
         qm = QueueManager(Queries(PsycopgDriver(conn)))
@@ -165,8 +189,10 @@ def pgqueuer_configs(k: int) -> list[PeerConfig]:
 
 
 def _pgqueuer(managers: int, batch: int | None, tasks: int | None) -> Run:
-    def run(url: str, jobs: int, meter: bool) -> Awaitable[float]:
-        return pgqueuer_run(url, jobs, meter, managers=managers, batch=batch, tasks=tasks)
+    def run(url: str, jobs: int, meter: bool, worker_url: str) -> Awaitable[float]:
+        return pgqueuer_run(
+            url, jobs, meter, worker_url, managers=managers, batch=batch, tasks=tasks
+        )
 
     return run
 
