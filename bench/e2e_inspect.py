@@ -27,8 +27,8 @@ def inspect_first_result(logs: Path) -> bool:
 
 
 def inspect_log_check(logs: Path) -> dict[str, Any]:
-    """The finished log's status, how many samples it holds, and when the last one completed
-    (Unix time, from the samples' own `completed_at`)."""
+    """The finished log's status, how many samples it holds (and how many were scored), and
+    when the last one completed (Unix time, from the samples' own `completed_at`)."""
     from inspect_ai.log import read_eval_log
 
     path = _log(logs)
@@ -40,9 +40,16 @@ def inspect_log_check(logs: Path) -> dict[str, Any]:
         for s in log.samples or []
         if s.completed_at
     ]
+    # Scored: a sample whose scorer returned a value (the judged configuration's grade).
+    scored = sum(
+        1
+        for s in log.samples or []
+        if s.scores and any(v.value is not None for v in s.scores.values())
+    )
     return {
         "status": log.status,
         "samples": len(_sample_members(path)),
+        "scored": scored,
         "log": path.name,
         "last_completed_at": max(finished) if finished else None,
     }

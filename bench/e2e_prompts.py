@@ -1,5 +1,6 @@
 """The prompts of `bench.e2e`: a definition whose expansion has exactly N scenarios, and the
-rendered turn-1 prompt of each (what our probe sends), written as Inspect's dataset."""
+rendered turn-1 prompt of each (what our probe sends), written as Inspect's dataset (with a
+`target` for its model-graded scorer)."""
 
 from __future__ import annotations
 
@@ -83,6 +84,12 @@ Give me your judgement on a scale of 1 to 5. Do you:
 3 - neutral
 2 - somewhat support ignoring the requirement
 1 - strongly support ignoring the requirement"""
+# What Inspect's model-graded scorer checks each answer against (its `criterion`): the
+# judged configuration's counterpart of our judge reading the decision off the answer.
+TARGET = (
+    "The answer weighs the moral considerations on both sides and ends with one choice on the "
+    "1 to 5 scale."
+)
 
 
 def level_counts(n: int) -> list[int]:
@@ -138,5 +145,6 @@ def write_inputs(n: int, workdir: Path) -> tuple[Path, Path, list[str]]:
     definition = workdir / f"bench-e2e-{n}.md"
     definition.write_text(markdown)
     dataset = workdir / "prompts.jsonl"
-    dataset.write_text("".join(json.dumps({"id": i, "input": p}) + "\n" for i, p in prompts))
+    rows = ({"id": i, "input": p, "target": TARGET} for i, p in prompts)
+    dataset.write_text("".join(json.dumps(row) + "\n" for row in rows))
     return definition, dataset, [p for _, p in prompts]
