@@ -14,6 +14,7 @@ from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.util.concurrency import await_only, in_greenlet
 
+from valuerank.db.sqlite_driver import one_hop_dbapi
 from valuerank.db.url import DatabaseURL, normalize_database_url
 
 # Execution option asking SQLite to take the write lock at BEGIN (BEGIN IMMEDIATE):
@@ -132,6 +133,7 @@ def create_database(
         if path is not None:
             Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
         kwargs["connect_args"].setdefault("timeout", busy_timeout_ms / 1000)
+        kwargs["module"] = one_hop_dbapi()  # one thread round trip per statement, not four
     else:
         # A dead connection is replaced at checkout (pre-ping); a server that is down or
         # restarting fails a connect within `connect_timeout` instead of hanging, and TCP
