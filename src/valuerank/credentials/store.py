@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import bindparam, delete, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -245,12 +245,15 @@ async def list_credentials(
     return [found[name] for name in sorted(found)]
 
 
+# Built once: every model call's job reads it.
+_CIPHERTEXT = select(provider_credentials.c.ciphertext).where(
+    provider_credentials.c.org_id == bindparam("org_id"),
+    provider_credentials.c.provider == bindparam("provider"),
+)
+
+
 async def _stored_ciphertext(conn: AsyncConnection, org_id: str, provider: str) -> str | None:
-    value = await conn.scalar(
-        select(provider_credentials.c.ciphertext).where(
-            provider_credentials.c.org_id == org_id, provider_credentials.c.provider == provider
-        )
-    )
+    value = await conn.scalar(_CIPHERTEXT, {"org_id": org_id, "provider": provider})
     return None if value is None else str(value)
 
 

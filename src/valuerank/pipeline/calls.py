@@ -13,10 +13,11 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import delete, select, tuple_
+from sqlalchemy import bindparam, delete, select, tuple_
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.credentials.store import resolve_api_key
+from valuerank.db.compiled import CompiledOnce
 from valuerank.db.engine import Database
 from valuerank.db.tables import response_cache
 from valuerank.errors import ValueRankError
@@ -36,7 +37,7 @@ from valuerank.providers.model_id import ModelId, parse_model_id
 from valuerank.providers.presets import preset_for
 from valuerank.providers.registry import adapter_spec
 from valuerank.queue import Permanent, RateLimited, Transient
-from valuerank.queue.dialect import db_now_plus, upsert
+from valuerank.queue.dialect import db_now_plus
 from valuerank.registry.service import prices_for
 
 
@@ -99,6 +100,41 @@ class CacheEntry:
 
 
 @dataclass(frozen=True)
+class Prepared:
+    """What a call reads from the database before it: the provider (with its key), the
+    model's prices, and the cached answer (looked up only when asked, `cache_key` given)."""
+
+    provider: Provider
+    prices: tuple[float, float] | None
+    hit: Mapping[str, Any] | None = None
+
+
+async def prepare_call(
+    conn: AsyncConnection,
+    pool: ProviderPool,
+    *,
+    org_id: str,
+    model_id: str,
+    cache_key: str | None = None,
+) -> Prepared:
+    """The reads before a call, in the caller's transaction: a job that reads other rows
+    first does them all in one transaction (`call_model(prepared=…)`)."""
+    provider = await pool.get(conn, org_id, parse_model_id(model_id))
+    prices = await prices_for(conn, model_id)
+    hit = None
+    if cache_key is not None:
+        hit = (
+            await conn.execute(_CACHED, {"org_id": org_id, "key": cache_key})
+        ).scalar_one_or_none()
+    return Prepared(provider, prices, hit)
+
+
+_CACHED = select(response_cache.c.completion).where(
+    response_cache.c.org_id == bindparam("org_id"), response_cache.c.key == bindparam("key")
+)
+
+
+@dataclass(frozen=True)
 class Answer:
     completion: Completion
     cost_usd: float | None
@@ -112,16 +148,19 @@ async def store_in_cache(conn: AsyncConnection, entries: Sequence[CacheEntry]) -
     """Write fresh answers to the response cache (a row already there is kept)."""
     if not entries:
         return
-    await conn.execute(
-        upsert(conn)(response_cache)
-        .values(
-            [
-                {"org_id": e.org_id, "key": e.key, "model": e.model, "completion": e.completion}
-                for e in entries
-            ]
-        )
-        .on_conflict_do_nothing(index_elements=["org_id", "key"])
+    await _CACHE_INSERT.execute(
+        conn,
+        [
+            {"org_id": e.org_id, "key": e.key, "model": e.model, "completion": e.completion}
+            for e in entries
+        ],
     )
+
+
+# INSERT … ON CONFLICT DO NOTHING, compiled once (every probe writes one row).
+_CACHE_INSERT = CompiledOnce(
+    lambda insert: insert(response_cache).on_conflict_do_nothing(index_elements=["org_id", "key"])
+)
 
 
 async def prune_response_cache(conn: AsyncConnection, *, older_than_days: float, batch: int) -> int:
@@ -188,6 +227,7 @@ async def call_model(
     reuse_cache: bool = False,
     write_cache: bool = True,
     before_call: Callable[[], Awaitable[object]] | None = None,
+    prepared: Prepared | None = None,
 ) -> Answer:
     """One completion: from the cache when asked and present, else from the provider.
 
@@ -196,22 +236,18 @@ async def call_model(
     With `write_cache=False` the answer carries its `cache_entry` instead, for the caller to
     write with its own results (one transaction instead of two). `before_call` is awaited
     right before the provider is asked (not for a cached answer): a call the claim reserved
-    no rate-limit request for reserves its own there (`queue.call_reserve`).
+    no rate-limit request for reserves its own there (`queue.call_reserve`). `prepared`: the
+    reads `prepare_call` made in the caller's transaction (with this request's cache key when
+    `reuse_cache`), instead of a transaction here.
     """
     model = parse_model_id(model_id)
     key = request_key(model, request, sample_index)
-    async with db.transaction() as conn:
-        provider = await pool.get(conn, org_id, model)
-        prices = await prices_for(conn, model_id)
-        hit = None
-        if reuse_cache:
-            hit = (
-                await conn.execute(
-                    select(response_cache.c.completion).where(
-                        response_cache.c.org_id == org_id, response_cache.c.key == key
-                    )
-                )
-            ).scalar_one_or_none()
+    if prepared is None:
+        async with db.transaction() as conn:
+            prepared = await prepare_call(
+                conn, pool, org_id=org_id, model_id=model_id, cache_key=key if reuse_cache else None
+            )
+    provider, prices, hit = prepared.provider, prepared.prices, prepared.hit
     if hit is not None:
         completion, cached = _completion_from_json(hit), True
     else:

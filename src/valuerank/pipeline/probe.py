@@ -14,15 +14,28 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.db.tables import run_scenarios, transcripts
 from valuerank.failpoints import PROBE_AFTER_TRANSCRIPT, failpoint
 from valuerank.formats.transcript_md import Transcript, Turn
-from valuerank.pipeline.calls import CacheEntry, call_model, store_in_cache
+from valuerank.pipeline.calls import (
+    CacheEntry,
+    Prepared,
+    call_model,
+    prepare_call,
+    request_key,
+    store_in_cache,
+)
 from valuerank.pipeline.context import PipelineContext
-from valuerank.pipeline.prompts import DEFAULT_FOLLOWUPS, probe_messages, turn_prompts, turn_seed
+from valuerank.pipeline.prompts import (
+    DEFAULT_FOLLOWUPS,
+    FollowUp,
+    probe_messages,
+    turn_prompts,
+    turn_seed,
+)
 from valuerank.pipeline.run_end import finalize_at_tail, move_on_at_tail
 from valuerank.providers.base import CompletionRequest
 from valuerank.providers.model_id import parse_model_id
@@ -57,16 +70,35 @@ class ProbeItem:
             raise Permanent(f"malformed probe payload: {exc}") from exc
 
 
+# The statements every probe runs, built once; the item is their parameters.
+_EXISTING = select(transcripts.c.id).where(
+    transcripts.c.run_id == bindparam("run_id"),
+    transcripts.c.scenario_id == bindparam("scenario_id"),
+    transcripts.c.model == bindparam("model"),
+    transcripts.c.sample_index == bindparam("sample"),
+)
+# The scenario and, in the same statement, the transcript a previous execution stored.
+_SCENARIO = select(
+    run_scenarios.c.content,
+    run_scenarios.c.dimension_scores,
+    _EXISTING.scalar_subquery().label("existing"),
+).where(
+    run_scenarios.c.run_id == bindparam("run_id"),
+    run_scenarios.c.scenario_id == bindparam("scenario_id"),
+)
+
+
+def _params(item: ProbeItem) -> dict[str, Any]:
+    return {
+        "run_id": item.run_id,
+        "scenario_id": item.scenario_id,
+        "model": item.model,
+        "sample": item.sample,
+    }
+
+
 async def _existing(conn: AsyncConnection, item: ProbeItem) -> str | None:
-    found = await conn.execute(
-        select(transcripts.c.id).where(
-            transcripts.c.run_id == item.run_id,
-            transcripts.c.scenario_id == item.scenario_id,
-            transcripts.c.model == item.model,
-            transcripts.c.sample_index == item.sample,
-        )
-    )
-    return found.scalar_one_or_none()
+    return (await conn.execute(_EXISTING, _params(item))).scalar_one_or_none()
 
 
 def cli_timestamp(moment: datetime) -> str:
@@ -76,28 +108,32 @@ def cli_timestamp(moment: datetime) -> str:
 
 async def run_probe(ctx: PipelineContext, job: Job) -> HandlerResult:
     item = ProbeItem.from_payload(job.payload)
-    scenario = None
+    prepared = None
+    # One read transaction: the run, the scenario (with a transcript already stored, if
+    # any), and what turn 1's call reads (provider, prices, cached answer).
     async with ctx.db.transaction() as conn:
-        existing = await _existing(conn, item)
         run = await get_run(conn, job.org_id, item.run_id)
-        if existing is None:
-            scenario = (
-                await conn.execute(
-                    select(run_scenarios).where(
-                        run_scenarios.c.run_id == run.id,
-                        run_scenarios.c.scenario_id == item.scenario_id,
-                    )
-                )
-            ).first()
+        scenario = (await conn.execute(_SCENARIO, _params(item) | {"run_id": run.id})).first()
+        existing = scenario.existing if scenario is not None else await _existing(conn, item)
+        if existing is None and scenario is not None:
+            first = _request(run, item, scenario, _turns(run, scenario)[0].prompt, [], 1)
+            key = request_key(parse_model_id(item.model), first, item.sample)
+            prepared = await prepare_call(
+                conn,
+                ctx.providers,
+                org_id=job.org_id,
+                model_id=item.model,
+                cache_key=key if run.config.reuse_cache else None,
+            )
     if existing is not None:  # a previous execution wrote it and died before completing
         await move_on_at_tail(ctx.db, job.org_id, run.id)
         return HandlerResult(
             {"transcript_id": existing, "reused": True},
             event_data={"scenario_id": item.scenario_id, "model": item.model},
         )
-    if scenario is None:
+    if scenario is None or prepared is None:
         raise Permanent(f"run {run.id[:8]} has no scenario {item.scenario_id!r}")
-    transcript, details, fresh = await _converse(ctx, job, run, item, scenario)
+    transcript, details, fresh = await _converse(ctx, job, run, item, scenario, prepared)
     first_answer = transcript.turns[0].target
     decision = decision_code(
         first_answer, scale_labels=scale_labels_from_template(str(scenario.content["body"]))
@@ -142,14 +178,55 @@ def _total_cost(details: list[dict[str, Any]]) -> float | None:
     return None if any(c is None for c in costs) else round(sum(costs), 6)
 
 
-async def _converse(
-    ctx: PipelineContext, job: Job, run: Run, item: ProbeItem, scenario: Any
-) -> tuple[Transcript, list[dict[str, Any]], list[CacheEntry]]:
-    """The conversation, each turn's details, and the fresh answers' cache rows."""
+def _turns(run: Run, scenario: Any) -> tuple[FollowUp, ...]:
     config = run.config
     body = str(scenario.content["body"])
-    prompts = turn_prompts(config.preamble, body, DEFAULT_FOLLOWUPS[: config.followup_turns])
-    model = parse_model_id(item.model)
+    return turn_prompts(config.preamble, body, DEFAULT_FOLLOWUPS[: config.followup_turns])
+
+
+def _request(
+    run: Run,
+    item: ProbeItem,
+    scenario: Any,
+    prompt: str,
+    history: list[tuple[str, str]],
+    number: int,
+) -> CompletionRequest:
+    """Turn `number`'s request, after the finished turns in `history`."""
+    config = run.config
+    return CompletionRequest(
+        model=parse_model_id(item.model).name,
+        messages=probe_messages(
+            config.preamble,
+            str(scenario.content["body"]),
+            system=config.system_prompt,
+            history=history,
+            next_prompt=prompt,
+        ),
+        temperature=config.temperature,
+        max_tokens=config.max_tokens,
+        seed=turn_seed(run.id, item.scenario_id, item.model, item.sample, number),
+        hints={
+            "dimension_scores": dict(scenario.dimension_scores),
+            "rating_scale": list(RATING_SCALE) if number == 1 else None,
+            "turn": number,
+        },
+    )
+
+
+async def _converse(
+    ctx: PipelineContext,
+    job: Job,
+    run: Run,
+    item: ProbeItem,
+    scenario: Any,
+    prepared: Prepared,
+) -> tuple[Transcript, list[dict[str, Any]], list[CacheEntry]]:
+    """The conversation, each turn's details, and the fresh answers' cache rows. `prepared`:
+    turn 1's reads; later turns reuse its provider and prices, and read the cache (when the
+    run reuses it) in a transaction of their own."""
+    config = run.config
+    prompts = _turns(run, scenario)
     history: list[tuple[str, str]] = []
     details: list[dict[str, Any]] = []
     turns: list[Turn] = []
@@ -163,25 +240,9 @@ async def _converse(
         model=job.model,
         credential=job_credential(job.payload),
     )
+    later = None if config.reuse_cache else Prepared(prepared.provider, prepared.prices)
     for number, prompt in enumerate(prompts, start=1):
-        request = CompletionRequest(
-            model=model.name,
-            messages=probe_messages(
-                config.preamble,
-                body,
-                system=config.system_prompt,
-                history=history,
-                next_prompt=prompt.prompt,
-            ),
-            temperature=config.temperature,
-            max_tokens=config.max_tokens,
-            seed=turn_seed(run.id, item.scenario_id, item.model, item.sample, number),
-            hints={
-                "dimension_scores": dict(scenario.dimension_scores),
-                "rating_scale": list(RATING_SCALE) if number == 1 else None,
-                "turn": number,
-            },
-        )
+        request = _request(run, item, scenario, prompt.prompt, history, number)
         answer = await call_model(
             ctx.db,
             ctx.providers,
@@ -192,6 +253,7 @@ async def _converse(
             reuse_cache=config.reuse_cache,
             write_cache=False,
             before_call=reserve_turn if number > 1 else None,
+            prepared=prepared if number == 1 else later,
         )
         if answer.cache_entry is not None:
             fresh.append(answer.cache_entry)

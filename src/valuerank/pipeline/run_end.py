@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import exists, func, literal_column, select, update
+from sqlalchemy import bindparam, exists, func, literal_column, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.db.engine import Database
@@ -71,17 +71,17 @@ async def ensure_finalize(conn: AsyncConnection, run: Run) -> bool:
     return (await enqueue(conn, finalize_spec(run))).enqueued
 
 
-def _active_probes(org_id: str, run_id: str, status: JobStatus) -> Any:
-    """At most TAIL + 1 of the run's probe jobs in `status` (queued or running). The status is
-    a literal in the SQL so that both databases use the partial index of that status (queued
-    jobs by partition, running jobs by organisation and partition): a few rows read, however
-    large the run."""
+def _active_probes(status: JobStatus) -> Any:
+    """At most TAIL + 1 of a run's probe jobs in `status` (queued or running), the run given
+    as the parameters `org_id` and `run_id`. The status is a literal in the SQL so that both
+    databases use the partial index of that status (queued jobs by partition, running jobs
+    by organisation and partition): a few rows read, however large the run."""
     found = (
         select(literal_column("1"))
         .select_from(jobs)
         .where(
-            jobs.c.org_id == org_id,
-            jobs.c.partition == run_id,
+            jobs.c.org_id == bindparam("org_id"),
+            jobs.c.partition == bindparam("run_id"),
             jobs.c.status == literal_column(f"'{status.value}'"),
             jobs.c.kind == PROBE,
         )
@@ -91,12 +91,15 @@ def _active_probes(org_id: str, run_id: str, status: JobStatus) -> Any:
     return select(func.count()).select_from(found).scalar_subquery()
 
 
+# Built once: every probe runs it.
+_ACTIVE_PROBES = select(_active_probes(JobStatus.QUEUED) + _active_probes(JobStatus.RUNNING))
+
+
 async def at_tail(conn: AsyncConnection, org_id: str, run_id: str) -> bool:
     """Are at most TAIL of the run's probe jobs still queued or running? Every probe asks when
     it ends, so this reads at most 2 × (TAIL + 1) index entries instead of counting the run."""
-    queued = _active_probes(org_id, run_id, JobStatus.QUEUED)
-    running = _active_probes(org_id, run_id, JobStatus.RUNNING)
-    active = (await conn.execute(select(queued + running))).scalar_one()
+    params = {"org_id": org_id, "run_id": run_id}
+    active = (await conn.execute(_ACTIVE_PROBES, params)).scalar_one()
     return int(active) <= TAIL
 
 

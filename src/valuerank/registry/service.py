@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
-from sqlalchemy import Row, select, update
+from sqlalchemy import Row, bindparam, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -171,14 +171,17 @@ def _candidate_names(mid: ModelId) -> list[str]:
     return names
 
 
+# Built once: every model call reads its prices.
+_MODELS_NAMED = select(models).where(
+    models.c.provider == bindparam("provider"),
+    models.c.name.in_(bindparam("names", expanding=True)),
+)
+
+
 async def find_model(conn: AsyncConnection, mid: ModelId) -> RegisteredModel | None:
     """The registry entry of `mid` (aliases and a query string allowed), or None."""
     names = _candidate_names(mid)
-    rows = (
-        await conn.execute(
-            select(models).where(models.c.provider == mid.provider, models.c.name.in_(names))
-        )
-    ).all()
+    rows = (await conn.execute(_MODELS_NAMED, {"provider": mid.provider, "names": names})).all()
     by_name = {row.name: row for row in rows}
     for name in names:
         if name in by_name:

@@ -11,10 +11,11 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.consensus import Judgement
+from valuerank.db.compiled import CompiledOnce
 from valuerank.db.tables import judgments, run_scenarios, runs, transcripts
 from valuerank.queue.dialect import to_db, upsert
 from valuerank.queue.ids import new_id
@@ -41,13 +42,19 @@ class NewRun:
     created_at: datetime | None = None
 
 
+# Built once: every transcript written runs it.
+_BUMP_INPUTS = (
+    update(runs)
+    .where(runs.c.id == bindparam("run_id"))
+    .values(inputs_version=runs.c.inputs_version + 1)
+)
+
+
 async def bump_inputs(conn: AsyncConnection, run_id: str) -> None:
     """Mark the run's analysis inputs changed (its cached analyses stale), in the caller's
     transaction. Writers call it before their own writes: on PostgreSQL every writer then
     locks the run's row before its tally rows, the same order for all, so none deadlock."""
-    await conn.execute(
-        update(runs).where(runs.c.id == run_id).values(inputs_version=runs.c.inputs_version + 1)
-    )
+    await conn.execute(_BUMP_INPUTS, {"run_id": run_id})
 
 
 async def bump_inputs_of_transcript(conn: AsyncConnection, transcript_id: str) -> None:
@@ -210,6 +217,16 @@ class TranscriptRecord:
     content: str | None = None
 
 
+# INSERT … ON CONFLICT DO NOTHING RETURNING id, compiled once (every probe writes one).
+_TRANSCRIPT_INSERT = CompiledOnce(
+    lambda insert: (
+        insert(transcripts)
+        .on_conflict_do_nothing(index_elements=["run_id", "scenario_id", "model", "sample_index"])
+        .returning(transcripts.c.id)
+    )
+)
+
+
 async def insert_transcript(
     conn: AsyncConnection, org_id: str, run_id: str, record: TranscriptRecord
 ) -> str | None:
@@ -233,34 +250,29 @@ async def insert_transcript(
         | (dict(record.turns_detail[i]) if i < len(record.turns_detail) else {})
         for i, turn in enumerate(t.turns)
     ]
-    statement = (
-        upsert(conn)(transcripts)
-        .values(
-            id=transcript_id,
-            org_id=org_id,
-            run_id=run_id,
-            scenario_id=t.scenario_id,
-            model=record.model,
-            sample_index=record.sample_index,
-            content=content,
-            search_text=searchable(content),
-            turns=turns,
-            input_tokens=record.input_tokens,
-            output_tokens=record.output_tokens,
-            latency_ms=record.latency_ms,
-            cost_usd=record.cost_usd,
-            finish_reason=record.finish_reason,
-            decision_code=record.decision_code,
-            decision_reason=record.decision_reason,
-            synthetic=record.synthetic,
-            cached=record.cached,
-            rationale=record.rationale,
-            consensus=None if record.consensus is None else dict(record.consensus),
-        )
-        .on_conflict_do_nothing(index_elements=["run_id", "scenario_id", "model", "sample_index"])
-        .returning(transcripts.c.id)
-    )
-    inserted = (await conn.execute(statement)).scalar_one_or_none()
+    values = {
+        "id": transcript_id,
+        "org_id": org_id,
+        "run_id": run_id,
+        "scenario_id": t.scenario_id,
+        "model": record.model,
+        "sample_index": record.sample_index,
+        "content": content,
+        "search_text": searchable(content),
+        "turns": turns,
+        "input_tokens": record.input_tokens,
+        "output_tokens": record.output_tokens,
+        "latency_ms": record.latency_ms,
+        "cost_usd": record.cost_usd,
+        "finish_reason": record.finish_reason,
+        "decision_code": record.decision_code,
+        "decision_reason": record.decision_reason,
+        "synthetic": record.synthetic,
+        "cached": record.cached,
+        "rationale": record.rationale,
+        "consensus": None if record.consensus is None else dict(record.consensus),
+    }
+    inserted = (await _TRANSCRIPT_INSERT.execute(conn, values)).scalar_one_or_none()
     if inserted is None:
         return None
     await add_transcript(

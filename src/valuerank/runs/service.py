@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import bindparam, delete, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.db.tables import events, jobs, queue_controls, run_scenarios, runs
@@ -113,8 +113,18 @@ def run_from_row(row: Any) -> Run:
     )
 
 
+# A run by its whole id, built once: every probe job reads its run (a prefix goes the long way).
+_RUN_BY_ID = select(runs).where(runs.c.org_id == bindparam("org_id"), runs.c.id == bindparam("id"))
+
+
 async def get_run(conn: AsyncConnection, org_id: str, ref: str) -> Run:
-    row = await find_by_ref(conn, runs, org_id, ref, kind="run", list_hint="valuerank runs list")
+    row = None
+    if "\x00" not in ref:  # PostgreSQL refuses it in any string (find_by_ref says not found)
+        row = (await conn.execute(_RUN_BY_ID, {"org_id": org_id, "id": ref})).first()
+    if row is None:
+        row = await find_by_ref(
+            conn, runs, org_id, ref, kind="run", list_hint="valuerank runs list"
+        )
     return run_from_row(row)
 
 

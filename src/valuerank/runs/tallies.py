@@ -12,12 +12,13 @@ DELETE CASCADE). A transcript without a decision is tallied under code 0 (codes 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from valuerank.db.compiled import CompiledOnce
 from valuerank.db.tables import run_tallies, transcripts
-from valuerank.queue.dialect import upsert
 
 NO_DECISION = 0
 REFUSAL = "refusal"  # the decision reason of a refusal (scoring/decision.py)
@@ -51,24 +52,32 @@ async def add_transcript(
     synthetic: bool,
 ) -> None:
     """Count a transcript just written (in its transaction)."""
-    statement = upsert(conn)(run_tallies).values(
-        org_id=org_id,
-        run_id=run_id,
-        model=model,
-        decision_code=NO_DECISION if decision_code is None else decision_code,
-        transcripts=1,
-        refusals=int(decision_reason == REFUSAL),
-        synthetic=int(synthetic),
-        cost_usd=0.0 if cost_usd is None else cost_usd,
-        costs_known=int(cost_usd is not None),
-        judge_cost_usd=0.0,
+    values = {
+        "org_id": org_id,
+        "run_id": run_id,
+        "model": model,
+        "decision_code": NO_DECISION if decision_code is None else decision_code,
+        "transcripts": 1,
+        "refusals": int(decision_reason == REFUSAL),
+        "synthetic": int(synthetic),
+        "cost_usd": 0.0 if cost_usd is None else cost_usd,
+        "costs_known": int(cost_usd is not None),
+        "judge_cost_usd": 0.0,
+    }
+    await _TALLY_UPSERT.execute(conn, values)
+
+
+def _tally_upsert(insert: Any) -> Any:
+    """The tally's INSERT … ON CONFLICT DO UPDATE, adding the row to the sums."""
+    statement = insert(run_tallies)
+    return statement.on_conflict_do_update(
+        index_elements=list(_KEY),
+        set_={c: run_tallies.c[c] + statement.excluded[c] for c in _SUMS},
     )
-    await conn.execute(
-        statement.on_conflict_do_update(
-            index_elements=list(_KEY),
-            set_={c: run_tallies.c[c] + statement.excluded[c] for c in _SUMS},
-        )
-    )
+
+
+# Compiled once: every transcript written runs it.
+_TALLY_UPSERT = CompiledOnce(_tally_upsert)
 
 
 async def add_judge_cost(conn: AsyncConnection, transcript_id: str, cost_usd: float) -> None:
