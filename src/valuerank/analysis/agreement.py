@@ -15,7 +15,6 @@ from itertools import combinations
 from typing import Any
 
 import numpy as np
-from sklearn.metrics import cohen_kappa_score
 
 from valuerank.analysis.correlation import MIN_SHARED, spearman
 from valuerank.analysis.data import CODES, FloatArray
@@ -174,6 +173,10 @@ def weighted_kappa(a: FloatArray, b: FloatArray) -> float | None:
     joint = np.einsum("nc,nk->ck", wa, wb)
     if np.count_nonzero(joint.sum(axis=0) + joint.sum(axis=1)) < 2:
         return None
+    # Here, not with the module: scikit-learn takes seconds of CPU to import, and a run of
+    # one model (every analysis loads this module) never compares two.
+    from sklearn.metrics import cohen_kappa_score
+
     first, second = np.nonzero(joint)
     kappa = cohen_kappa_score(
         CODES[first],

@@ -24,12 +24,12 @@ from typing import Any
 
 import numpy as np
 from scipy import stats
-from sklearn.covariance import MinCovDet
-from sklearn.decomposition import PCA
-from sklearn.ensemble import IsolationForest
 
 from valuerank.analysis.agreement import OUTLIER_Z, modified_z
 from valuerank.analysis.data import BoolArray, FloatArray, IntArray
+
+# scikit-learn is imported by the functions that use it: it takes seconds of CPU to import,
+# and every analysis job loads this module, while only the deep analysis calls them.
 
 MAX_COMPONENTS = 5
 TOP_LOADINGS = 10
@@ -61,6 +61,8 @@ def deciding(models: tuple[str, ...], cells: FloatArray) -> tuple[tuple[str, ...
 
 
 def pca(models: tuple[str, ...], scenarios: tuple[str, ...], cells: FloatArray) -> dict[str, Any]:
+    from sklearn.decomposition import PCA  # when used: see the imports
+
     everyone = models
     models, cells = deciding(models, cells)
     excluded = [m for m in everyone if m not in models]
@@ -97,6 +99,8 @@ def pca(models: tuple[str, ...], scenarios: tuple[str, ...], cells: FloatArray) 
 
 def _space(z: FloatArray) -> tuple[FloatArray, str]:
     """The matrix outliers are looked for in, and its name."""
+    from sklearn.decomposition import PCA  # when used: see the imports
+
     n, p = z.shape
     if n > 2 * p:
         return z, "scenarios"
@@ -106,6 +110,8 @@ def _space(z: FloatArray) -> tuple[FloatArray, str]:
 
 
 def outliers(models: tuple[str, ...], cells: FloatArray) -> dict[str, Any]:
+    from sklearn.ensemble import IsolationForest  # when used: see the imports
+
     everyone = models
     models, cells = deciding(models, cells)
     z, _, _ = standardise(cells)
@@ -133,6 +139,8 @@ def outliers(models: tuple[str, ...], cells: FloatArray) -> dict[str, Any]:
 
 
 def _mahalanobis(models: tuple[str, ...], space: FloatArray, name: str) -> dict[str, Any]:
+    from sklearn.covariance import MinCovDet  # when used: see the imports
+
     k = space.shape[1]
     try:
         with pywarnings.catch_warnings():
