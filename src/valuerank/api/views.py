@@ -14,7 +14,7 @@ from valuerank.runs.actions import run_actions
 from valuerank.runs.breakdown import Breakdown, Failure, run_breakdown, run_failures
 from valuerank.runs.events import log_entry, tally_at
 from valuerank.runs.listing import RunFilter, find_runs
-from valuerank.runs.progress import RunReport, run_report
+from valuerank.runs.progress import RunReport, run_reports
 from valuerank.runs.results import ModelResult, model_results
 from valuerank.runs.service import get_run
 
@@ -70,7 +70,7 @@ async def load_run_page(
     that many (the extra one says a next page exists)."""
     async with db.transaction() as conn:
         runs = await find_runs(conn, org_id, filters, limit=limit, after=after)
-        return [await run_report(conn, org_id, run.id) for run in runs]
+        return await run_reports(conn, org_id, runs)
 
 
 async def load_run(db: Database, org_id: str, ref: str) -> RunDetail:

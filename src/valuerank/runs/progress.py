@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -27,7 +27,7 @@ from valuerank.queue.dialect import as_utc
 from valuerank.queue.events import COUNTER_COLUMNS, PARTITION_SCOPE
 from valuerank.queue.states import JobStatus
 from valuerank.runs.service import JUDGE, PROBE, SUMMARIZE, Run, get_run
-from valuerank.runs.tallies import run_tally
+from valuerank.runs.tallies import tallies_of_runs
 
 STATES = ("queued", "running", "completed", "failed", "cancelled")
 
@@ -111,39 +111,58 @@ async def job_progress(conn: AsyncConnection, run_id: str, kinds: tuple[str, ...
 
 
 async def run_progress(conn: AsyncConnection, run_id: str) -> tuple[Progress, Progress]:
-    """(probe jobs, judge and summarize jobs) of the run, without reading its probes: the
+    """(probe jobs, judge and summarize jobs) of the run: see `runs_progress`."""
+    return (await runs_progress(conn, [run_id]))[run_id]
+
+
+async def runs_progress(
+    conn: AsyncConnection, run_ids: Sequence[str]
+) -> dict[str, tuple[Progress, Progress]]:
+    """Each run's (probe jobs, judge and summarize jobs), without reading its probes: the
     partition's counters minus its jobs of every other kind (see the module), plus its pruned
-    jobs. One statement, so all are read in one snapshot (a job finishing between two reads
-    would be counted as a probe; one pruned, twice or not at all)."""
+    jobs. One statement for all, so all are read in one snapshot (a job finishing between two
+    reads would be counted as a probe; one pruned, twice or not at all)."""
+    ids = list(run_ids)
     others = (
-        select(jobs.c.kind, jobs.c.status, func.count(), literal(None, String))
-        .where(jobs.c.partition == run_id, or_(jobs.c.kind < PROBE, jobs.c.kind > PROBE))
-        .group_by(jobs.c.kind, jobs.c.status)
+        select(jobs.c.partition, jobs.c.kind, jobs.c.status, func.count(), literal(None, String))
+        .where(jobs.c.partition.in_(ids), or_(jobs.c.kind < PROBE, jobs.c.kind > PROBE))
+        .group_by(jobs.c.partition, jobs.c.kind, jobs.c.status)
     )
     counters = [
         select(
+            queue_controls.c.key,
             literal(None, String),
             literal(status.value, String),
             queue_controls.c[column],
             literal(None, String),
-        ).where(queue_controls.c.scope == PARTITION_SCOPE, queue_controls.c.key == run_id)
+        ).where(queue_controls.c.scope == PARTITION_SCOPE, queue_controls.c.key.in_(ids))
         for status, column in COUNTER_COLUMNS.items()
     ]
-    probes: Counter[str] = Counter()
-    judging: Counter[str] = Counter()
-    query = union_all(others, *counters, _pruned_row(run_id, 4))
-    for kind, status, n, pruned in await conn.execute(query):
+    pruned_rows = select(
+        runs.c.id,
+        literal(None, String),
+        literal(None, String),
+        literal(0, Integer),
+        cast(runs.c.pruned_jobs, String),
+    ).where(runs.c.id.in_(ids))
+    probes: dict[str, Counter[str]] = {run_id: Counter() for run_id in ids}
+    judging: dict[str, Counter[str]] = {run_id: Counter() for run_id in ids}
+    for run_id, kind, status, n, pruned in await conn.execute(
+        union_all(others, *counters, pruned_rows)
+    ):
         if pruned is not None:
-            probes.update(pruned_counts(pruned, (PROBE,)))
-            judging.update(pruned_counts(pruned, (JUDGE, SUMMARIZE)))
+            probes[run_id].update(pruned_counts(pruned, (PROBE,)))
+            judging[run_id].update(pruned_counts(pruned, (JUDGE, SUMMARIZE)))
+            continue
+        if status is None:  # a run's row without pruned jobs
             continue
         if kind is None:  # the partition's counter: jobs of every kind
-            probes[str(status)] += int(n)
+            probes[run_id][str(status)] += int(n)
             continue
-        probes[str(status)] -= int(n)
+        probes[run_id][str(status)] -= int(n)
         if kind in (JUDGE, SUMMARIZE):
-            judging[str(status)] += int(n)
-    return Progress.of(probes), Progress.of(judging)
+            judging[run_id][str(status)] += int(n)
+    return {run_id: (Progress.of(probes[run_id]), Progress.of(judging[run_id])) for run_id in ids}
 
 
 @dataclass(frozen=True)
@@ -179,13 +198,27 @@ def _eta(run: Run, progress: Progress, now: datetime) -> float | None:
 
 async def run_report(conn: AsyncConnection, org_id: str, ref: str) -> RunReport:
     run = await get_run(conn, org_id, ref)
-    progress, judging = await run_progress(conn, run.id)
-    tallies = await run_tally(conn, org_id, run.id)
-    return RunReport(
-        run=run,
-        progress=progress,
-        judging=judging,
-        transcripts=sum(t.transcripts for t in tallies),
-        cost_usd=sum(t.cost_usd + t.judge_cost_usd for t in tallies),
-        eta_seconds=_eta(run, progress, datetime.now(UTC)),
-    )
+    return (await run_reports(conn, org_id, [run]))[0]
+
+
+async def run_reports(conn: AsyncConnection, org_id: str, listed: Sequence[Run]) -> list[RunReport]:
+    """`run_report` of runs already read (a page of them): their tallies in one query, their
+    progress in one statement."""
+    tallies = await tallies_of_runs(conn, org_id, [run.id for run in listed])
+    progresses = await runs_progress(conn, [run.id for run in listed])
+    now = datetime.now(UTC)
+    reports = []
+    for run in listed:
+        progress, judging = progresses[run.id]
+        mine = tallies.get(run.id, [])
+        reports.append(
+            RunReport(
+                run=run,
+                progress=progress,
+                judging=judging,
+                transcripts=sum(t.transcripts for t in mine),
+                cost_usd=sum(t.cost_usd + t.judge_cost_usd for t in mine),
+                eta_seconds=_eta(run, progress, now),
+            )
+        )
+    return reports

@@ -11,6 +11,7 @@ DELETE CASCADE). A transcript without a decision is tallied under code 0 (codes 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,25 +103,34 @@ async def add_judge_cost(conn: AsyncConnection, transcript_id: str, cost_usd: fl
 
 async def run_tally(conn: AsyncConnection, org_id: str, run_id: str) -> list[Tally]:
     """The run's tallies, by model and decision code."""
+    return (await tallies_of_runs(conn, org_id, [run_id])).get(run_id, [])
+
+
+async def tallies_of_runs(
+    conn: AsyncConnection, org_id: str, run_ids: Sequence[str]
+) -> dict[str, list[Tally]]:
+    """Each run's tallies, by model and decision code, in one query (a page of runs)."""
     c = run_tallies.c
     rows = await conn.execute(
         select(run_tallies)
-        .where(c.org_id == org_id, c.run_id == run_id)
-        .order_by(c.model, c.decision_code)
+        .where(c.org_id == org_id, c.run_id.in_(list(run_ids)))
+        .order_by(c.run_id, c.model, c.decision_code)
     )
-    return [
-        Tally(
-            model=str(r.model),
-            decision_code=None if r.decision_code == NO_DECISION else int(r.decision_code),
-            transcripts=int(r.transcripts),
-            refusals=int(r.refusals),
-            synthetic=int(r.synthetic),
-            cost_usd=float(r.cost_usd),
-            costs_known=int(r.costs_known),
-            judge_cost_usd=float(r.judge_cost_usd),
+    found: dict[str, list[Tally]] = {}
+    for r in rows:
+        found.setdefault(str(r.run_id), []).append(
+            Tally(
+                model=str(r.model),
+                decision_code=None if r.decision_code == NO_DECISION else int(r.decision_code),
+                transcripts=int(r.transcripts),
+                refusals=int(r.refusals),
+                synthetic=int(r.synthetic),
+                cost_usd=float(r.cost_usd),
+                costs_known=int(r.costs_known),
+                judge_cost_usd=float(r.judge_cost_usd),
+            )
         )
-        for r in rows
-    ]
+    return found
 
 
 __all__ = ["NO_DECISION", "REFUSAL", "Tally", "add_judge_cost", "add_transcript", "run_tally"]
