@@ -6,6 +6,8 @@ axe finds no serious or critical violation on any of them; screenshots at 1280 a
 
 from __future__ import annotations
 
+import html
+import re
 from typing import Any
 
 import httpx
@@ -265,3 +267,27 @@ async def test_the_side_by_side_page_shows_every_models_answers_and_the_judges(
     await assert_answers_match(ui, both)
     await check_accessible(ui)
     await screenshots(ui, "scenario-answers-compare")
+
+
+async def test_the_matrix_page_draws_its_first_rows_and_links_to_the_rest(
+    browser: httpx.AsyncClient, db: Database, org_id: str
+) -> None:
+    """A big run's matrix draws its first rows in the chosen order (`?rows=`, 100 by default)
+    and says how many there are, with a link that draws them all; out-of-range counts are
+    refused."""
+    run = await seed_matrix_run(db, org_id, name="baseline")
+    every = await browser.get(f"/runs/{run.id}/matrix")
+    assert every.status_code == 200 and 'id="rows-capped"' not in every.text
+    total = every.text.count("<tr data-scenario=")
+    assert total > 1
+
+    first = await browser.get(f"/runs/{run.id}/matrix", params={"rows": 1})
+    assert first.text.count("<tr data-scenario=") == 1
+    assert f"The first 1 of {total} rows in this order" in first.text
+    more = re.search(r'<a href="([^"]+)" id="more-rows">show all</a>', first.text)
+    assert more is not None and f"rows={total}" in more.group(1)
+    shown = await browser.get(html.unescape(more.group(1)))
+    assert shown.text.count("<tr data-scenario=") == total
+    for bad in (0, 1001, "many"):
+        refused = await browser.get(f"/runs/{run.id}/matrix", params={"rows": bad})
+        assert refused.status_code in (400, 422)

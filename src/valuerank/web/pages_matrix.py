@@ -26,8 +26,10 @@ from valuerank.web.templating import templates
 
 router = APIRouter(include_in_schema=False)
 
-# A page shows this many rows of the sorted matrix (the API answers them all).
-ROWS_SHOWN = 300
+# Rows the page draws by default (sorted by disagreement, the ones worth reading first) and at
+# most (`?rows=`); each costs ~1 ms to build and render, and the API answers them all.
+ROWS_SHOWN = 100
+ROWS_MAX = 1000
 OTHER_RUNS_OFFERED = 8
 HEAT_STEPS = 16  # quarter steps of the 1–5 scale: heat-0 (1.00) … heat-16 (5.00)
 
@@ -82,6 +84,7 @@ DEFAULTS: dict[str, Any] = {
     "show": "all",
     "basis": "model",
     "threshold": DEFAULT_THRESHOLD,
+    "rows": ROWS_SHOWN,
 }
 
 
@@ -117,6 +120,7 @@ async def matrix_page(
     basis: Literal["model", "judges"] = "model",
     threshold: Annotated[float, Query(gt=0, le=MAX_RANGE)] = DEFAULT_THRESHOLD,
     compare: Annotated[list[str] | None, Query(max_length=MAX_COMPARED)] = None,
+    rows: Annotated[int, Query(ge=1, le=ROWS_MAX)] = ROWS_SHOWN,
 ) -> Response:
     async with ctx.db.transaction() as conn:
         loaded = await load_matrix(
@@ -124,8 +128,8 @@ async def matrix_page(
         )
         shown = [r.id for r in loaded.runs]
         others = await other_runs(conn, ctx.org_id, loaded.runs[0].definition_id, shown)
-    rows = sorted_rows(loaded.matrix, sort, show)
-    data = matrix_dict(loaded, rows[:ROWS_SHOWN], sort=sort, show=show)
+    ordered = sorted_rows(loaded.matrix, sort, show)
+    data = matrix_dict(loaded, ordered[:rows], sort=sort, show=show)
     compared = shown[1:]
     state: dict[str, Any] = {
         "sort": sort,
@@ -133,6 +137,7 @@ async def matrix_page(
         "basis": basis,
         "threshold": threshold,
         "compare": compared,
+        "rows": rows,
     }
 
     def link(**changes: Any) -> str:
@@ -144,8 +149,9 @@ async def matrix_page(
         {
             "run": loaded.runs[0],
             "m": data,
-            "shown_rows": len(rows),
-            "rows_cap": ROWS_SHOWN,
+            "shown_rows": len(ordered),
+            "rows_cap": rows,
+            "rows_max": ROWS_MAX,
             "several_runs": len(loaded.runs) > 1,
             "run_names": {r.id: r.name or r.id for r in loaded.runs},
             "compared": compared,
