@@ -15,8 +15,8 @@
 # workers, servers and the browser more than they compute), then the tests
 # marked `serial` (they crash-restart PostgreSQL) alone. CI=true (.ci/run) turns every missing
 # prerequisite into a failing test; CI unset, empty, 0, false or no is a developer's machine.
-# VALUERANK_TEST_COVERAGE=1 measures coverage in the parallel part (floor in pyproject.toml):
-# it made that part 26 minutes instead of about 15 on the 2-core machine, so it is opt-in.
+# Coverage of the parallel part is measured in CI (floor in pyproject.toml) and on request
+# elsewhere: VALUERANK_TEST_COVERAGE=1 turns it on, =0 off.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -38,12 +38,16 @@ docs_site="$(mktemp -d)"
 NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir "$docs_site"
 rm -rf "$docs_site"
 
+coverage="${VALUERANK_TEST_COVERAGE:-}"
+if [ -z "$coverage" ] && is_ci; then coverage=1; fi
+[ "$coverage" = 1 ] || coverage=""
+
 status=0
 if [ "$#" -gt 0 ]; then
   .venv/bin/pytest -q "$@" || status=$?
 else
   .venv/bin/pytest -q -n "${VALUERANK_TEST_PROCESSES:-3}" --dist loadscope -m "not serial" \
-    ${VALUERANK_TEST_COVERAGE:+--cov --cov-report=term:skip-covered} || status=$?
+    --durations=15 ${coverage:+--cov --cov-report=term:skip-covered} || status=$?
   # The serial test crash-restarts its PostgreSQL. The machine's shared server is restarted
   # only in CI or when asked; otherwise the test gets a throwaway server of its own.
   if [ -n "${VALUERANK_TEST_PG_DATA:-}" ] || is_ci || [ "${VALUERANK_FAULTS_RESTART_PG:-}" = 1 ]; then
