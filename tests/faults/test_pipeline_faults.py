@@ -64,7 +64,14 @@ async def _count(faults: Faults, what: str, run_id: str) -> tuple[int, int]:
 
 async def _crash_then_recover(faults: Faults, failpoint: str, run_id: str) -> None:
     """Worker A dies at `failpoint`; worker B (burst) reaps A's job and finishes the run."""
-    crashing = faults.worker("A", "--concurrency", "1", process_env={ENV_VAR: failpoint})
+    # One job in A's hands when it dies: no jobs claimed ahead (tests/queue/test_claim_ahead.py
+    # kills a worker that holds some).
+    crashing = faults.worker(
+        "A",
+        "--concurrency",
+        "1",
+        process_env={ENV_VAR: failpoint, "VALUERANK_WORKER_CLAIM_AHEAD": "0"},
+    )
     code, _ = crashing.finish()
     assert code == -signal.SIGKILL, f"A should have died at {failpoint}: {crashing.log()[-2000:]}"
     orphaned = [j for j in await faults.jobs() if j.status.value == "running"]
