@@ -16,8 +16,7 @@
 # marked `serial` (they crash-restart PostgreSQL) alone. CI=true (.ci/run) turns every missing
 # prerequisite into a failing test; CI unset, empty, 0, false or no is a developer's machine.
 # VALUERANK_TEST_COVERAGE=1 measures coverage of the parallel part (floor in pyproject.toml).
-# It is not on in CI: on the 2-core machine it made that part ~26 minutes instead of ~11, and
-# the timing-sensitive tests then failed.
+# It is not on in CI: on the 2-core machine it made that part 31:42 instead of 10:44.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
