@@ -108,7 +108,8 @@ def cli_timestamp(moment: datetime) -> str:
 
 async def run_probe(ctx: PipelineContext, job: Job) -> HandlerResult:
     item = ProbeItem.from_payload(job.payload)
-    prepared = None
+    prepared = first = None
+    prompts: tuple[FollowUp, ...] = ()
     # One read transaction: the run, the scenario (with a transcript already stored, if
     # any), and what turn 1's call reads (provider, prices, cached answer).
     async with ctx.db.transaction() as conn:
@@ -116,7 +117,8 @@ async def run_probe(ctx: PipelineContext, job: Job) -> HandlerResult:
         scenario = (await conn.execute(_SCENARIO, _params(item) | {"run_id": run.id})).first()
         existing = scenario.existing if scenario is not None else await _existing(conn, item)
         if existing is None and scenario is not None:
-            first = _request(run, item, scenario, _turns(run, scenario)[0].prompt, [], 1)
+            prompts = _turns(run, scenario)
+            first = _request(run, item, scenario, prompts[0].prompt, [], 1)
             key = request_key(parse_model_id(item.model), first, item.sample)
             prepared = await prepare_call(
                 conn,
@@ -131,9 +133,11 @@ async def run_probe(ctx: PipelineContext, job: Job) -> HandlerResult:
             {"transcript_id": existing, "reused": True},
             event_data={"scenario_id": item.scenario_id, "model": item.model},
         )
-    if scenario is None or prepared is None:
+    if scenario is None or prepared is None or first is None:
         raise Permanent(f"run {run.id[:8]} has no scenario {item.scenario_id!r}")
-    transcript, details, fresh = await _converse(ctx, job, run, item, scenario, prepared)
+    transcript, details, fresh = await _converse(
+        ctx, job, run, item, scenario, prompts, first, prepared
+    )
     first_answer = transcript.turns[0].target
     decision = decision_code(
         first_answer, scale_labels=scale_labels_from_template(str(scenario.content["body"]))
@@ -220,13 +224,15 @@ async def _converse(
     run: Run,
     item: ProbeItem,
     scenario: Any,
+    prompts: tuple[FollowUp, ...],
+    first: CompletionRequest,
     prepared: Prepared,
 ) -> tuple[Transcript, list[dict[str, Any]], list[CacheEntry]]:
-    """The conversation, each turn's details, and the fresh answers' cache rows. `prepared`:
-    turn 1's reads; later turns reuse its provider and prices, and read the cache (when the
-    run reuses it) in a transaction of their own."""
+    """The conversation of `prompts`, each turn's details, and the fresh answers' cache rows.
+    `first` and `prepared`: turn 1's request and reads (built with the run's reads); later
+    turns reuse its provider and prices, and read the cache (when the run reuses it) in a
+    transaction of their own."""
     config = run.config
-    prompts = _turns(run, scenario)
     history: list[tuple[str, str]] = []
     details: list[dict[str, Any]] = []
     turns: list[Turn] = []
@@ -242,7 +248,9 @@ async def _converse(
     )
     later = None if config.reuse_cache else Prepared(prepared.provider, prepared.prices)
     for number, prompt in enumerate(prompts, start=1):
-        request = _request(run, item, scenario, prompt.prompt, history, number)
+        request = (
+            first if number == 1 else _request(run, item, scenario, prompt.prompt, history, number)
+        )
         answer = await call_model(
             ctx.db,
             ctx.providers,
