@@ -7,10 +7,9 @@ all of that in a canonical order, plus the analysis code version: the same input
 hash the same, and any new transcript, judgment or changed scenario changes it.
 
 A loaded run is kept in memory (per database engine, the last `KEPT_RUNS`) under the run's
-`inputs_version`, which every write that changes what it reads bumps (runs/records.py
-`bump_inputs`): a page that compares or pools runs reads each run's version (one row) instead
-of its transcripts and judgments, which took 0.3 s per 1,000 transcripts with two judges.
-The version is read before the inputs, so what is kept is never older than its key.
+`inputs_version` (findings/kept.py): a page that compares or pools runs reads each run's
+version (one row) instead of its transcripts and judgments, which took 0.3 s per 1,000
+transcripts with two judges.
 """
 
 from __future__ import annotations
@@ -18,22 +17,21 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import weakref
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import numpy as np
-from cachetools import LRUCache
-from sqlalchemy import Engine, func, select
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.analysis import CODE_VERSION, AnalysisInput, SampleBasis, ScenarioInfo, stakes
 from valuerank.analysis.judged import RubricBasis
 from valuerank.db.streaming import stream_rows
-from valuerank.db.tables import judgments, rubrics, run_scenarios, runs, transcripts
+from valuerank.db.tables import judgments, rubrics, run_scenarios, transcripts
 from valuerank.definitions.expansion import expand_with_scores
 from valuerank.definitions.service import get_definition
 from valuerank.errors import NotFoundError
+from valuerank.findings.kept import KeptPerEngine, inputs_versions
 from valuerank.formats.rubric import Rubric
 from valuerank.runs.service import Run
 
@@ -189,19 +187,15 @@ class _Columns:
 
 
 KEPT_RUNS = 16
-_kept: weakref.WeakKeyDictionary[Engine, LRUCache[tuple[str, str, int], LoadedRun]] = (
-    weakref.WeakKeyDictionary()
-)
+_kept: KeptPerEngine[tuple[str, str, int], LoadedRun] = KeptPerEngine(KEPT_RUNS)
 
 
 async def load_run(conn: AsyncConnection, run: Run) -> LoadedRun:
     """The run's analysis input and its hash: kept in memory while the run's inputs_version
     is unchanged (see the module docstring), read from the database otherwise."""
-    version = await conn.scalar(
-        select(runs.c.inputs_version).where(runs.c.org_id == run.org_id, runs.c.id == run.id)
-    )
-    kept = _kept.setdefault(conn.sync_engine, LRUCache(maxsize=KEPT_RUNS))
-    key = (run.org_id, run.id, int(version or 0))
+    (version,) = await inputs_versions(conn, run.org_id, [run.id])
+    kept = _kept.of(conn)
+    key = (run.org_id, run.id, version)
     found = kept.get(key)
     if found is None:
         found = kept[key] = await read_run(conn, run)

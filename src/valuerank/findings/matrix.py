@@ -25,6 +25,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 CODES = (1, 2, 3, 4, 5)
@@ -80,7 +81,7 @@ class Cell:
     def decided(self) -> int:
         return sum(self.counts)
 
-    @property
+    @cached_property  # read for every sort, filter, column mean and pair of a kept matrix
     def mean(self) -> float | None:
         if not self.decided:
             return None
@@ -129,24 +130,40 @@ class Matrix:
     rows: tuple[Row, ...]
     threshold: float = DEFAULT_THRESHOLD
 
+    # The figures over every row are computed once per matrix (a kept matrix is read again
+    # and again) and handed out as new lists.
+
     def column_means(self) -> list[float | None]:
         """Each column's mean over the scenarios it decided (every scenario weighs the same,
         however many samples it has)."""
+        return list(self._column_means)
+
+    def odd_counts(self) -> list[int]:
+        """How many rows each column is the odd one out of."""
+        return list(self._odd_counts)
+
+    def pairs(self) -> list[Pair]:
+        """Each pair of columns' gap over the scenarios both decided."""
+        return list(self._pairs)
+
+    @cached_property
+    def _column_means(self) -> tuple[float | None, ...]:
         found: list[float | None] = []
         for i in range(len(self.columns)):
             means = [m for row in self.rows if (m := row.cells[i].mean) is not None]
             found.append(statistics.fmean(means) if means else None)
-        return found
+        return tuple(found)
 
-    def odd_counts(self) -> list[int]:
-        """How many rows each column is the odd one out of."""
+    @cached_property
+    def _odd_counts(self) -> tuple[int, ...]:
         counts = [0] * len(self.columns)
         for row in self.rows:
             if row.odd_one_out is not None:
                 counts[row.odd_one_out] += 1
-        return counts
+        return tuple(counts)
 
-    def pairs(self) -> list[Pair]:
+    @cached_property
+    def _pairs(self) -> tuple[Pair, ...]:
         found = []
         for a in range(len(self.columns)):
             for b in range(a + 1, len(self.columns)):
@@ -165,7 +182,7 @@ class Matrix:
                         sum(1 for g in gaps if g >= self.threshold - 1e-9),
                     )
                 )
-        return found
+        return tuple(found)
 
 
 def _odd_one_out(means: Sequence[tuple[int, float]], threshold: float) -> int | None:
