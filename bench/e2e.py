@@ -39,6 +39,10 @@ Inspect's CPU ms per sample) per mode; `ratio_vs_inspect` is the fake server's r
 
     python -m bench.e2e --json [--prompts 2000 --latency 0.05 --database sqlite]
     python -m bench.e2e --json --quick   # 500 prompts, each system's best setting only
+    python -m bench.e2e --json --load 2  # the same beside 2 CPU-burning processes
+
+Under load (`--load N`): N processes spin (`bench.cpu_load`) for the whole comparison, started
+by the benchmark and killed when it ends; `neighbours` has their count and the load average.
 
 Needs the `bench` extra (inspect-ai) in the interpreter that runs it.
 """
@@ -60,6 +64,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from bench.cpu_load import burners
 from bench.e2e_fake import MASK, prompt_digest
 from bench.e2e_inspect import inspect_first_result, inspect_log_check
 from bench.e2e_ours import FAKE_MODEL, bin_path, check_exit, run_ours
@@ -367,6 +372,9 @@ def main() -> None:
         help=f"{QUICK_PROMPTS} prompts (unless --prompts), each system's best setting only",
     )
     parser.add_argument("--keep", action="store_true", help="Keep the work folder (logs, dbs).")
+    parser.add_argument(
+        "--load", type=int, default=0, metavar="N", help="N CPU-burning processes beside it"
+    )
     parser.add_argument("--json", action="store_true", help="Print one JSON document.")
     args = parser.parse_args()
     unknown = set(args.modes) - set(MODES)
@@ -374,7 +382,10 @@ def main() -> None:
         parser.error(f"unknown modes {sorted(unknown)}: choose from {', '.join(MODES)}")
     if args.prompts is None:
         args.prompts = QUICK_PROMPTS if args.quick else 2000
-    result = compare(args)
+    with burners(args.load) as neighbours:
+        result = compare(args)
+    if args.load:
+        result["neighbours"] = neighbours.report()
     if args.json:
         print(json.dumps(result, indent=2))
         return
