@@ -28,6 +28,17 @@ class Settings(BaseSettings):
         ge=0,
         description="How long SQLite waits for a lock before failing (workers share one file).",
     )
+    db_pool_size: int = Field(
+        default=5,
+        ge=1,
+        description="PostgreSQL connections each process keeps open (its SQLAlchemy pool).",
+    )
+    db_pool_overflow: int = Field(
+        default=10,
+        ge=0,
+        description="Connections a process may open beyond the pool while busy "
+        "(closed when returned).",
+    )
     default_org: str = Field(
         default=DEFAULT_ORG_SLUG, description="Organisation used by the CLI on this install."
     )

@@ -110,12 +110,22 @@ class Opened:
     settings: Settings
 
 
+def configured_database(settings: Settings) -> Database:
+    """The database the settings name, with their lock wait (SQLite) and pool (PostgreSQL)."""
+    return create_database(
+        settings.database_url,
+        busy_timeout_ms=settings.sqlite_busy_timeout_ms,
+        pool_size=settings.db_pool_size,
+        pool_overflow=settings.db_pool_overflow,
+    )
+
+
 @asynccontextmanager
 async def database() -> AsyncIterator[Opened]:
     """Open the configured database (upgrading an embedded SQLite one) for long-lived work
     (a worker, a server) that opens its own short transactions."""
     settings = get_settings()
-    db = create_database(settings.database_url, busy_timeout_ms=settings.sqlite_busy_timeout_ms)
+    db = configured_database(settings)
     try:
         await ensure_schema(db)
         async with db.transaction() as conn:

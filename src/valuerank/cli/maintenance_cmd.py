@@ -12,10 +12,10 @@ from typing import Any, TypeVar
 
 import typer
 
-from valuerank.cli.common import JsonOption, console, print_json, run
+from valuerank.cli.common import JsonOption, configured_database, console, print_json, run
 from valuerank.cli.worker_settings import worker_settings
 from valuerank.config import get_settings
-from valuerank.db import Database, create_database
+from valuerank.db import Database
 from valuerank.db.migrate import ensure_schema
 from valuerank.pipeline.maintenance import maintain, schedule_summary
 from valuerank.queue.maintenance_history import list_maintenance_runs
@@ -30,7 +30,7 @@ T = TypeVar("T")
 
 async def _with_db(use: Callable[[Database], Awaitable[T]]) -> T:
     settings = get_settings()
-    db = create_database(settings.database_url, busy_timeout_ms=settings.sqlite_busy_timeout_ms)
+    db = configured_database(settings)
     try:
         await ensure_schema(db)
         return await use(db)

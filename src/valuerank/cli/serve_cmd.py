@@ -28,10 +28,10 @@ import uvicorn
 from rich.markup import escape
 
 from valuerank.accounts import count_users
-from valuerank.cli.common import console, run
+from valuerank.cli.common import configured_database, console, run
 from valuerank.cli.live import in_process_worker
 from valuerank.config import Settings, get_settings
-from valuerank.db import Database, create_database
+from valuerank.db import Database
 from valuerank.db.migrate import ensure_schema
 from valuerank.errors import ValueRankError
 from valuerank.orgs import ensure_org
@@ -302,7 +302,7 @@ def serve_command(
     async def _go() -> None:
         settings = get_settings()
         check_auto_login(settings, host)
-        db = create_database(settings.database_url, busy_timeout_ms=settings.sqlite_busy_timeout_ms)
+        db = configured_database(settings)
         try:
             await ensure_schema(db)
             async with db.transaction() as conn:

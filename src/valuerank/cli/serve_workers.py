@@ -256,10 +256,9 @@ def _child_main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-access-log", dest="access_log", action="store_false")
     args = parser.parse_args(argv)
 
-    from valuerank.cli.common import run
+    from valuerank.cli.common import configured_database, run
     from valuerank.cli.serve_cmd import serve
     from valuerank.config import get_settings
-    from valuerank.db import create_database
 
     sock = socket.socket(fileno=args.fd)
     sock.setblocking(False)
@@ -273,7 +272,7 @@ def _child_main(argv: list[str] | None = None) -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         loop.add_reader(args.lifeline, stop.set)  # readable only at EOF: the parent is gone
-        db = create_database(settings.database_url, busy_timeout_ms=settings.sqlite_busy_timeout_ms)
+        db = configured_database(settings)
         try:
             await serve(
                 db,

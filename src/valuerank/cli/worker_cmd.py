@@ -11,11 +11,18 @@ from typing import Any
 
 import typer
 
-from valuerank.cli.common import JsonOption, console, err_console, print_json, run
+from valuerank.cli.common import (
+    JsonOption,
+    configured_database,
+    console,
+    err_console,
+    print_json,
+    run,
+)
 from valuerank.cli.worker_settings import WorkerSettings, worker_settings
 from valuerank.config import get_settings
 from valuerank.crypto import SecretCipher, optional_cipher
-from valuerank.db import Database, create_database
+from valuerank.db import Database
 from valuerank.db.migrate import ensure_schema
 from valuerank.pipeline.context import PipelineContext
 from valuerank.pipeline.handlers import register_pipeline_handlers
@@ -87,7 +94,7 @@ def worker(
     async def _go() -> dict[str, Any]:
         settings = get_settings()
         cipher = optional_cipher(settings.secret_key)  # an invalid key stops here, clearly
-        db = create_database(settings.database_url, busy_timeout_ms=settings.sqlite_busy_timeout_ms)
+        db = configured_database(settings)
         try:
             await ensure_schema(db)
             w, pipeline = build_worker(

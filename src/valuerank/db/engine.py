@@ -122,6 +122,8 @@ def create_database(
     raw_url: str,
     *,
     busy_timeout_ms: int = 30_000,
+    pool_size: int = 5,
+    pool_overflow: int = 10,
     echo: bool = False,
     connect_args: dict[str, Any] | None = None,
 ) -> Database:
@@ -139,6 +141,7 @@ def create_database(
         # restarting fails a connect within `connect_timeout` instead of hanging, and TCP
         # keepalives notice a peer that vanished without closing the socket.
         kwargs["pool_pre_ping"] = True
+        kwargs["pool_size"], kwargs["max_overflow"] = pool_size, pool_overflow
         for key, value in PG_CONNECT_ARGS.items():
             kwargs["connect_args"].setdefault(key, value)
     engine = create_async_engine(url.url, **kwargs)
