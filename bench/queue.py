@@ -33,16 +33,16 @@ the enqueue transaction's last statement (just before its COMMIT, which sends th
 started_at, the part the worker's waking decides. `--only latency` runs just that part, `--only
 throughput` all but it.
 
-Across hosts (`--latency-ms 0,1,5`): the whole comparison once per one-way latency, the
-workers of every system (ours, procrastinate, PgQueuer) reaching PostgreSQL through
+Across hosts (`--latency-ms 0,1,5`): the whole comparison once per one-way latency, the workers
+of every system (ours, procrastinate, PgQueuer) reaching PostgreSQL through
 `bench.latency_proxy` (its own process, D ms each way); enqueueing, the meter and the schemas
 go direct, and 0 is direct (the default, as before). Each system opens its connections before
-its timing starts (ours: its pool's 5 kept connections are warmed, the peers open theirs), as
-a long-running worker would have them. `by_latency_ms` has each latency's figures (the
-top-level ones are the first latency's), its measured `round_trip_ms` (`SELECT 1`, median)
-and `flights_per_job`: the round trips the worker's connections waited for, per job, counted
-by the proxy over the timed run (the connections' set-up included: a few per connection);
-each configuration's row also has the `connections` its worker opened in a run.
+its timing starts (ours: 5 of its pool's connections, the most it uses, are warmed; the peers
+open theirs), as a long-running worker would have them. `by_latency_ms` has each latency's
+figures (the top-level ones are the first latency's), its measured `round_trip_ms` (`SELECT 1`,
+median) and `flights_per_job`: the round trips the worker's connections waited for, per job,
+counted by the proxy over the timed run (the connections' set-up included: a few per
+connection); each configuration's row also has the `connections` its worker opened in a run.
 
 Under load (`--load N`): after the quiet comparison, the same comparison (workers direct)
 again while N CPU-burning processes run (`bench.cpu_load`: started by the benchmark, killed
@@ -74,7 +74,8 @@ from bench.pg import DEFAULT_URL, Schema, in_flight_peak, install_in_flight_mete
 from bench.queue_peers import PeerConfig, peer_configs, quiet_peer_logs
 from bench.queue_start import latency_only, latency_rows, load_since
 
-# SQLAlchemy's default pool_size: the connections its pool keeps between checkouts.
+# The connections a worker draining no-op jobs holds at most (its pool keeps up to
+# VALUERANK_DB_POOL_SIZE; this benchmark's workers never used more than 5).
 KEPT_CONNECTIONS = 5
 
 # -- ours -------------------------------------------------------------------------------------

@@ -57,8 +57,11 @@ CONFLICTING_OUTCOMES = "conflicting_outcomes"
 CONFIDENCE_SPREAD = "confidence_spread"
 
 
+@functools.lru_cache(maxsize=4096)
 def _exact(value: float) -> Fraction:
-    """The decimal a float prints as (0.9 -> 9/10), so sums and thresholds are exact."""
+    """The decimal a float prints as (0.9 -> 9/10), so sums and thresholds are exact. Kept:
+    the thresholds, weights and confidences repeat, and parsing the decimal is most of what
+    a validation read computes."""
     return Fraction(repr(float(value)))
 
 
@@ -150,10 +153,15 @@ def consensus(votes: Iterable[Vote]) -> ConsensusResult:
     """The weighted consensus of `votes` (see the module docstring for the formula)."""
     all_votes = tuple(votes)
     counted = [v for v in all_votes if v.weight > 0]
-    total = sum((v.mass for v in counted), Fraction(0))
+    # One exact sum per outcome; the total and the weighted sum follow from them (exact
+    # arithmetic: the same figures as summing vote by vote, at a third of the cost).
+    support = dict.fromkeys(Outcome, Fraction(0))
+    for v in counted:
+        support[v.outcome] += v.mass
+    total = sum(support.values(), Fraction(0))
     if total == 0:
         return ConsensusResult(0.0, AgreementLevel.NO_DATA, False, all_votes)
-    weighted = sum((v.mass * _exact(OUTCOME_WEIGHTS[v.outcome]) for v in counted), Fraction(0))
+    weighted = sum((mass * _exact(OUTCOME_WEIGHTS[o]) for o, mass in support.items()), Fraction(0))
     score = weighted / total
     confidences = [_exact(v.confidence) for v in counted]
     spread = max(confidences) - min(confidences)
@@ -165,7 +173,6 @@ def consensus(votes: Iterable[Vote]) -> ConsensusResult:
         reasons.append(CONFLICTING_OUTCOMES)
     if spread > _exact(MAX_CONFIDENCE_SPREAD):
         reasons.append(CONFIDENCE_SPREAD)
-    support = {o: sum((v.mass for v in counted if v.outcome is o), Fraction(0)) for o in Outcome}
     best = max(support.values())
     leaders = [o for o in Outcome if support[o] == best]
     return ConsensusResult(

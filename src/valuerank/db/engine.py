@@ -14,6 +14,7 @@ from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.util.concurrency import await_only, in_greenlet
 
+from valuerank.config import DEFAULT_POOL_OVERFLOW, DEFAULT_POOL_SIZE
 from valuerank.db.sqlite_driver import one_hop_dbapi
 from valuerank.db.url import DatabaseURL, normalize_database_url
 
@@ -122,8 +123,8 @@ def create_database(
     raw_url: str,
     *,
     busy_timeout_ms: int = 30_000,
-    pool_size: int = 5,
-    pool_overflow: int = 10,
+    pool_size: int = DEFAULT_POOL_SIZE,
+    pool_overflow: int = DEFAULT_POOL_OVERFLOW,
     echo: bool = False,
     connect_args: dict[str, Any] | None = None,
 ) -> Database:
