@@ -12,7 +12,7 @@ DEFAULT_DATABASE_URL = "sqlite:///./valuerank.db"
 DEFAULT_ORG_SLUG = "default"
 # A process's PostgreSQL pool: connections kept, and opened beyond them while busy (each closed
 # when returned, so a process often busier than its pool opens a backend per request: with 16
-# clients an API process answered 424 uncached reads a second at 5 + 10, 573 at 12 + 3).
+# clients an API process answered 424 uncached reads a second at 5 + 10, 490 at 12 + 3).
 # 12 + 3 and the LISTEN connection: 16 at the most, as SQLAlchemy's 5 + 10 were.
 DEFAULT_POOL_SIZE = 12
 DEFAULT_POOL_OVERFLOW = 3
