@@ -293,7 +293,14 @@ services_down() {
     _as "$user" "$bin/pg_ctl" -D "$data" -m fast -w stop >/dev/null 2>&1 || true
   done
   if [ -n "$_REDIS_PIDFILE" ] && [ -f "$_REDIS_PIDFILE" ]; then
-    kill "$(cat "$_REDIS_PIDFILE")" 2>/dev/null || true
+    local pid waited=0
+    pid="$(cat "$_REDIS_PIDFILE")"
+    kill "$pid" 2>/dev/null || true
+    # Stopped means stopped: wait (10 s at most) until it has exited and freed its port.
+    while kill -0 "$pid" 2>/dev/null && [ "$waited" -lt 100 ]; do
+      sleep 0.1
+      waited=$((waited + 1))
+    done
   fi
   if [ -n "$SERVICES_TMP" ]; then
     rm -rf "$SERVICES_TMP"
