@@ -13,6 +13,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from fastapi.routing import iter_route_contexts
 from sqlalchemy.exc import DataError, DBAPIError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import compile_path
 
@@ -145,6 +146,26 @@ async def _database_error(request: Request, exc: Exception) -> Response:
     )
 
 
+# How long a client waits before asking again when every database connection of the process
+# is busy: the pool's own wait (30 s) has already passed.
+BUSY_RETRY_SECONDS = 1
+
+
+async def _pool_exhausted(request: Request, exc: Exception) -> Response:
+    # Every connection of this process's pool stayed busy for the pool's whole wait: the
+    # database is up, this process is overloaded. A client may retry; an operator may give it
+    # more connections or add processes.
+    log.warning("no database connection free on %s %s: %s", request.method, request.url.path, exc)
+    return error_response(
+        request,
+        503,
+        "SERVER_BUSY",
+        "every database connection of this server is busy",
+        hint="retry shortly; operators: raise VALUERANK_DB_POOL_SIZE or add server processes",
+        headers={"Retry-After": str(BUSY_RETRY_SECONDS)},
+    )
+
+
 async def _refused_value(request: Request, exc: Exception) -> Response:
     # The database is up: it refused a value of this request (a NUL, a number past the
     # column's range) that the request's checks missed. Bad input, not an outage.
@@ -154,7 +175,23 @@ async def _refused_value(request: Request, exc: Exception) -> Response:
     return error_response(request, 422, refused.CODE, message, hint=refused.HINT)
 
 
+# The database's failures and their answers, the most specific first (a DataError is a
+# DBAPIError, as is an OperationalError).
+_DATABASE_FAILURES: tuple[tuple[type[Exception], Any], ...] = (
+    (DataError, _refused_value),  # a DBAPIError, but the client's
+    (PoolTimeoutError, _pool_exhausted),
+    (OperationalError, _database_error),
+    (DBAPIError, _database_error),
+)
+
+
 async def _unexpected_error(request: Request, exc: Exception) -> Response:
+    # Also what a middleware raises (authentication reads tokens and sessions), which the
+    # typed handlers do not see: a database failure there keeps its answer.
+    for kind, answer in _DATABASE_FAILURES:
+        if isinstance(exc, kind):
+            response: Response = await answer(request, exc)
+            return response
     log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
     return error_response(request, 500, "INTERNAL_ERROR", "internal server error")
 
@@ -165,7 +202,6 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(FormatError, _invalid_file)
     app.add_exception_handler(DefinitionError, _invalid_file)
-    app.add_exception_handler(OperationalError, _database_error)
-    app.add_exception_handler(DBAPIError, _database_error)
-    app.add_exception_handler(DataError, _refused_value)  # a DBAPIError, but the client's
+    for kind, answer in _DATABASE_FAILURES:
+        app.add_exception_handler(kind, answer)
     app.add_exception_handler(Exception, _unexpected_error)

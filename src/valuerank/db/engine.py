@@ -125,6 +125,7 @@ def create_database(
     busy_timeout_ms: int = 30_000,
     pool_size: int = DEFAULT_POOL_SIZE,
     pool_overflow: int = DEFAULT_POOL_OVERFLOW,
+    pool_timeout: float = 30.0,
     echo: bool = False,
     connect_args: dict[str, Any] | None = None,
 ) -> Database:
@@ -143,6 +144,7 @@ def create_database(
         # keepalives notice a peer that vanished without closing the socket.
         kwargs["pool_pre_ping"] = True
         kwargs["pool_size"], kwargs["max_overflow"] = pool_size, pool_overflow
+        kwargs["pool_timeout"] = pool_timeout  # then sqlalchemy.exc.TimeoutError: API 503
         for key, value in PG_CONNECT_ARGS.items():
             kwargs["connect_args"].setdefault(key, value)
     engine = create_async_engine(url.url, **kwargs)

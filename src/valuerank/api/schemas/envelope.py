@@ -92,7 +92,8 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
         **_ERROR,
         "description": "A server error in the error envelope (no stack trace): 500, 503 "
         "DATABASE_UNAVAILABLE, DATABASE_ERROR or SECRET_KEY_MISSING (the server is not set "
-        "up for it), 504 CACHE_ERROR.",
+        "up for it), SERVER_BUSY (every database connection busy; with Retry-After), 504 "
+        "CACHE_ERROR.",
     },
 }
 
