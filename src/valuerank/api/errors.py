@@ -4,7 +4,7 @@ browser asking for one of the UI's pages): our errors, routing, validation, the 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from http import HTTPStatus
 from typing import Any
 
@@ -177,7 +177,9 @@ async def _refused_value(request: Request, exc: Exception) -> Response:
 
 # The database's failures and their answers, the most specific first (a DataError is a
 # DBAPIError, as is an OperationalError).
-_DATABASE_FAILURES: tuple[tuple[type[Exception], Any], ...] = (
+_DATABASE_FAILURES: tuple[
+    tuple[type[Exception], Callable[[Request, Exception], Awaitable[Response]]], ...
+] = (
     (DataError, _refused_value),  # a DBAPIError, but the client's
     (PoolTimeoutError, _pool_exhausted),
     (OperationalError, _database_error),
@@ -190,8 +192,7 @@ async def _unexpected_error(request: Request, exc: Exception) -> Response:
     # typed handlers do not see: a database failure there keeps its answer.
     for kind, answer in _DATABASE_FAILURES:
         if isinstance(exc, kind):
-            response: Response = await answer(request, exc)
-            return response
+            return await answer(request, exc)
     log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
     return error_response(request, 500, "INTERNAL_ERROR", "internal server error")
 

@@ -12,7 +12,7 @@ one (keep frozen dataclasses and read-only arrays).
 from __future__ import annotations
 
 import weakref
-from collections.abc import Hashable, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Sequence
 from typing import Generic, TypeVar
 
 from cachetools import LRUCache
@@ -21,7 +21,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.db.tables import runs
 
-K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
 
@@ -38,15 +37,30 @@ async def inputs_versions(
     return tuple(found.get(run_id, 0) for run_id in run_ids)
 
 
-class KeptPerEngine(Generic[K, V]):
+class KeptPerEngine(Generic[V]):
     """The last `size` values per database engine (an engine is one database; tests and
     benchmarks open several in one process)."""
 
     def __init__(self, size: int) -> None:
         self._size = size
-        self._by_engine: weakref.WeakKeyDictionary[Engine, LRUCache[K, V]] = (
+        self._by_engine: weakref.WeakKeyDictionary[Engine, LRUCache[Hashable, V]] = (
             weakref.WeakKeyDictionary()
         )
 
-    def of(self, conn: AsyncConnection) -> LRUCache[K, V]:
-        return self._by_engine.setdefault(conn.sync_engine, LRUCache(maxsize=self._size))
+    async def get(
+        self,
+        conn: AsyncConnection,
+        org_id: str,
+        run_ids: Sequence[str],
+        variant: Hashable,
+        read: Callable[[], Awaitable[V]],
+    ) -> V:
+        """What `read` returns for these runs (and `variant`: whatever else it depends on),
+        kept while their inputs versions are unchanged. The versions are read first."""
+        versions = await inputs_versions(conn, org_id, run_ids)
+        key = (org_id, tuple(zip(run_ids, versions, strict=True)), variant)
+        kept = self._by_engine.setdefault(conn.sync_engine, LRUCache(maxsize=self._size))
+        found = kept.get(key)
+        if found is None:
+            found = kept[key] = await read()
+        return found

@@ -31,7 +31,7 @@ from valuerank.db.tables import judgments, rubrics, run_scenarios, transcripts
 from valuerank.definitions.expansion import expand_with_scores
 from valuerank.definitions.service import get_definition
 from valuerank.errors import NotFoundError
-from valuerank.findings.kept import KeptPerEngine, inputs_versions
+from valuerank.findings.kept import KeptPerEngine
 from valuerank.formats.rubric import Rubric
 from valuerank.runs.service import Run
 
@@ -187,18 +187,13 @@ class _Columns:
 
 
 KEPT_RUNS = 16
-_kept: KeptPerEngine[tuple[str, str, int], LoadedRun] = KeptPerEngine(KEPT_RUNS)
+_kept: KeptPerEngine[LoadedRun] = KeptPerEngine(KEPT_RUNS)
 
 
 async def load_run(conn: AsyncConnection, run: Run) -> LoadedRun:
     """The run's analysis input and its hash: kept in memory while the run's inputs_version
     is unchanged (see the module docstring), read from the database otherwise."""
-    (version,) = await inputs_versions(conn, run.org_id, [run.id])
-    kept = _kept.of(conn)
-    key = (run.org_id, run.id, version)
-    found = kept.get(key)
-    if found is None:
-        found = kept[key] = await read_run(conn, run)
+    found = await _kept.get(conn, run.org_id, [run.id], None, lambda: read_run(conn, run))
     # The run's own row (its status, its name) may change without changing its inputs.
     return found if found.run == run else dataclasses.replace(found, run=run)
 

@@ -4,9 +4,8 @@ mean; and the matrix as the API answers it. Every query is scoped by the organis
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqlalchemy import select
@@ -22,7 +21,7 @@ from valuerank.db.streaming import stream_rows
 from valuerank.db.tables import run_scenarios, transcripts
 from valuerank.definitions.service import get_definition
 from valuerank.errors import NotFoundError
-from valuerank.findings.kept import KeptPerEngine, inputs_versions
+from valuerank.findings.kept import KeptPerEngine
 from valuerank.findings.matrix import (
     DEFAULT_THRESHOLD,
     Answer,
@@ -128,7 +127,7 @@ def _decision(basis: str, code: int | None, consensus: Any) -> int | None:
 # again (sorted, filtered, paged) while the runs' inputs stay the same, and building the
 # matrix of a 1,000-scenario run reads and groups every transcript of it (~0.3 s).
 KEPT_MATRICES = 16
-_kept: KeptPerEngine[tuple[Any, ...], LoadedMatrix] = KeptPerEngine(KEPT_MATRICES)
+_kept: KeptPerEngine[LoadedMatrix] = KeptPerEngine(KEPT_MATRICES)
 
 
 async def load_matrix(
@@ -143,22 +142,21 @@ async def load_matrix(
     """The matrix of a run (and of `compare`'s runs beside it): kept while the runs' inputs
     versions are unchanged, read from the database otherwise."""
     runs = await resolve_runs(conn, org_id, run_ref, compare)
-    run_ids = [r.id for r in runs]
-    versions = await inputs_versions(conn, org_id, run_ids)
-    key = (
-        org_id,
-        tuple(zip(run_ids, versions, strict=True)),
+    variant = (
         tuple(tuple(r.config.models) for r in runs),
         runs[0].definition_id,
         basis,
         threshold,
     )
-    kept = _kept.of(conn)
-    found = kept.get(key)
-    if found is None:
-        found = kept[key] = await read_matrix(conn, org_id, runs, basis, threshold)
+    found = await _kept.get(
+        conn,
+        org_id,
+        [r.id for r in runs],
+        variant,
+        lambda: read_matrix(conn, org_id, runs, basis, threshold),
+    )
     # The runs' own rows (their status, their names) may change without changing their inputs.
-    return found if found.runs == runs else dataclasses.replace(found, runs=runs)
+    return found if found.runs == runs else replace(found, runs=runs)
 
 
 async def read_matrix(
