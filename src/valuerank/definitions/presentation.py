@@ -1,0 +1,163 @@
+"""How a scenario is presented to a model: its phrasing and the order of its scale (pure).
+
+A run may ask each scenario in several *presentations* so an analysis can separate a value
+from the way it was asked:
+
+* **Phrasing.** Expansion mode ``all`` (or ``random``) gives one scenario per option of a
+  level; their ids carry ``o<k>`` after a dimension's segment (``…_Harm2o2``). Stripping those
+  gives the *combination id*, the mode-``first`` id of the same level combination: the unit
+  that phrasings of one scenario share.
+* **Scale order.** A scenario's numbered scale lines (``5 - report the defect now`` …
+  ``1 - stay quiet``) can be presented reversed: every line keeps its place and its number,
+  and takes the text of the line whose number mirrors it (``low + high - n``), so the text
+  written under 5 is shown under 1. The model's answer is then in the *shown* direction and
+  `map_decision` brings it back to the definition's. A reversed presentation is stored as its
+  own run scenario whose id ends with `REVERSED_SUFFIX`, so jobs, transcripts and exports keep
+  one row per presentation; `presentation_of` splits such an id again.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal, get_args
+
+from valuerank.errors import InvalidInputError
+
+__all__ = [
+    "REVERSED_SUFFIX",
+    "RUN_SCALE_ORDERS",
+    "SCALE_ORDERS",
+    "RunScaleOrder",
+    "ScaleLine",
+    "ScaleNotReversible",
+    "ScaleOrder",
+    "combination_of",
+    "map_decision",
+    "orders_of",
+    "phrasing_of",
+    "presentation_of",
+    "presented_id",
+    "reverse_scale",
+    "scale_lines",
+]
+
+ScaleOrder = Literal["as-written", "reversed"]
+SCALE_ORDERS: tuple[ScaleOrder, ...] = get_args(ScaleOrder)
+RunScaleOrder = Literal["as-written", "reversed", "both"]
+RUN_SCALE_ORDERS: tuple[str, ...] = get_args(RunScaleOrder)
+
+# Letters, digits, `_` and `-` only: the id stays one safe part of an exported file name.
+REVERSED_SUFFIX = "-reversed"
+
+# `_<Dim><score>o<k>`: the option segment of an expanded scenario id (definitions/expansion).
+_OPTION_SEGMENT = re.compile(r"(?<=\d)o(\d+)(?=_|-|$)")
+_SEGMENT = re.compile(r"_([^_]+?\d+)o(\d+)(?=_|-|$)")
+
+# A numbered scale line: optional bullet or emphasis, the number, a separator, its text
+# (the same shapes `scoring.decision.scale_labels_from_template` reads).
+_SCALE_LINE = re.compile(
+    r"^(?P<head>[ \t]*(?:[-*+][ \t]+)?[*_`]*\(?)(?P<n>[0-9]+)"
+    r"(?P<sep>\)?[*_`]*[ \t]*(?:-|–|—|:|=)[ \t]*)(?P<label>[^\n]*?[A-Za-z][^\n]*?)[ \t]*$",
+    re.MULTILINE,
+)
+
+
+class ScaleNotReversible(InvalidInputError):
+    code = "SCALE_NOT_REVERSIBLE"
+
+
+def orders_of(choice: RunScaleOrder | str) -> tuple[ScaleOrder, ...]:
+    """The presentations a run's `scale_order` setting asks for, as-written first."""
+    if choice == "both":
+        return SCALE_ORDERS
+    if choice in SCALE_ORDERS:
+        return (choice,)  # type: ignore[return-value]
+    raise InvalidInputError(
+        f"unknown scale order {choice!r}", hint="use as-written, reversed or both"
+    )
+
+
+def presented_id(scenario_id: str, order: ScaleOrder) -> str:
+    """The run scenario id of `scenario_id` asked in `order`."""
+    return scenario_id + REVERSED_SUFFIX if order == "reversed" else scenario_id
+
+
+def presentation_of(run_scenario_id: str) -> tuple[str, ScaleOrder]:
+    """(scenario id, scale order) of a run scenario id written by `presented_id`."""
+    if run_scenario_id.endswith(REVERSED_SUFFIX):
+        return run_scenario_id[: -len(REVERSED_SUFFIX)], "reversed"
+    return run_scenario_id, "as-written"
+
+
+def combination_of(scenario_id: str) -> str:
+    """The combination id (phrasings stripped) of a scenario id, order suffix included."""
+    base, _ = presentation_of(scenario_id)
+    return _OPTION_SEGMENT.sub("", base)
+
+
+def phrasing_of(scenario_id: str) -> str:
+    """Which phrasing a scenario id is: ``""`` for every level's first option, else its
+    option segments joined (``Harm2o2`` or ``Harm2o2_Cost1o3``)."""
+    base, _ = presentation_of(scenario_id)
+    return "_".join(f"{m.group(1)}o{m.group(2)}" for m in _SEGMENT.finditer(base))
+
+
+@dataclass(frozen=True)
+class ScaleLine:
+    """One numbered line of a scale: where its text sits in the body, its number and text."""
+
+    number: int
+    label: str
+    start: int  # offset of the label in the body
+    end: int
+
+
+def scale_lines(body: str) -> list[ScaleLine]:
+    """The body's numbered scale lines (first line of each number), in body order."""
+    found: list[ScaleLine] = []
+    seen: set[int] = set()
+    for match in _SCALE_LINE.finditer(body):
+        number = int(match.group("n"))
+        if number in seen:
+            continue
+        seen.add(number)
+        found.append(
+            ScaleLine(number, match.group("label"), match.start("label"), match.end("label"))
+        )
+    return found
+
+
+def _reversible(lines: Sequence[ScaleLine]) -> bool:
+    numbers = sorted(line.number for line in lines)
+    return len(numbers) >= 2 and numbers == list(range(numbers[0], numbers[-1] + 1))
+
+
+def reverse_scale(body: str) -> str:
+    """The body with its scale's texts mirrored: the line numbered n shows the text written
+    under ``low + high - n``; everything else is unchanged. SCALE_NOT_REVERSIBLE when the body
+    has no run of consecutive numbered lines (``5 - …`` down to ``1 - …``)."""
+    lines = scale_lines(body)
+    if not _reversible(lines):
+        raise ScaleNotReversible(
+            "the scenario's scale cannot be reversed: it needs numbered lines such as "
+            "'5 - strongly support …' down to '1 - strongly oppose …', one per number",
+            hint="write the scale as 'N - text' lines in the template, "
+            "or ask --scale-order as-written",
+        )
+    low = min(line.number for line in lines)
+    high = max(line.number for line in lines)
+    text = {line.number: line.label for line in lines}
+    out: list[str] = []
+    cursor = 0
+    for line in sorted(lines, key=lambda item: item.start):
+        out += [body[cursor : line.start], text[low + high - line.number]]
+        cursor = line.end
+    out.append(body[cursor:])
+    return "".join(out)
+
+
+def map_decision(code: int | None, low: int, high: int) -> int | None:
+    """A decision given on a reversed scale, in the definition's direction (and back)."""
+    return None if code is None else low + high - code
