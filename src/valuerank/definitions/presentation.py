@@ -73,7 +73,7 @@ def orders_of(choice: RunScaleOrder | str) -> tuple[ScaleOrder, ...]:
     if choice == "both":
         return SCALE_ORDERS
     if choice in SCALE_ORDERS:
-        return (choice,)  # type: ignore[return-value]
+        return (choice,)
     raise InvalidInputError(
         f"unknown scale order {choice!r}", hint="use as-written, reversed or both"
     )
