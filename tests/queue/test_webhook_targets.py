@@ -38,3 +38,31 @@ def test_a_delivery_connects_to_the_address_it_checked() -> None:
             public_address(inside, 80)
     with pytest.raises(WebhookTargetError, match="does not resolve"):
         public_address("no-such-host.invalid", 80)
+
+
+# IPv6 forms that carry a private IPv4 address (the outside probe registered all of these).
+EMBEDDED_PRIVATE = [
+    "64:ff9b::a9fe:a9fe",  # NAT64 of 169.254.169.254
+    "64:ff9b::7f00:1",  # NAT64 of 127.0.0.1
+    "64:ff9b:1::a9fe:a9fe",  # local-use NAT64 prefix (never global)
+    "2002:a9fe:a9fe::",  # 6to4 of 169.254.169.254
+    "2002:a00:1::1",  # 6to4 of 10.0.0.1
+    "::a9fe:a9fe",  # IPv4-compatible 169.254.169.254
+    "::127.0.0.1",
+    "2001:0:4136:e378:8000:63bf:f5ff:fffe",  # Teredo whose client is 10.0.0.1 (obfuscated)
+]
+
+
+@pytest.mark.parametrize("address", EMBEDDED_PRIVATE)
+async def test_ipv6_forms_of_private_ipv4_are_refused(address: str) -> None:
+    assert non_global([address]) == [address]
+    with pytest.raises(WebhookTargetError, match="not public"):
+        await check_public_target(f"http://[{address}]/hook")
+    with pytest.raises(WebhookTargetError, match="not public"):
+        public_address(address, 80)
+
+
+def test_ipv6_forms_of_public_ipv4_pass() -> None:
+    public = ["64:ff9b::5db8:d822", "2002:5db8:d822::1", "2001:db8:85a3::8a2e:370:7334"]
+    # 2001:db8::/32 is documentation space: not global, so only the first two pass.
+    assert non_global(public) == ["2001:db8:85a3::8a2e:370:7334"]

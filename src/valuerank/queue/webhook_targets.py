@@ -40,15 +40,43 @@ def _refused(url: str, why: str) -> WebhookTargetError:
     )
 
 
+_NAT64_WELL_KNOWN = ipaddress.IPv6Network("64:ff9b::/96")  # RFC 6052
+_NAT64_LOCAL = ipaddress.IPv6Network("64:ff9b:1::/48")  # RFC 8215: never global
+_IPV4_COMPATIBLE = ipaddress.IPv6Network("::/96")  # deprecated ::a.b.c.d
+
+
+def _embedded_ipv4(address: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
+    """The IPv4 addresses an IPv6 address carries and would reach (mapped, NAT64, 6to4,
+    Teredo, IPv4-compatible): Python calls most of these forms global whatever they carry."""
+    low32 = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    found = [a for a in (address.ipv4_mapped, address.sixtofour) if a is not None]
+    if address.teredo is not None:
+        found += list(address.teredo)
+    if address in _NAT64_WELL_KNOWN or address in _IPV4_COMPATIBLE:
+        found.append(low32)
+    return found
+
+
+def _is_public(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    if not address.is_global or address.is_multicast:
+        return False
+    if isinstance(address, ipaddress.IPv6Address):
+        if address in _NAT64_LOCAL:
+            return False
+        return all(_is_public(inner) for inner in _embedded_ipv4(address))
+    return True
+
+
 def non_global(addresses: list[str]) -> list[str]:
     """The addresses that are not on the public internet (loopback, private, link-local,
-    multicast, reserved, unspecified; IPv4-mapped IPv6 judged by its IPv4 address)."""
+    multicast, reserved, unspecified), an IPv6 address that embeds an IPv4 one (mapped,
+    NAT64, 6to4, Teredo, IPv4-compatible) judged by what it embeds too."""
     found: list[str] = []
     for text in addresses:
         address = ipaddress.ip_address(text.split("%", 1)[0])  # drop an IPv6 zone
         if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
             address = address.ipv4_mapped
-        if not address.is_global or address.is_multicast:
+        if not _is_public(address):
             found.append(text)
     return found
 
