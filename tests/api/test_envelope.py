@@ -32,6 +32,13 @@ async def test_envelopes_and_statuses(live: Any, assert_error: Any) -> None:
         # Security headers on every answer.
         assert response.headers["x-content-type-options"] == "nosniff"
         assert response.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
+        # Nothing of an organisation's is kept by a browser or a proxy: JSON and pages alike.
+        assert response.headers["cache-control"] == "no-store"
+        page = await client.get("/")
+        assert page.status_code == 200 and page.headers["cache-control"] == "no-store"
+        asset = await client.get("/static/app.css")
+        assert asset.status_code == 200
+        assert "no-store" not in asset.headers.get("cache-control", "")
 
         missing = assert_error(await client.get("/api/nothing/here"), 404, "NOT_FOUND")
         assert set(missing) == {"success", "error", "code", "timestamp"}
