@@ -12,12 +12,12 @@ import valuerank
 from valuerank.db import Database
 from valuerank.db.tables import events, jobs, run_scenarios, runs, transcripts
 from valuerank.definitions.service import import_definition
-from valuerank.errors import ConflictError, NotFoundError
+from valuerank.errors import ConflictError, InvalidInputError, NotFoundError
 from valuerank.orgs import ensure_org
 from valuerank.queue.controls import paused
 from valuerank.refs import short_id
 from valuerank.runs import service
-from valuerank.runs.config import RunConfig
+from valuerank.runs.config import RunConfig, build_config
 from valuerank.runs.progress import run_report
 from valuerank.runs.states import RunStatus
 
@@ -199,3 +199,9 @@ def test_run_config_refuses_bad_settings() -> None:
         RunConfig(models=("openai:a",), sample_percentage=0)
     with pytest.raises(ValueError):
         RunConfig(models=())
+    # A seed is bounded like every integer setting (2**200 was once accepted and run).
+    with pytest.raises(ValueError, match="sample_seed"):
+        RunConfig(models=("openai:a",), sample_seed=2**200)
+    with pytest.raises(InvalidInputError, match="sample_seed"):
+        build_config(models=("openai:a",), sample_seed=2**53)
+    assert build_config(models=("openai:a",), sample_seed=2**53 - 1).sample_seed == 2**53 - 1

@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from valuerank.definitions.sampling import MAX_SEED
 from valuerank.errors import InvalidInputError
 from valuerank.providers.model_id import InvalidModelId, parse_model_id
 
@@ -18,7 +19,7 @@ class RunConfig(BaseModel):
     models: tuple[str, ...] = Field(min_length=1)
     sample_percentage: float = Field(default=100.0, gt=0, le=100)
     # None until the run is created: `create_run` draws one then (and it is shown and stored).
-    sample_seed: int | None = Field(default=None, ge=0)
+    sample_seed: int | None = Field(default=None, ge=0, le=MAX_SEED)
     samples_per_scenario: int = Field(default=1, ge=1, le=100)
     temperature: float | None = Field(default=0.0, ge=0, le=2)
     max_tokens: int = Field(default=1000, ge=1, le=100_000)
