@@ -110,6 +110,13 @@ class Settings(BaseSettings):
         default="5/minute",
         description="Failed logins allowed per account and per client address.",
     )
+    forwarded_allow_ips: str = Field(
+        default="",
+        description="Comma-separated addresses (or `*`) of the proxies whose `X-Forwarded-For` "
+        "and `X-Forwarded-Proto` are believed: the client address that rate limits count and "
+        "the scheme that marks cookies Secure. Empty: no forwarding header is believed, from "
+        "any client, loopback included.",
+    )
     redis_url: SecretStr | None = Field(
         default=None,
         description="redis://[:password@]host:port/db: rate-limit counters shared by every "

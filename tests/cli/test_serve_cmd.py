@@ -248,3 +248,40 @@ def test_a_busy_port_is_a_clear_error() -> None:
         assert free.getsockname()[1] > 0
     finally:
         free.close()
+
+
+@sqlite_only
+@pytest.mark.parametrize("trusted", ["", "127.0.0.1"])
+async def test_forwarded_addresses_are_believed_only_from_configured_proxies(
+    db: Database, org_id: str, trusted: str
+) -> None:
+    """The per-address login limit counts the connecting address: a loopback client rotating
+    X-Forwarded-For was once counted as ten clients. Behind a configured proxy, the address
+    it forwards is the client's."""
+    from valuerank.accounts.users import add_member
+
+    async with db.transaction() as conn:
+        await add_member(conn, org_id, "ada@example.org", "viewer", password="x" * 20)
+    settings = Settings(
+        auto_login=False,
+        rate_limits_enabled=True,
+        rate_limit_login="3/minute",
+        redis_url=None,
+        forwarded_allow_ips=trusted,
+    )
+    statuses: list[int] = []
+    async with (
+        serving(db, org_id, settings=settings, log_level="warning") as served,
+        _client(served.base) as client,
+    ):
+        for n in range(5):
+            answer = await client.post(
+                "/api/auth/login",
+                json={"email": f"user{n}@example.org", "password": "wrong" * 4},
+                headers={"X-Forwarded-For": f"203.0.113.{n}"},
+            )
+            statuses.append(answer.status_code)
+    if trusted:  # five clients behind the proxy, one failure each
+        assert statuses == [401] * 5
+    else:  # one client, whatever it claims
+        assert statuses == [401, 401, 401, 429, 429]

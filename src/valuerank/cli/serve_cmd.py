@@ -198,6 +198,10 @@ async def serve(
         log_level=log_level,
         access_log=access_log,
         timeout_graceful_shutdown=int(GRACEFUL_SHUTDOWN_SECONDS),
+        # uvicorn believes X-Forwarded-For from loopback by default: a local client could then
+        # pose as any address to the per-address login limit. Only configured proxies count.
+        proxy_headers=bool(settings.forwarded_allow_ips),
+        forwarded_allow_ips=settings.forwarded_allow_ips or None,
     )
     access_logger = logging.getLogger("uvicorn.access")
     if _access_filter() not in access_logger.filters:
