@@ -3,6 +3,7 @@ rerun failed, expand — each move guarded, scoped by organisation, nothing half
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -110,6 +111,27 @@ async def test_pause_resume_cancel_are_guarded(db: Database, org_id: str) -> Non
     async with db.transaction() as conn:
         with pytest.raises(ConflictError, match="cannot pause"):
             await service.pause_run(conn, org_id, run_id)
+
+
+async def test_concurrent_cancels_of_one_run_all_answer_the_cancelled_run(
+    db: Database, org_id: str
+) -> None:
+    """A cancel is idempotent under concurrency too: the requests that lose the race answer
+    like a sequential repeat instead of 409 (PostgreSQL re-checks a waiting UPDATE's WHERE)."""
+    created = await _create(db, org_id, sample_percentage=10)
+    async with db.transaction() as conn:
+        await service.start_run(conn, org_id, created.run.id)
+
+    async def cancel() -> RunStatus:
+        async with db.transaction(immediate=True) as conn:  # as the API's steering routes
+            return (await service.cancel_run(conn, org_id, created.run.id)).status
+
+    statuses = await asyncio.gather(*(cancel() for _ in range(6)))
+    assert statuses == [RunStatus.CANCELLED] * 6
+    async with db.transaction() as conn:
+        # A race lost to another state is still refused, naming that state by its short id.
+        with pytest.raises(ConflictError, match=f"run {short_id(created.run.id)} is cancelled"):
+            await service.pause_run(conn, org_id, created.run.id)
 
 
 async def test_expand_adds_only_the_missing_scenarios(db: Database, org_id: str) -> None:

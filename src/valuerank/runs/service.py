@@ -37,7 +37,7 @@ from valuerank.queue import (
 )
 from valuerank.queue.dialect import as_utc
 from valuerank.queue.events import PARTITION_SCOPE
-from valuerank.refs import find_by_ref
+from valuerank.refs import find_by_ref, short_id
 from valuerank.runs.config import RunConfig
 from valuerank.runs.event_names import RUN_CANCELLED, RUN_PAUSED, RUN_RESUMED
 from valuerank.runs.records import NewRun, RunScenario, insert_run, insert_run_scenarios
@@ -326,7 +326,7 @@ async def pause_run(conn: AsyncConnection, org_id: str, ref: str) -> Run:
     if run.status is RunStatus.PAUSED:
         return run
     if not await move_run(conn, org_id, run.id, RunStatus.PAUSED):
-        raise refuse(run.id, run.status, "pause")
+        return await _moved_by_another(conn, run, RunStatus.PAUSED, "pause")
     await pause_partition(conn, org_id, run.id, event=RUN_PAUSED)
     return await get_run(conn, org_id, run.id)
 
@@ -336,12 +336,22 @@ async def resume_run(conn: AsyncConnection, org_id: str, ref: str) -> Run:
     if run.status is RunStatus.RUNNING:
         return run
     if not await move_run(conn, org_id, run.id, RunStatus.RUNNING, sources=_PAUSED):
-        raise refuse(run.id, run.status, "resume")
+        return await _moved_by_another(conn, run, RunStatus.RUNNING, "resume")
     await resume_partition(conn, org_id, run.id, event=RUN_RESUMED)
     return await get_run(conn, org_id, run.id)
 
 
 _PAUSED = frozenset({RunStatus.PAUSED})
+
+
+async def _moved_by_another(conn: AsyncConnection, run: Run, target: RunStatus, action: str) -> Run:
+    """The run as it is after a move that changed no row: a concurrent request that moved it
+    to `target` first made this one a repeat, answered like a sequential repeat (the run as it
+    is); any other state refuses the action, naming that state."""
+    current = await get_run(conn, run.org_id, run.id)
+    if current.status is not target:
+        raise refuse(run.id, current.status, action)
+    return current
 
 
 async def cancel_run(conn: AsyncConnection, org_id: str, ref: str) -> Run:
@@ -350,7 +360,7 @@ async def cancel_run(conn: AsyncConnection, org_id: str, ref: str) -> Run:
     if run.status is RunStatus.CANCELLED:
         return run
     if not await move_run(conn, org_id, run.id, RunStatus.CANCELLED):
-        raise refuse(run.id, run.status, "cancel")
+        return await _moved_by_another(conn, run, RunStatus.CANCELLED, "cancel")
     await cancel_partition(conn, org_id, run.id, event=RUN_CANCELLED)
     return await get_run(conn, org_id, run.id)
 
@@ -375,7 +385,7 @@ async def delete_run(
     run = await get_run(conn, org_id, ref)
     if only_stopped and run.status not in DELETABLE:
         raise RunActiveError(
-            f"run {run.id[:8]} is {run.status.value}: cancel it before deleting it",
+            f"run {short_id(run.id)} is {run.status.value}: cancel it before deleting it",
             hint="POST /api/queue/runs/{id}/cancel, then delete it",
         )
     running = (

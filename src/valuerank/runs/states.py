@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.db.tables import runs
 from valuerank.errors import ConflictError
+from valuerank.refs import short_id
 
 
 class RunStatus(StrEnum):
@@ -88,6 +89,6 @@ async def move_run(
 
 def refuse(run_id: str, status: RunStatus, action: str) -> ConflictError:
     return ConflictError(
-        f"run {run_id[:8]} is {status.value}: cannot {action}",
+        f"run {short_id(run_id)} is {status.value}: cannot {action}",
         hint="see `valuerank runs status ID` for what the run is doing",
     )
