@@ -27,7 +27,7 @@ from valuerank.exchange import export_definition, write_run_zip, write_workspace
 from valuerank.exchange.definition_export import ZIP
 from valuerank.exchange.naming import safe_part
 from valuerank.exchange.run_data import load_run
-from valuerank.exchange.upload import import_upload
+from valuerank.exchange.upload import import_read, read_uploaded
 
 router = APIRouter(tags=["exchange"])
 
@@ -145,6 +145,7 @@ async def import_route(
     all there already. Broken or unknown files are 422 INVALID_IMPORT / INVALID_FILE, unsafe
     archives 400 UNSAFE_ARCHIVE (413 when they inflate too much)."""
     upload = await read_upload(request, filename=filename)
+    read = await read_uploaded(upload.data, filename=upload.filename)  # off the event loop
     async with ctx.db.transaction(immediate=True) as conn:
-        result = await import_upload(conn, ctx.org_id, upload.data, filename=upload.filename)
+        result = await import_read(conn, ctx.org_id, read)
     return ok(result.to_dict(), status_code=201 if result.created else 200)

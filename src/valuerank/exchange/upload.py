@@ -8,6 +8,7 @@ transaction makes the import all or nothing.
 
 from __future__ import annotations
 
+import asyncio
 import io
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -56,19 +57,37 @@ def _text(data: bytes, label: str) -> str:
         ) from None
 
 
-async def import_upload(
-    conn: AsyncConnection,
-    org_id: str,
-    data: bytes,
-    *,
-    filename: str | None = None,
-    limits: Limits | None = None,
-) -> UploadImport:
-    """Import one uploaded file (see the module docstring); INVALID_IMPORT, UNSAFE_ARCHIVE or
-    INVALID_FILE (naming the file and line) when it is none of the kinds or is broken."""
+@dataclass(frozen=True)
+class ReadUpload:
+    """An uploaded file as read before any transaction: a ZIP's checked members, or its bytes."""
+
+    data: bytes
+    label: str
+    filename: str | None
+    tree: SourceTree | None  # a ZIP's wanted members; None: not a ZIP
+
+
+async def read_uploaded(
+    data: bytes, *, filename: str | None = None, limits: Limits | None = None
+) -> ReadUpload:
+    """Read and check an upload's ZIP members (UNSAFE_ARCHIVE and size limits) in a thread:
+    60,000 members take seconds of CPU, during which the event loop goes on answering
+    everyone else, and no transaction (SQLite's write lock) is held meanwhile."""
     label = filename or DEFAULT_NAME
+    tree = None
     if data.startswith(ZIP_MAGIC):
-        tree = read_zip(io.BytesIO(data), import_wanted, limits or Limits(), label)
+        tree = await asyncio.to_thread(
+            read_zip, io.BytesIO(data), import_wanted, limits or Limits(), label
+        )
+    return ReadUpload(data, label, filename, tree)
+
+
+async def import_read(conn: AsyncConnection, org_id: str, read: ReadUpload) -> UploadImport:
+    """Import an upload `read_uploaded` has read (see the module docstring), all or nothing in
+    the caller's transaction; INVALID_IMPORT or INVALID_FILE (naming the file and line) when it
+    is none of the kinds or is broken."""
+    label, filename, tree = read.label, read.filename, read.tree
+    if tree is not None:
         if is_workspace(tree):
             restored = await import_workspace_tree(conn, org_id, tree)
             created = bool(restored.definitions or restored.rubrics) or any(
@@ -79,6 +98,7 @@ async def import_upload(
         return UploadImport(
             "runs", any(r.created for r in runs), {"runs": [r.to_dict() for r in runs]}
         )
+    data = read.data
     text = _text(data, label)
     kind = detect_kind(label, text)
     if kind == "definition":
@@ -109,4 +129,4 @@ async def import_upload(
     )
 
 
-__all__ = ["UploadImport", "import_upload"]
+__all__ = ["ReadUpload", "UploadImport", "import_read", "read_uploaded"]
