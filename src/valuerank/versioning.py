@@ -441,8 +441,3 @@ async def tree(conn: AsyncConnection, table: Table, org_id: str, version_id: str
     for node in nodes.values():
         node.children.sort(key=lambda n: label_sort_key(n.version.version_label))
     return nodes[root.id]
-
-
-async def count_versions(conn: AsyncConnection, table: Table, org_id: str) -> int:
-    query = select(func.count()).select_from(table).where(table.c.org_id == org_id)
-    return int(await conn.scalar(query) or 0)

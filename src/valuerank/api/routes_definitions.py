@@ -62,21 +62,6 @@ class DimensionBody(Body):
     levels: list[LevelBody] = Field(min_length=1, max_length=100)
 
 
-class DefinitionFields(Body):
-    """A definition's fields, as `content` shows them (everything but `name`, `template` and
-    `dimensions` is optional)."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-    name: str = Field(min_length=1, max_length=300)
-    template: str = Field(min_length=1, max_length=MAX_TEXT)
-    dimensions: list[DimensionBody] = Field(min_length=1, max_length=50)
-    base_id: str = Field(default="scenario_001", min_length=1, max_length=200)
-    category: str = Field(default="", max_length=300)
-    preamble: str = Field(default="", max_length=MAX_TEXT)
-    matching_rules: str | None = Field(default=None, max_length=MAX_TEXT)
-
-
 def _one_form_schema(schema: dict[str, Any]) -> None:
     """What CreateBody._one_form enforces (a null is "not given"): `markdown` and none of
     the fields, or `name`, `template` and `dimensions` (and maybe more fields) but no

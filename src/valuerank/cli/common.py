@@ -202,10 +202,3 @@ def write_atomically(path: Path, data: str | bytes) -> None:
     raw = data.encode("utf-8") if isinstance(data, str) else data  # may raise: nothing made yet
     with atomic_output(path) as handle:
         handle.write(raw)
-
-
-def command_runner(as_json: bool) -> Callable[[Awaitable[T]], T]:
-    def _run(coro: Awaitable[T]) -> T:
-        return run(coro, as_json=as_json)
-
-    return _run

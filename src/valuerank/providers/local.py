@@ -31,7 +31,6 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from valuerank.providers.base import (
@@ -374,8 +373,3 @@ def build_local_provider(model_name: str) -> Provider:
     if not xllamacpp_available():
         raise ProviderPermanent(LOCAL_EXTRA_HINT)
     return LocalProvider(model_name.strip() or DEFAULT_LOCAL_MODEL)
-
-
-def default_model_path() -> Path:
-    """Where `local:gemma3-270m` lives (it may not be assembled yet)."""
-    return resolve_local_model(DEFAULT_LOCAL_MODEL).path

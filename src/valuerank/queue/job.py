@@ -74,10 +74,6 @@ class Job:
             raise ValueError(f"job {self.id} holds no lease (status {self.status.value})")
         return Lease(self.id, self.lease_token)
 
-    @property
-    def attempts_left(self) -> int:
-        return max(self.max_attempts - self.attempts, 0)
-
 
 def _opt_ts(value: datetime | None) -> datetime | None:
     return None if value is None else as_utc(value)
