@@ -141,7 +141,7 @@ async def test_errors_exit_1_with_the_servers_code_and_what_to_do(
         "success": False,
         "error": "no run with id 'no-such-run'",
         "code": "NOT_FOUND",
-        "hint": "list them with `valuerank runs list`",
+        "hint": "list them with `valuerank runs list` or GET /api/runs",
     }
     denied = await _valuerank(
         server.env(tmp_path, **{API_TOKEN_ENV: "vrt_wrong"}), "runs", "status", server.run_id

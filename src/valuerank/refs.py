@@ -28,11 +28,11 @@ def short_id(full_id: str) -> str:
 
 
 async def find_by_ref(
-    conn: AsyncConnection, table: Table, org_id: str, ref: str, *, kind: str, list_hint: str
+    conn: AsyncConnection, table: Table, org_id: str, ref: str, *, kind: str, listing: str
 ) -> Row[Any]:
     """The organisation's row whose id is `ref` or starts with it; another org's is not found."""
     query = select(table).where(table.c.org_id == org_id)
-    return await first_by_ref(conn, query, table.c.id, ref, kind=kind, list_hint=list_hint)
+    return await first_by_ref(conn, query, table.c.id, ref, kind=kind, listing=listing)
 
 
 async def first_by_ref(
@@ -42,13 +42,14 @@ async def first_by_ref(
     ref: str,
     *,
     kind: str,
-    list_hint: str,
+    listing: str,
 ) -> Row[Any]:
     """The row of `query` (already scoped by its caller) whose `id_column` is `ref`, or the one
-    row whose id starts or ends with it; NOT_FOUND or AMBIGUOUS_ID otherwise."""
+    row whose id starts or ends with it; NOT_FOUND or AMBIGUOUS_ID otherwise. `listing` names
+    the collection (`runs`): the hint says how to list it from the CLI and from the API."""
     ref = ref.strip()
     if "\x00" in ref:  # no id holds one, and PostgreSQL refuses it in any string
-        raise NotFoundError(f"no {kind} with id {ref!r}", hint=f"list them with `{list_hint}`")
+        raise _not_found(kind, ref, listing)
     row = (await conn.execute(query.where(id_column == ref))).first()
     if row is not None:
         return row
@@ -66,4 +67,12 @@ async def first_by_ref(
                 f"{kind} id {ref!r} matches several: {', '.join(ids)}{more}",
                 hint="give more characters of the id (or the whole id)",
             )
-    raise NotFoundError(f"no {kind} with id {ref!r}", hint=f"list them with `{list_hint}`")
+    raise _not_found(kind, ref, listing)
+
+
+def _not_found(kind: str, ref: str, listing: str) -> NotFoundError:
+    # The same words serve the CLI and the API (and the CLI passes a server's on).
+    return NotFoundError(
+        f"no {kind} with id {ref!r}",
+        hint=f"list them with `valuerank {listing} list` or GET /api/{listing}",
+    )

@@ -116,9 +116,7 @@ async def get_version(conn: AsyncConnection, table: Table, org_id: str, ref: str
     """A version by its id or a unique id prefix (at least 4 characters), like Git."""
     kind = table.name.rstrip("s")
     try:
-        row = await find_by_ref(
-            conn, table, org_id, ref, kind=kind, list_hint=f"valuerank {table.name} list"
-        )
+        row = await find_by_ref(conn, table, org_id, ref, kind=kind, listing=table.name)
     except NotFoundError as exc:
         raise VersionNotFoundError(kind, exc.message, hint=exc.hint) from None
     return _version(row)

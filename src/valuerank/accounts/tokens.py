@@ -184,9 +184,7 @@ async def get_token(
         query = query.where(api_tokens.c.org_id == org_id)
     if user_id is not None:
         query = query.where(api_tokens.c.user_id == user_id)
-    row = await first_by_ref(
-        conn, query, api_tokens.c.id, ref, kind="token", list_hint="valuerank tokens list"
-    )
+    row = await first_by_ref(conn, query, api_tokens.c.id, ref, kind="token", listing="tokens")
     return _info(row)
 
 

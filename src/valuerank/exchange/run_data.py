@@ -69,7 +69,7 @@ class RunSnapshot:
 
 async def resolve_run_id(conn: AsyncConnection, org_id: str, ref: str) -> str:
     """A run id from its id or a unique prefix (at least 4 characters), like Git."""
-    row = await find_by_ref(conn, runs, org_id, ref, kind="run", list_hint="valuerank runs list")
+    row = await find_by_ref(conn, runs, org_id, ref, kind="run", listing="runs")
     return str(row.id)
 
 

@@ -116,7 +116,7 @@ async def create_experiment(
 
 async def get_experiment(conn: AsyncConnection, org_id: str, ref: str) -> Experiment:
     row = await find_by_ref(
-        conn, experiments, org_id, ref, kind="experiment", list_hint="valuerank experiments list"
+        conn, experiments, org_id, ref, kind="experiment", listing="experiments"
     )
     return _experiment(row)
 

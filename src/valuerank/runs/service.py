@@ -122,9 +122,7 @@ async def get_run(conn: AsyncConnection, org_id: str, ref: str) -> Run:
     if "\x00" not in ref:  # PostgreSQL refuses it in any string (find_by_ref says not found)
         row = (await conn.execute(_RUN_BY_ID, {"org_id": org_id, "id": ref})).first()
     if row is None:
-        row = await find_by_ref(
-            conn, runs, org_id, ref, kind="run", list_hint="valuerank runs list"
-        )
+        row = await find_by_ref(conn, runs, org_id, ref, kind="run", listing="runs")
     return run_from_row(row)
 
 
