@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime
 from typing import Any
 
@@ -102,13 +103,25 @@ async def test_streamed_bodies_are_cut_at_the_limit(
         assert_error(await client.post("/api/echo", content=chunks(4)), 413, "PAYLOAD_TOO_LARGE")
 
 
-async def test_database_down_is_503(assert_error: Any, serve_app: Any) -> None:
+async def test_database_down_is_503(
+    assert_error: Any, serve_app: Any, caplog: pytest.LogCaptureFixture
+) -> None:
     down = create_database("postgresql://nobody@127.0.0.1:1/none")
     app = create_app(down, org_id="org", settings=api_settings())
     try:
         async with serve_app(app) as url, httpx.AsyncClient(base_url=url, verify=False) as client:
             body = assert_error(await client.get("/health"), 503, "DATABASE_UNAVAILABLE")
             assert "nobody" not in body["error"]  # no connection details leak
+            # Authentication reads the token first: its failure is answered the same way,
+            # with one warning line and no "Exception in ASGI application" traceback.
+            server_log = logging.getLogger("uvicorn.error")  # it does not reach the root
+            server_log.addHandler(caplog.handler)
+            try:
+                authed = await client.get("/api/runs", headers={"Authorization": f"Bearer {TOKEN}"})
+            finally:
+                server_log.removeHandler(caplog.handler)
+            assert_error(authed, 503, "DATABASE_UNAVAILABLE")
+            assert "Exception in ASGI application" not in caplog.text
     finally:
         await down.dispose()
 

@@ -1,7 +1,7 @@
 """The FastAPI application: JSON API, server-rendered UI, SSE; authenticated by default.
 
-Middleware, outermost first: security headers → body size limit → authentication → rate
-limits → routes.
+Middleware, outermost first: security headers → database failures (a 503 without a logged
+traceback) → body size limit → authentication → rate limits → routes.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from valuerank.api import (
 )
 from valuerank.api.auth import AccessPolicy, AuthMiddleware
 from valuerank.api.deps import AppContext
-from valuerank.api.errors import install_error_handlers
+from valuerank.api.errors import DatabaseFailureMiddleware, install_error_handlers
 from valuerank.api.fields import document_parameters, refuse_nul_parameters
 from valuerank.api.headers import SecurityHeadersMiddleware
 from valuerank.api.limits import MAX_BODY_BYTES, BodyLimitMiddleware
@@ -127,5 +127,6 @@ def create_app(
         max_body_bytes=max_body_bytes,
         max_upload_bytes=settings.max_upload_bytes,
     )
+    app.add_middleware(DatabaseFailureMiddleware)
     app.add_middleware(SecurityHeadersMiddleware)
     return app

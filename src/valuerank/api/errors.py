@@ -16,6 +16,7 @@ from sqlalchemy.exc import DataError, DBAPIError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import compile_path
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from valuerank.api.envelope import code_for_status, error_json
 from valuerank.db import refused
@@ -190,11 +191,47 @@ _DATABASE_FAILURES: tuple[
 async def _unexpected_error(request: Request, exc: Exception) -> Response:
     # Also what a middleware raises (authentication reads tokens and sessions), which the
     # typed handlers do not see: a database failure there keeps its answer.
-    for kind, answer in _DATABASE_FAILURES:
-        if isinstance(exc, kind):
-            return await answer(request, exc)
+    answer = _database_answer(exc)
+    if answer is not None:
+        return await answer(request, exc)
     log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
     return error_response(request, 500, "INTERNAL_ERROR", "internal server error")
+
+
+def _database_answer(
+    exc: Exception,
+) -> Callable[[Request, Exception], Awaitable[Response]] | None:
+    return next((answer for kind, answer in _DATABASE_FAILURES if isinstance(exc, kind)), None)
+
+
+class DatabaseFailureMiddleware:
+    """Answers a database failure raised in a middleware (authentication reads tokens and
+    sessions) with its typed answer. Starlette's outermost error handler answers too but then
+    raises the exception again for the server to log: every 503 of an outage logged a whole
+    "Exception in ASGI application" traceback. Anything else goes on up as before."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracking(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking)
+        except Exception as exc:
+            answer = _database_answer(exc)
+            if answer is None or started:
+                raise
+            response = await answer(Request(scope, receive), exc)
+            await response(scope, receive, send)
 
 
 def install_error_handlers(app: FastAPI) -> None:
