@@ -3,10 +3,16 @@ without keeping a record per entry in memory."""
 
 from __future__ import annotations
 
+import errno
+import gc
 import io
+import sys
 import tracemalloc
 import zipfile
 from datetime import UTC, datetime
+from typing import Any
+
+import pytest
 
 from valuerank.exchange.zip_write import ZipStream, build_zip, zip_time
 
@@ -90,3 +96,32 @@ def test_memory_does_not_grow_with_the_entries() -> None:
     held_ours = _traced_growth(ours, 20_000)
     held_theirs = _traced_growth(theirs, 20_000)
     assert held_theirs - held_ours > 20_000 * 300
+
+
+class _FullDisk(io.BytesIO):
+    """A file on a disk that fills up after `room` bytes, then is closed by its owner."""
+
+    def __init__(self, room: int) -> None:
+        super().__init__()
+        self.room = room
+
+    def write(self, data: Any) -> int:
+        if self.tell() + len(data) > self.room:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return super().write(data)
+
+
+def test_a_failed_archive_is_given_up_without_a_stray_traceback() -> None:
+    unraisable: list[Any] = []
+    previous, sys.unraisablehook = sys.unraisablehook, unraisable.append
+    try:
+        out = _FullDisk(room=2_000)
+        with pytest.raises(OSError, match="No space left"), ZipStream(out) as stream:
+            for n in range(100):
+                stream.write(f"transcript.{n}.md", bytes(range(256)) * 20, MOMENT)
+        out.close()  # what atomic_output does with its temporary file
+        del stream
+        gc.collect()
+    finally:
+        sys.unraisablehook = previous
+    assert unraisable == []  # zipfile's __del__ no longer finishes it into the closed file

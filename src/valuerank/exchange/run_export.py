@@ -227,10 +227,8 @@ async def write_run_zip(
 ) -> RunExport:
     """The run (`load_run`) as a ZIP in the CLI's layout, written into `out` (a seekable
     binary file)."""
-    archive = ZipStream(out)
-    written = await write_run(conn, org_id, run, archive)
-    archive.close()
-    return written
+    with ZipStream(out) as archive:
+        return await write_run(conn, org_id, run, archive)
 
 
 async def export_run(conn: AsyncConnection, org_id: str, ref: str) -> bytes:

@@ -124,14 +124,13 @@ async def write_workspace(conn: AsyncConnection, org_id: str, out: IO[bytes]) ->
         "rubrics": rubric_count,
         "runs": index,
     }
-    archive = ZipStream(out)
-    archive.write("workspace.yaml", dump_cli(header).encode("utf-8"))
-    for path, data, moment in entries:
-        archive.write(path, data, moment)
-    for folder, run_id in folders:
-        run = await load_run(conn, org_id, run_id)
-        await write_run(conn, org_id, run, archive, prefix=f"{folder}/")
-    archive.close()
+    with ZipStream(out) as archive:
+        archive.write("workspace.yaml", dump_cli(header).encode("utf-8"))
+        for path, data, moment in entries:
+            archive.write(path, data, moment)
+        for folder, run_id in folders:
+            run = await load_run(conn, org_id, run_id)
+            await write_run(conn, org_id, run, archive, prefix=f"{folder}/")
 
 
 async def export_workspace(conn: AsyncConnection, org_id: str) -> bytes:

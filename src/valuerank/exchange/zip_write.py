@@ -138,6 +138,23 @@ class ZipStream:
             yield entry
         self._spool_record()
 
+    def __enter__(self) -> ZipStream:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        """Complete the archive, or give it up when the block failed."""
+        if kind is None:
+            self.close()
+        else:
+            self.discard()
+
+    def discard(self) -> None:
+        """Give the archive up after a failure (a full disk, an error of the caller): nothing
+        more is written. Without it zipfile finished the archive when it was collected, into
+        a file already closed, and printed a stray traceback after the failure's own error."""
+        self._archive.fp = None  # what ZipFile.close() checks before writing anything
+        self._central.close()
+
     def close(self) -> None:
         """Write the central directory and the end records (the archive is complete then)."""
         start = self._archive.start_dir
@@ -163,10 +180,9 @@ class ZipStream:
 def build_zip(entries: Iterable[tuple[str, bytes, datetime | None]]) -> bytes:
     """A deflated ZIP of (path, data, modification time) entries, in the given order."""
     buffer = io.BytesIO()
-    stream = ZipStream(buffer)
-    for path, data, moment in entries:
-        stream.write(path, data, moment)
-    stream.close()
+    with ZipStream(buffer) as stream:
+        for path, data, moment in entries:
+            stream.write(path, data, moment)
     return buffer.getvalue()
 
 
