@@ -23,7 +23,7 @@ from valuerank.findings.lineage import lineage_results
 from valuerank.formats.transcript_md import Transcript, Turn
 from valuerank.pipeline.analyze import enqueue_analysis, enqueue_comparison
 from valuerank.pipeline.experiments import add_variant, create_experiment, experiment_report
-from valuerank.registry.check import UnknownModelError
+from valuerank.registry.service import UnknownModelError
 from valuerank.runs.records import TranscriptRecord, insert_transcript
 from valuerank.runs.service import expand_run, get_run
 

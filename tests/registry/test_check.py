@@ -9,7 +9,8 @@ import pytest
 
 from valuerank.db import Database
 from valuerank.registry import seed_models, update_model
-from valuerank.registry.check import UnknownModelError, check_models
+from valuerank.registry.check import check_models
+from valuerank.registry.service import UnknownModelError
 
 
 async def _check(db: Database, *models: str, allow_unknown: bool = False) -> None:

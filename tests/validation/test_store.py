@@ -10,13 +10,10 @@ from sqlalchemy import func, select
 from valuerank.db import Database
 from valuerank.db.tables import events, validations
 from valuerank.orgs import ensure_org
+from valuerank.registry.service import UnknownModelError
 from valuerank.validation import events as updates
 from valuerank.validation.cache import CachedRead, ReadCache
-from valuerank.validation.errors import (
-    RaTagNotFoundError,
-    TaskNotFoundError,
-    UnknownModelError,
-)
+from valuerank.validation.errors import RaTagNotFoundError, TaskNotFoundError
 from valuerank.validation.model import Task
 from valuerank.validation.reads import multi_model_view
 from valuerank.validation.store import (

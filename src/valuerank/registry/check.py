@@ -11,17 +11,18 @@ from collections.abc import Iterable
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from valuerank.errors import InvalidInputError
 from valuerank.providers.check import is_local_file, model_problem
 from valuerank.providers.model_id import parse_model_id
-from valuerank.registry.service import RegisteredModel, find_model, list_models, seed_models
+from valuerank.registry.service import (
+    RegisteredModel,
+    UnknownModelError,
+    find_model,
+    list_models,
+    seed_models,
+)
 
 # How many registered names an error lists before "…".
 _MAX_LISTED = 12
-
-
-class UnknownModelError(InvalidInputError):
-    code = "UNKNOWN_MODEL"
 
 
 async def _registry_problem(conn: AsyncConnection, model_id: str) -> str | None:

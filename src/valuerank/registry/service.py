@@ -44,6 +44,12 @@ MAX_VERSION = 100
 MAX_NAME = 200
 
 
+class UnknownModelError(InvalidInputError):
+    """A model named in a request that the registry does not know (or knows as inactive)."""
+
+    code = "UNKNOWN_MODEL"
+
+
 class ModelNotFoundError(NotFoundError):
     code = "MODEL_NOT_FOUND"
 

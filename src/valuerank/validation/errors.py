@@ -24,10 +24,6 @@ class RaTagExistsError(ConflictError):
     code = "RA_TAG_EXISTS"
 
 
-class UnknownModelError(InvalidInputError):
-    code = "UNKNOWN_MODEL"
-
-
 class InactiveModelError(InvalidInputError):
     code = "MODEL_INACTIVE"
 

@@ -20,14 +20,13 @@ from valuerank.db.tables import models, ra_tags, validation_tasks, validations
 from valuerank.errors import NotFoundError
 from valuerank.queue.dialect import as_utc
 from valuerank.registry import RegisteredModel, get_model, seed_models
-from valuerank.registry.service import check_text
+from valuerank.registry.service import UnknownModelError, check_text
 from valuerank.validation import events
 from valuerank.validation.errors import (
     ConsensusCalculationError,
     RaTagExistsError,
     RaTagNotFoundError,
     TaskNotFoundError,
-    UnknownModelError,
 )
 from valuerank.validation.model import (
     MAX_DESCRIPTION,
