@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -172,3 +174,14 @@ async def test_ensure_org_is_idempotent(db: Database) -> None:
     async with db.transaction() as conn:
         first = await ensure_org(conn, "lab")
         assert await ensure_org(conn, "lab") == first
+
+
+async def test_version_ids_are_uuidv7_in_creation_order(db: Database, org_id: str) -> None:
+    """Ids are time-ordered like every other id (refs.py's short id is their random tail)."""
+    async with db.transaction() as conn:
+        root = await _root(conn, org_id)
+        child = await v.fork(
+            conn, definitions, org_id, root.id, content={"text": "bye"}, content_hash="h1"
+        )
+    assert [uuid.UUID(i).version for i in (root.id, child.id)] == [7, 7]
+    assert root.id < child.id

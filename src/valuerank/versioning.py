@@ -7,7 +7,6 @@ recursive CTEs, which PostgreSQL and SQLite both run. Every query is scoped by `
 from __future__ import annotations
 
 import re
-import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -19,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from valuerank.errors import ConflictError, InvalidInputError, NotFoundError
 from valuerank.findings.keyset import newest_first
 from valuerank.queue.dialect import iso
+from valuerank.queue.ids import new_id
 from valuerank.refs import find_by_ref
 
 ROOT_LABEL = "v1"
@@ -208,15 +208,15 @@ async def create_root(
     source_file: str | None = None,
 ) -> Version:
     """A new lineage: a version with no parent, labelled `v1` unless told otherwise."""
-    new_id = str(uuid.uuid4())
+    version_id = new_id()
     return await _insert(
         conn,
         table,
         {
-            "id": new_id,
+            "id": version_id,
             "org_id": org_id,
             "parent_id": None,
-            "root_id": new_id,
+            "root_id": version_id,
             "name": name,
             "version_label": validate_label(label) if label else ROOT_LABEL,
             "content": content,
@@ -257,7 +257,7 @@ async def fork(
                 conn,
                 table,
                 {
-                    "id": str(uuid.uuid4()),
+                    "id": new_id(),
                     "org_id": org_id,
                     "parent_id": parent.id,
                     "root_id": parent.root_id,
@@ -320,10 +320,10 @@ async def restore(
     if found is not None:
         ids[record.id] = str(found.id)
         return _version(found), False
-    new_id = record.id if taken is None else str(uuid.uuid4())
-    ids[record.id] = new_id
+    version_id = record.id if taken is None else new_id()
+    ids[record.id] = version_id
     values: dict[str, Any] = {
-        "id": new_id,
+        "id": version_id,
         "org_id": org_id,
         "parent_id": ids[record.parent_id] if record.parent_id else None,
         "root_id": ids[record.root_id],
