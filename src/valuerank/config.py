@@ -45,6 +45,13 @@ class Settings(BaseSettings):
         description="Connections a process may open beyond the pool while busy "
         "(closed when returned).",
     )
+    db_fast_paths: bool = Field(
+        default=True,
+        description="SQLite's one-hop driver (one thread round trip per statement) and upserts "
+        "compiled once: both rest on private APIs of aiosqlite and SQLAlchemy (pinned, and "
+        "checked by tests/db/test_private_apis.py). false: the libraries' stock paths, slower "
+        "(see docs/benchmarks.md), for a release of either library those checks refuse.",
+    )
     default_org: str = Field(
         default=DEFAULT_ORG_SLUG, description="Organisation used by the CLI on this install."
     )

@@ -111,12 +111,14 @@ class Opened:
 
 
 def configured_database(settings: Settings) -> Database:
-    """The database the settings name, with their lock wait (SQLite) and pool (PostgreSQL)."""
+    """The database the settings name, with their lock wait (SQLite), pool (PostgreSQL) and
+    choice of fast paths."""
     return create_database(
         settings.database_url,
         busy_timeout_ms=settings.sqlite_busy_timeout_ms,
         pool_size=settings.db_pool_size,
         pool_overflow=settings.db_pool_overflow,
+        fast_paths=settings.db_fast_paths,
     )
 
 

@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 from sqlalchemy.util.concurrency import await_only, in_greenlet
 
 from valuerank.config import DEFAULT_POOL_OVERFLOW, DEFAULT_POOL_SIZE
+from valuerank.db.compiled import compile_each_time
 from valuerank.db.sqlite_driver import one_hop_dbapi
 from valuerank.db.url import DatabaseURL, normalize_database_url
 
@@ -128,8 +129,11 @@ def create_database(
     pool_timeout: float = 30.0,
     echo: bool = False,
     connect_args: dict[str, Any] | None = None,
+    fast_paths: bool = True,
 ) -> Database:
-    """Build the engine for a plain or driver-qualified URL (SQLite or PostgreSQL)."""
+    """Build the engine for a plain or driver-qualified URL (SQLite or PostgreSQL).
+    `fast_paths=False` keeps to the libraries' public paths: the stock aiosqlite adapter and
+    upserts compiled by SQLAlchemy at each execution (`VALUERANK_DB_FAST_PATHS`)."""
     url = normalize_database_url(raw_url)
     kwargs: dict[str, Any] = {"echo": echo, "connect_args": dict(connect_args or {})}
     if url.is_sqlite:
@@ -137,7 +141,8 @@ def create_database(
         if path is not None:
             Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
         kwargs["connect_args"].setdefault("timeout", busy_timeout_ms / 1000)
-        kwargs["module"] = one_hop_dbapi()  # one thread round trip per statement, not four
+        if fast_paths:
+            kwargs["module"] = one_hop_dbapi()  # one thread round trip per statement, not four
     else:
         # A dead connection is replaced at checkout (pre-ping); a server that is down or
         # restarting fails a connect within `connect_timeout` instead of hanging, and TCP
@@ -148,6 +153,8 @@ def create_database(
         for key, value in PG_CONNECT_ARGS.items():
             kwargs["connect_args"].setdefault(key, value)
     engine = create_async_engine(url.url, **kwargs)
+    if not fast_paths:
+        compile_each_time(engine.sync_engine)
     if url.is_sqlite:
         _install_sqlite_pragmas(engine, busy_timeout_ms, wal=url.sqlite_path is not None)
     else:
