@@ -216,6 +216,7 @@ ALLOWED = {
 PURE_PACKAGES = ("analysis", "consensus", "scoring", "formats")
 PURE_MODULES = (
     "valuerank.definitions.expansion",
+    "valuerank.definitions.presentation",
     "valuerank.definitions.sampling",
     "valuerank.definitions.rules",
     "valuerank.definitions.rule_syntax",
