@@ -31,13 +31,9 @@ async def _count(db: Database, query: Any) -> int:
         return int(await conn.scalar(query) or 0)
 
 
-async def test_cancelling_while_judging_keeps_the_judgments_made(
-    db: Database, org_id: str
-) -> None:
+async def test_cancelling_while_judging_keeps_the_judgments_made(db: Database, org_id: str) -> None:
     definition_id = await set_up(db, org_id)
-    run_id = await launch(
-        db, org_id, definition_id, run_config(models=("scripted:utilitarian",))
-    )
+    run_id = await launch(db, org_id, definition_id, run_config(models=("scripted:utilitarian",)))
     ctx = PipelineContext(db, providers=ProviderPool(environ={}), poll_seconds=0.1)
     started = 0
     hold = asyncio.Event()  # never set: judges past the sixth wait until the cancel stops them
