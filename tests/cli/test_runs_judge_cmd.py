@@ -12,7 +12,7 @@ import pytest
 import valuerank
 from valuerank.refs import short_id
 
-from .conftest import Invoke
+from .conftest import Invoke, Outcome
 
 DEMO = str(Path(valuerank.__file__).parent / "demo" / "exp-demo-whistleblower.md")
 RUBRIC = str(Path(__file__).parents[2] / "examples" / "values_rubric.yaml")
@@ -25,7 +25,7 @@ def _no_provider_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("VALUERANK_WORKER_POLL_SECONDS", "0.05")
 
 
-def _create(cli: Invoke, *extra: str) -> Invoke:
+def _create(cli: Invoke, *extra: str) -> Outcome:
     definition = cli("definitions", "import", DEMO, "--json").json()["id"]
     return cli(
         "runs", "create", "--definition", definition, "--model", "scripted:utilitarian",
