@@ -31,6 +31,15 @@ async def test_judge_a_run_and_set_default_judges_in_a_browser(
         hint = await page.locator("#no-judges").inner_text()
         assert "No judges: this run has no value win rates" in hint
         assert f"valuerank runs judge {short_id(run.id)} --judge MODEL" in hint
+        analysis = await ui.open(f"/runs/{run.id}/analysis")
+        where_win_rates_would_be = await analysis.locator("#no-judges").inner_text()
+        assert "No judge has read this run, so it has no value win rates" in (
+            where_win_rates_would_be
+        )
+        assert f"valuerank runs judge {short_id(run.id)} --judge MODEL" in (
+            where_win_rates_would_be
+        )
+        page = await ui.open(f"/runs/{run.id}")
         await page.get_by_label("Judges", exact=True).fill(JUDGES)
         await page.get_by_role("button", name="Judge", exact=True).click()
         await page.locator("#action-status", has_text="Judge: done").wait_for()
