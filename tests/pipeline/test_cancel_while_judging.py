@@ -18,10 +18,11 @@ from valuerank.pipeline.calls import ProviderPool
 from valuerank.pipeline.context import PipelineContext
 from valuerank.pipeline.handlers import register_pipeline_handlers
 from valuerank.pipeline.judging import run_judge
+from valuerank.pipeline.rejudge import judge_run
 from valuerank.queue import Job, Worker
 from valuerank.runs.service import JUDGE, cancel_run
 
-from .analysis_support import FAST, launch, run_config, set_up
+from .analysis_support import FAST, JUDGES, launch, run_config, set_up, wait_completed
 
 JUDGED_BEFORE_CANCEL = 6
 
@@ -81,3 +82,54 @@ async def test_cancelling_while_judging_keeps_the_judgments_made(db: Database, o
     outcome = await run_analysis(db, org_id, run_id)
     meta = outcome.analysis["meta"]
     assert meta["judged"] == judged_transcripts > 0
+
+
+async def test_judging_again_after_a_cancel_reads_the_rest(db: Database, org_id: str) -> None:
+    """`runs judge RUN --judge M` with the run's own judges: their cancelled jobs are enqueued
+    again, the judgments already made are kept, and the run closes judged throughout."""
+    definition_id = await set_up(db, org_id)
+    run_id = await launch(db, org_id, definition_id, run_config(models=("scripted:utilitarian",)))
+    ctx = PipelineContext(db, providers=ProviderPool(environ={}), poll_seconds=0.1)
+    started = 0
+    hold = asyncio.Event()
+
+    async def some_judges(job: Job) -> Any:
+        nonlocal started
+        started += 1
+        if started > JUDGED_BEFORE_CANCEL:
+            await hold.wait()
+        return await run_judge(ctx, job)
+
+    stored = select(func.count()).select_from(judgments).where(judgments.c.org_id == org_id)
+    worker = Worker(db, settings=FAST, concurrency=2)
+    register_pipeline_handlers(worker, ctx)
+    worker.register(JUDGE, some_judges)
+    task = asyncio.create_task(worker.run_forever())
+    try:
+        await wait_until_async(
+            lambda: _count(db, stored), what="six judgments", done=lambda n: n >= 6
+        )
+        async with db.transaction(immediate=True) as conn:
+            await cancel_run(conn, org_id, run_id)
+        running = select(func.count()).where(jobs.c.partition == run_id, jobs.c.status == "running")
+        await wait_until_async(lambda: _count(db, running), what="stopped", done=lambda n: n == 0)
+        first = set(await _ids(db))
+        hold.set()  # the judges read normally from now on
+        async with db.transaction(immediate=True) as conn:
+            again = await judge_run(conn, org_id, run_id, JUDGES, environ={})
+        assert again.added == () and again.removed == () and again.enqueued > 0
+        await wait_completed(db, org_id, run_id)
+    finally:
+        worker.stop()
+        await task
+        await ctx.aclose()
+    outcome = await run_analysis(db, org_id, run_id)
+    meta = outcome.analysis["meta"]
+    assert meta["judged"] == meta["transcripts"]
+    assert await _count(db, stored) == len(JUDGES) * meta["transcripts"]
+    assert first <= set(await _ids(db))  # the judgments made before the cancel were kept
+
+
+async def _ids(db: Database) -> list[str]:
+    async with db.transaction() as conn:
+        return list((await conn.execute(select(judgments.c.id))).scalars())
