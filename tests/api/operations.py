@@ -94,6 +94,7 @@ PATH_IDS = {
     "/api/eval/runs/{run_id}": ("run_id", "eval_run"),
     "/api/runs/{run_id}/expand": ("run_id", "variant_run"),
     "/api/runs/{run_id}/rerun-failed": ("run_id", "variant_run"),
+    "/api/runs/{run_id}/judge": ("run_id", "ended_run"),
     "/api/system/queue/maintenance/runs/{run_id}": ("run_id", "maintenance_run"),
     "/api/system/notifications/outbox/{outbox_id}/retry": ("outbox_id", "dead_notification"),
     "/api/credentials/{provider}": ("provider", "credential_provider"),
@@ -111,6 +112,7 @@ BODIES: dict[str, Callable[[Ids], Any]] = {
     "POST /api/queue/runs": lambda ids: {"definition_id": ids["definition"], "models": [MODELS[0]]},
     "POST /api/eval/runs": lambda ids: {"definition_id": ids["definition"], "models": [MODELS[0]]},
     "POST /api/runs/{run_id}/expand": lambda ids: {"sample_percentage": 50.0},
+    "POST /api/runs/{run_id}/judge": lambda ids: {"judges": ["scripted:centrist"]},
     "POST /api/runs/compare": lambda ids: {
         "baseline_run_id": ids["run"],
         "comparison_run_id": ids["second_run"],

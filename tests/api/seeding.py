@@ -25,6 +25,7 @@ from valuerank.queue.outbox import (
     register_webhook,
 )
 from valuerank.queue.slots import ensure_org_caps
+from valuerank.runs.service import cancel_run
 
 from .conftest import Account, Live, make_demo_run
 
@@ -65,6 +66,11 @@ async def seed_organisation(live: Live, account: Account, marker: str) -> Seeded
     second = await make_demo_run(db, org, models=MODELS, decisions=DECISIONS, name=f"{marker} b")
     ids["run"], ids["definition"] = first.id, str(first.definition_id)
     ids["second_run"] = second.id
+    # A run that has ended (cancelled) with transcripts, for judging a run again.
+    ended = await make_demo_run(db, org, models=MODELS, decisions=DECISIONS, name=f"{marker} e")
+    async with db.transaction(immediate=True) as conn:
+        await cancel_run(conn, org, ended.id)
+    ids["ended_run"] = ended.id
     async with db.transaction(immediate=True) as conn:
         webhook = await register_webhook(conn, org, UNREACHABLE)
         ids["webhook"] = webhook.id

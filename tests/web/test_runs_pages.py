@@ -181,6 +181,7 @@ async def test_run_page_controls_breakdown_failures_and_sections(
         "rerun_failed": False,
         "delete": True,
         "expand": True,
+        "judge": False,  # not ended yet
     }
     assert 'data-actions="cancel delete expand start"' in html
     assert f'data-call="POST /api/eval/runs/{run.id}/start"' in html
@@ -206,7 +207,7 @@ async def test_run_page_controls_breakdown_failures_and_sections(
 
     html = (await browser.get(f"/runs/{run.id}")).text
     enabled = {action for action, on in controls(html).items() if on}
-    assert enabled == {"rerun_failed", "delete", "expand"}
+    assert enabled == {"rerun_failed", "delete", "expand", "judge"}
     # Completed of all jobs: failed jobs are finished but are not done work (issue 22).
     assert rows(html, "per-model") == {UTIL: f"{UTIL} 2/2 0 0 0", FAILING: f"{FAILING} 0/2 0 0 2"}
     assert rows(html, "per-provider") == {"scripted": "scripted 2/4 0 0 2"}
@@ -225,7 +226,7 @@ async def test_run_page_controls_breakdown_failures_and_sections(
     assert "Based on 10 % sample" in sections.text
 
     api = (await browser.get(f"/api/runs/{run.id}")).json()["data"]
-    assert api["actions"] == ["rerun_failed", "expand", "delete"]
+    assert api["actions"] == ["rerun_failed", "expand", "delete", "judge"]
     breakdown = (await browser.get(f"/api/runs/{run.id}/breakdown")).json()["data"]
     assert breakdown["models"] == [
         {"model": UTIL, "total": 2, "queued": 0, "running": 0, "completed": 2, "failed": 0,

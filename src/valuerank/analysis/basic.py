@@ -125,8 +125,9 @@ def input_warnings(data: AnalysisInput) -> list[AnalysisWarning]:
             AnalysisWarning(
                 "NO_VALUE_JUDGMENTS",
                 "No judge ran on this run: no transcript has prioritised/deprioritised values",
-                "Value win rates need judges: create the run with --judge MODEL (values are "
-                "never inferred without them)",
+                "Value win rates need judges: judge the run's transcripts (the models are not "
+                "asked again) with `valuerank runs judge RUN --judge MODEL` or the run page's "
+                "Judge button (values are never inferred without them)",
             )
         )
     elif judged < data.n:

@@ -1,4 +1,5 @@
-"""/api/orgs: the organisations the caller may act in, and founding a new one."""
+"""/api/orgs: the organisations the caller may act in, founding a new one, and the current
+organisation's defaults for new runs (judges, summary model)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,11 @@ from valuerank.api.deps import Admin, ForbiddenError, Viewer
 from valuerank.api.envelope import ok
 from valuerank.api.fields import Body
 from valuerank.api.routes_auth import account_of
+from valuerank.api.run_bodies import ModelId
 from valuerank.api.schemas import Envelope
-from valuerank.api.schemas.accounts import OrgList
+from valuerank.api.schemas.accounts import OrgDefaults, OrgList
+from valuerank.org_defaults import MAX_JUDGES, get_org_defaults, set_org_defaults
+from valuerank.org_defaults import OrgDefaults as Defaults
 
 router = APIRouter(prefix="/api/orgs", tags=["organisations"])
 
@@ -29,6 +33,39 @@ class NewOrgBody(Body):
         pattern=r"^\s*[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?\s*$",
         description="Default: derived from the name.",
     )
+
+
+class DefaultsBody(Body):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    judges: list[ModelId] = Field(max_length=MAX_JUDGES, description="Empty: no default judges.")
+    summary_model: ModelId | None = Field(default=None, description="Null: no default.")
+    allow_unknown_models: bool = Field(
+        default=False, description="Models the registry does not know (a known provider's)."
+    )
+
+
+@router.get("/defaults", response_model=Envelope[OrgDefaults])
+async def get_defaults_route(ctx: Viewer) -> JSONResponse:
+    """The judges and summary model a run created without naming any gets (in the
+    organisation the caller acts in)."""
+    async with ctx.db.transaction() as conn:
+        return ok((await get_org_defaults(conn, ctx.org_id)).to_dict())
+
+
+@router.put("/defaults", response_model=Envelope[OrgDefaults])
+async def put_defaults_route(body: DefaultsBody, ctx: Admin) -> JSONResponse:
+    """Replace the organisation's defaults (admins only). Every model is checked as a run's
+    are: 422 UNKNOWN_MODEL for one the registry does not know, INVALID_INPUT for one listed
+    twice."""
+    async with ctx.db.transaction(immediate=True) as conn:
+        stored = await set_org_defaults(
+            conn,
+            ctx.org_id,
+            Defaults(tuple(body.judges), body.summary_model),
+            allow_unknown=body.allow_unknown_models,
+        )
+    return ok(stored.to_dict())
 
 
 @router.get("", response_model=Envelope[OrgList])

@@ -1,8 +1,8 @@
 """/api/runs: the organisation's runs (filtered, cursor pages), one run's report and results
 (with the actions valid for it now), its probe jobs per model and per provider, its failed
-jobs with their errors, its events (cursor and Server-Sent Events); growing a sampled run and
-rerunning its failed jobs (as `valuerank runs expand|rerun-failed`). Another organisation's
-run is 404, like an unknown one."""
+jobs with their errors, its events (cursor and Server-Sent Events); growing a sampled run,
+rerunning its failed jobs and judging it again (as `valuerank runs expand|rerun-failed|judge`).
+Another organisation's run is 404, like an unknown one."""
 
 from __future__ import annotations
 
@@ -16,12 +16,14 @@ from valuerank.api.deps import Member, Viewer
 from valuerank.api.envelope import ok
 from valuerank.api.fields import INT32_MAX, Body, IsoDateTime
 from valuerank.api.pagination import Cursor, EventsAfter, EventsLimit, Limit, after_created, page
+from valuerank.api.run_bodies import ModelId
 from valuerank.api.schemas import Envelope
 from valuerank.api.schemas.runs import (
     Breakdown,
     EventPage,
     ExpandedRun,
     FailurePage,
+    JudgedRun,
     RequeuedRun,
     RunDetail,
     RunPage,
@@ -35,11 +37,28 @@ from valuerank.api.views import (
     load_run_page,
     run_item,
 )
+from valuerank.org_defaults import MAX_JUDGES
+from valuerank.pipeline.rejudge import judge_run
 from valuerank.runs.listing import RunFilter
 from valuerank.runs.service import expand_run, get_run, rerun_failed
 from valuerank.runs.states import RunStatus
 
 router = APIRouter(prefix="/api/runs", tags=["runs"])
+
+
+class JudgeBody(Body):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    judges: list[ModelId] = Field(
+        min_length=1, max_length=MAX_JUDGES, description="`provider:model`."
+    )
+    replace: bool = Field(
+        default=False,
+        description="The run's judges become exactly `judges`; the others' judgments are removed.",
+    )
+    allow_unknown_models: bool = Field(
+        default=False, description="Judges the registry does not know (a known provider's)."
+    )
 
 
 class ExpandBody(Body):
@@ -175,3 +194,22 @@ async def rerun_failed_route(run_id: str, ctx: Member) -> JSONResponse:
     async with ctx.db.transaction(immediate=True) as conn:
         run, count = await rerun_failed(conn, ctx.org_id, run_id)
     return ok({**run.summary_dict(), "requeued": count})
+
+
+@router.post("/{run_id}/judge", response_model=Envelope[JudgedRun])
+async def judge_run_route(run_id: str, body: JudgeBody, ctx: Member) -> JSONResponse:
+    """Judge a finished run's stored transcripts (again) without asking its target models:
+    `judges` join the run's, or (`replace`) become its only judges, the others' judgments
+    removed. The run reopens and its analysis recomputes when the judges are done. 409 for a
+    run not ended or without transcripts; 422 UNKNOWN_MODEL / INVALID_INPUT for a bad judge,
+    MISSING_CREDENTIAL for a provider without a key."""
+    async with ctx.db.transaction(immediate=True) as conn:
+        done = await judge_run(
+            conn,
+            ctx.org_id,
+            run_id,
+            body.judges,
+            replace=body.replace,
+            allow_unknown_models=body.allow_unknown_models,
+        )
+    return ok(done.to_dict())

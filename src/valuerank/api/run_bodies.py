@@ -45,6 +45,10 @@ class RunSettingsBody(Body):
     allow_unknown_models: bool = Field(
         default=False, description="Models the registry does not know (a known provider's)."
     )
+    use_default_judges: bool = Field(
+        default=True,
+        description="Without `judges` (or `summary_model`), use the organisation's defaults.",
+    )
 
 
 class NewRunBody(RunSettingsBody):
@@ -77,5 +81,6 @@ async def launch_from_body(
         priority=priority_value(body.priority),
         start=start,
         allow_unknown_models=body.allow_unknown_models,
+        use_org_defaults=body.use_default_judges,
     )
     return launched.to_dict()

@@ -46,6 +46,7 @@ class RunDetail:
             "sample_percentage": run.config.sample_percentage,
             "samples_per_scenario": run.config.samples_per_scenario,
             "judge_models": list(run.config.judge_models),
+            "default_judges": run.config.default_judges,
             "rubric": None if self.rubric is None else self.rubric.to_dict(),
             "results": [r.to_dict() for r in self.results],
             "actions": [a.value for a in run_actions(self.report)],

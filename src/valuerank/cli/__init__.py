@@ -86,7 +86,7 @@ COMMANDS: dict[str, Entry] = {
         "webhooks_cmd",
         "Webhooks of this organisation: add, list, remove; deliveries, dead letters, retry.",
     ),
-    "orgs": Entry("orgs_cmd", "Organisations: create, list."),
+    "orgs": Entry("orgs_cmd", "Organisations: create, list, defaults for new runs."),
     "users": Entry(
         "users_cmd",
         "Users and their roles per organisation: create, list, set-role, remove, invitations,"

@@ -167,6 +167,13 @@ def print_analysis(console: Console, analysis: dict[str, Any]) -> None:
         f"{meta['transcripts']} transcripts, "
         f"{meta['decided']} decided, {meta['judged']} judged"
     )
+    if meta["transcripts"] and not meta["judged"]:
+        console.print(
+            "no judge has read this run: no value win rates; add judges with "
+            f"`valuerank runs judge {short_id(meta['runId'])} --judge MODEL`",
+            highlight=False,
+            soft_wrap=True,
+        )
     if analysis.get("valueSensitivity"):  # shown first: needs no judge
         console.print(sensitivity_table(analysis))
         for line in sensitivity_lines(analysis, limit=0):

@@ -11,7 +11,7 @@ from rich.table import Table
 from valuerank.cli.common import JsonOption, console, print_json, run, session
 from valuerank.orgs import create_org, list_orgs
 
-app = typer.Typer(help="Organisations: create, list.", no_args_is_help=True)
+app = typer.Typer(help="Organisations: create, list, defaults for new runs.", no_args_is_help=True)
 
 
 @app.command("create")
@@ -60,3 +60,53 @@ def list_(as_json: bool = JsonOption) -> None:
             org["slug"], org["name"], str(org["members"]), org["id"], org["created_at"][:10]
         )
     console.print(table)
+
+
+@app.command("defaults")
+def defaults(
+    judge: list[str] = typer.Option(
+        [], "--judge", help="Default judge `provider:model`; repeat for several (replaces them)."
+    ),
+    summary_model: str | None = typer.Option(
+        None, "--summary-model", help="Default model writing rationales and the run's summary."
+    ),
+    clear_judges: bool = typer.Option(False, "--clear-judges", help="No default judges."),
+    clear_summary_model: bool = typer.Option(
+        False, "--clear-summary-model", help="No default summary model."
+    ),
+    allow_unknown_model: bool = typer.Option(
+        False, "--allow-unknown-model", help="Use models the registry does not know."
+    ),
+    as_json: bool = JsonOption,
+) -> None:
+    """Show, or set, the judges and summary model of runs created without naming any.
+
+    Without options it shows them. A run created without --judge gets the default judges
+    (and says so); `runs create --no-default-judges` opts out."""
+    from valuerank.org_defaults import OrgDefaults, get_org_defaults, set_org_defaults
+
+    change = bool(judge) or summary_model is not None or clear_judges or clear_summary_model
+
+    async def _go() -> dict[str, Any]:
+        async with session() as s:
+            current = await get_org_defaults(s.conn, s.org_id)
+            if change:
+                judges = () if clear_judges else tuple(judge) or current.judge_models
+                summary = None if clear_summary_model else summary_model or current.summary_model
+                current = await set_org_defaults(
+                    s.conn,
+                    s.org_id,
+                    OrgDefaults(judges, summary),
+                    allow_unknown=allow_unknown_model,
+                )
+        return current.to_dict()
+
+    data = run(_go(), as_json=as_json)
+    if as_json:
+        print_json(data)
+        return
+    judges = ", ".join(data["judges"]) or "none (runs without --judge have no judges)"
+    console.print(f"default judges: {escape(judges)}", highlight=False, soft_wrap=True)
+    console.print(
+        f"default summary model: {escape(data['summary_model'] or 'none')}", highlight=False
+    )

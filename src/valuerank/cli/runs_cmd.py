@@ -9,6 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from valuerank.cli import runs_judge_cmd
 from valuerank.cli.common import (
     JsonOption,
     api_client,
@@ -69,6 +70,12 @@ def create(
     name: str = typer.Option("", "--name", help="A name for the run."),
     priority: str = typer.Option("normal", "--priority", help="low, normal, high or a number."),
     no_start: bool = typer.Option(False, "--no-start", help="Create only; start it later."),
+    no_default_judges: bool = typer.Option(
+        False,
+        "--no-default-judges",
+        help="Without --judge, no judges (not the organisation's defaults); likewise for "
+        "the summary model.",
+    ),
     allow_unknown_model: bool = typer.Option(
         False,
         "--allow-unknown-model",
@@ -113,6 +120,7 @@ def create(
                 priority=priority_value(level),
                 start=not no_start,
                 allow_unknown_models=allow_unknown_model,
+                use_org_defaults=not no_default_judges,
             )
         return launched.to_dict()
 
@@ -134,6 +142,8 @@ def create(
         + (f", {' and '.join(roles)} calls included" if roles else "")
         + (f" (no price for {', '.join(unknown)})" if unknown else "")
     )
+    for line in runs_judge_cmd.defaults_lines(data):
+        console.print(line, highlight=False, soft_wrap=True)
     rubric = data.get("rubric")
     if rubric is not None:
         console.print(f"judges read the values rubric {_rubric_line(rubric)}")
@@ -381,3 +391,6 @@ def expand(
         print_json(data)
     else:
         console.print(f"run {short_id(data['id'])}: {data['scenarios_added']} scenarios added")
+
+
+runs_judge_cmd.register(app)  # `runs judge`, in its own module

@@ -383,6 +383,19 @@ provider_credentials = Table(
 )
 
 
+# What an organisation's new runs get when they name none (org_defaults.py): judges and a
+# summary model. One row per organisation, absent until one is set.
+org_defaults = Table(
+    "org_defaults",
+    metadata,
+    Column(
+        "org_id", String(ID_LENGTH), ForeignKey("orgs.id", ondelete="CASCADE"), primary_key=True
+    ),
+    Column("judge_models", JSONDocument, nullable=False, server_default="[]"),
+    Column("summary_model", String(300), nullable=True),
+    Column("updated_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+)
+
 # --- The job queue (valuerank.queue) ------------------------------------------------------
 # Generic: a job is (kind, payload) in a partition (e.g. a run id); see queue/ for the SQL.
 # Rows of global scope (global/provider controls and caps) have org_id NULL.

@@ -24,6 +24,7 @@ from valuerank.pipeline.prompts import (
     parse_judge_reply,
     summary_messages,
 )
+from valuerank.pipeline.run_results import store_transcript_consensus
 from valuerank.providers.base import CompletionRequest
 from valuerank.providers.model_id import parse_model_id
 from valuerank.queue import HandlerResult, Job, Permanent
@@ -114,7 +115,8 @@ async def run_judge(ctx: PipelineContext, job: Job) -> HandlerResult:
         cost_usd=answer.cost_usd,
     )
     async with ctx.db.transaction(immediate=True) as conn:
-        await insert_judgment(conn, job.org_id, transcript_id, judgment)
+        if await insert_judgment(conn, job.org_id, transcript_id, judgment):
+            await store_transcript_consensus(conn, job.org_id, transcript_id)
     failpoint(JUDGE_AFTER_JUDGMENT)  # committed, not yet completed: the retry must reuse it
     return HandlerResult(
         {"decision": reply.decision, "confidence": reply.confidence},

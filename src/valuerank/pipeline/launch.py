@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from valuerank.credentials.store import require_credentials
 from valuerank.db.tables import run_scenarios
 from valuerank.default_rubric import JudgeRubric, rubric_for_judges
+from valuerank.org_defaults import get_org_defaults
 from valuerank.pipeline.judging import JUDGE_MAX_TOKENS, SUMMARY_MAX_TOKENS, run_rubric
 from valuerank.pipeline.prompts import (
     DEFAULT_FOLLOWUPS,
@@ -103,6 +104,7 @@ class Launched:
     estimate: RunCostEstimate
     started: Started | None
     rubric: JudgeRubric | None = None  # what the judges read (None: the run has no judges)
+    defaults_used: tuple[str, ...] = ()  # "judges", "summary_model": the organisation's
 
     def to_dict(self) -> dict[str, Any]:
         run = self.started.run if self.started else self.created.run
@@ -114,6 +116,9 @@ class Launched:
             "enqueued": self.started.enqueued if self.started else 0,
             "estimate": self.estimate.to_dict(),
             "rubric": None if self.rubric is None else self.rubric.to_dict(),
+            "judge_models": list(run.config.judge_models),
+            "summary_model": run.config.summary_model,
+            "defaults_used": list(self.defaults_used),
         }
 
 
@@ -128,11 +133,17 @@ async def launch_run(
     start: bool = True,
     environ: Mapping[str, str] | None = None,
     allow_unknown_models: bool = False,
+    use_org_defaults: bool = True,
 ) -> Launched:
     """Create (and by default start) a run. A model that cannot be served (unknown provider,
     persona or file, not in the registry unless `allow_unknown_models`) or a provider without
     a key fails here, before anything is written — never later as a run whose jobs all fail.
+    A run naming no judges (or no summary model) gets the organisation's defaults, unless
+    `use_org_defaults` is False.
     """
+    config, used = (
+        await with_org_defaults(conn, org_id, config) if use_org_defaults else (config, ())
+    )
     models = [*config.models, *config.judge_models]
     if config.summary_model:
         models.append(config.summary_model)
@@ -155,4 +166,21 @@ async def launch_run(
     )
     estimate = await estimate_cost(conn, created.run)
     started = await start_run(conn, org_id, created.run.id) if start else None
-    return Launched(created, estimate, started, rubric)
+    return Launched(created, estimate, started, rubric, used)
+
+
+async def with_org_defaults(
+    conn: AsyncConnection, org_id: str, config: RunConfig
+) -> tuple[RunConfig, tuple[str, ...]]:
+    """The config with the organisation's default judges and summary model where it names
+    none, and which of the two were used."""
+    defaults = await get_org_defaults(conn, org_id)
+    update: dict[str, Any] = {}
+    used: list[str] = []
+    if not config.judge_models and defaults.judge_models:
+        update.update(judge_models=defaults.judge_models, default_judges=True)
+        used.append("judges")
+    if config.summary_model is None and defaults.summary_model is not None:
+        update["summary_model"] = defaults.summary_model
+        used.append("summary_model")
+    return config.model_copy(update=update), tuple(used)

@@ -51,40 +51,64 @@ async def transcript_pages(
         after = ids[-1]
 
 
-async def _store_consensus(conn: AsyncConnection, run: Run, page: int) -> int:
-    """The judges' consensus per transcript (model weights from the registry), a page of
-    transcripts at a time."""
-    weights = {
+async def _weights(conn: AsyncConnection) -> dict[str, float]:
+    """Each judge model's weight in the consensus (the registry's; 1.0 when it is not there)."""
+    return {
         f"{p}:{n}": float(w)
         for p, n, w in await conn.execute(select(models.c.provider, models.c.name, models.c.weight))
     }
+
+
+async def _write_consensus(
+    conn: AsyncConnection, org_id: str, ids: list[str], weights: dict[str, float]
+) -> int:
+    """The consensus of the transcripts `ids` from their judgments; those without a judgment
+    are left as they are. Returns how many were written."""
+    rows = await conn.execute(
+        select(judgments)
+        .where(judgments.c.org_id == org_id, judgments.c.transcript_id.in_(ids))
+        .order_by(judgments.c.transcript_id, judgments.c.judge_model)
+    )
+    by_transcript: dict[str, list[Judgement]] = {}
+    for row in rows:
+        by_transcript.setdefault(row.transcript_id, []).append(
+            Judgement(
+                model=row.judge_model,
+                decision=row.decision,
+                confidence=float(row.confidence),
+                weight=weights.get(row.judge_model, 1.0),
+                prioritized_values=tuple(row.prioritized_values),
+                deprioritized_values=tuple(row.deprioritized_values),
+            )
+        )
+    for transcript_id, judged in by_transcript.items():
+        await conn.execute(
+            update(transcripts)
+            .where(transcripts.c.id == transcript_id)
+            .values(consensus=decision_consensus(judged).to_dict())
+        )
+    return len(by_transcript)
+
+
+async def store_transcript_consensus(
+    conn: AsyncConnection, org_id: str, transcript_id: str
+) -> None:
+    """One transcript's consensus from the judgments written so far, in the judgment's own
+    transaction: what the judges read counts at once, also when the run never closes (it was
+    cancelled while judging). `insert_judgment` has locked the run's row first (bump_inputs),
+    so on PostgreSQL two judges of one transcript write one after the other and the second
+    sees the first's judgment."""
+    await _write_consensus(conn, org_id, [transcript_id], await _weights(conn))
+
+
+async def _store_consensus(conn: AsyncConnection, run: Run, page: int) -> int:
+    """The judges' consensus per transcript (model weights from the registry), a page of
+    transcripts at a time."""
+    weights = await _weights(conn)
     await bump_inputs(conn, run.id)  # the consensus is what the analysis reads of judges
     stored = 0
     async for ids in transcript_pages(conn, run, page):
-        rows = await conn.execute(
-            select(judgments)
-            .where(judgments.c.org_id == run.org_id, judgments.c.transcript_id.in_(ids))
-            .order_by(judgments.c.transcript_id, judgments.c.judge_model)
-        )
-        by_transcript: dict[str, list[Judgement]] = {}
-        for row in rows:
-            by_transcript.setdefault(row.transcript_id, []).append(
-                Judgement(
-                    model=row.judge_model,
-                    decision=row.decision,
-                    confidence=float(row.confidence),
-                    weight=weights.get(row.judge_model, 1.0),
-                    prioritized_values=tuple(row.prioritized_values),
-                    deprioritized_values=tuple(row.deprioritized_values),
-                )
-            )
-        for transcript_id, judged in by_transcript.items():
-            await conn.execute(
-                update(transcripts)
-                .where(transcripts.c.id == transcript_id)
-                .values(consensus=decision_consensus(judged).to_dict())
-            )
-        stored += len(by_transcript)
+        stored += await _write_consensus(conn, run.org_id, ids, weights)
     return stored
 
 

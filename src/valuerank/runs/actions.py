@@ -11,6 +11,7 @@ others with 409 / 422 anyway).
 | `rerun_failed` | started, with failed jobs                                   |
 | `expand`       | a sample (< 100 %) of a definition still known              |
 | `delete`       | pending, completed, failed or cancelled (not under way)     |
+| `judge`        | completed, failed or cancelled, with transcripts            |
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ class RunAction(StrEnum):
     RERUN_FAILED = "rerun_failed"
     EXPAND = "expand"
     DELETE = "delete"
+    JUDGE = "judge"  # judge its transcripts (again): pipeline/rejudge.py
 
 
 # Pausing a run that has not started is allowed by the state table but means nothing to a
@@ -50,5 +52,6 @@ def run_actions(report: RunReport) -> list[RunAction]:
         RunAction.RERUN_FAILED: status is not RunStatus.PENDING and failed > 0,
         RunAction.EXPAND: run.definition_id is not None and run.config.sample_percentage < 100,
         RunAction.DELETE: status in DELETABLE,
+        RunAction.JUDGE: status.terminal and report.transcripts > 0,
     }
     return [action for action in RunAction if valid[action]]

@@ -29,6 +29,8 @@ class RunConfig(BaseModel):
     # The definition's preamble as it was when the run was created.
     preamble: str = ""
     judge_models: tuple[str, ...] = ()
+    # True when the judges are the organisation's defaults (org_defaults.py), not named.
+    default_judges: bool = False
     # The model writing per-transcript rationales and the run's narrative; None: no summaries.
     summary_model: str | None = None
     reuse_cache: bool = False

@@ -426,6 +426,11 @@ async def _reopen(conn: AsyncConnection, run: Run) -> Run:
 _REOPENABLE = frozenset({*TERMINAL, RunStatus.SUMMARIZING})
 
 
+async def reopen_run(conn: AsyncConnection, run: Run) -> Run:
+    """A closed run running again in a new generation (judging it again: pipeline/rejudge.py)."""
+    return await _reopen(conn, run)
+
+
 async def rerun_failed(conn: AsyncConnection, org_id: str, ref: str) -> tuple[Run, int]:
     """Send the run's failed jobs back to the queue with fresh attempts; reopen the run."""
     run = await get_run(conn, org_id, ref)

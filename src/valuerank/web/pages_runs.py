@@ -28,6 +28,7 @@ from valuerank.default_rubric import rubric_for_judges
 from valuerank.definitions.service import list_definitions
 from valuerank.errors import InvalidInputError
 from valuerank.findings.loading import sample_basis
+from valuerank.org_defaults import get_org_defaults
 from valuerank.providers.presets import UnknownProvider, preset_for
 from valuerank.queue.events import last_seq
 from valuerank.registry.service import RegisteredModel, ensure_registry, list_models
@@ -193,6 +194,7 @@ async def run_page(request: Request, run_id: str, ctx: Viewer) -> Response:
     async with ctx.db.transaction() as conn:
         breakdown = await run_breakdown(conn, run)
         newest = await last_seq(conn, run.id)
+        defaults = await get_org_defaults(conn, ctx.org_id)
     actions = run_actions(detail.report)
     return templates.TemplateResponse(
         request,
@@ -203,6 +205,8 @@ async def run_page(request: Request, run_id: str, ctx: Viewer) -> Response:
             "breakdown": breakdown,
             "actions": {a.value for a in actions},
             "events_after": max(0, newest - EVENTS_REPLAYED),
+            # What the judge form offers: the run's judges, else the organisation's defaults.
+            "judges_offered": run.config.judge_models or defaults.judge_models,
         },
     )
 

@@ -1,5 +1,6 @@
 """The settings page: the models registry (weights, active; changed by the install's admins),
-the organisation's provider credentials (masked; set and delete for admins), members and
+the organisation's provider credentials (masked; set and delete for admins), its defaults for
+new runs (judges, summary model; admins change them), members and
 roles, API tokens (created and shown once, revoked). Reads call the services the API calls;
 every change goes through the JSON API from the page's JavaScript, which enforces the roles
 again."""
@@ -15,6 +16,7 @@ from valuerank.accounts import Role, list_tokens
 from valuerank.accounts.users import list_members
 from valuerank.api.deps import Viewer
 from valuerank.credentials.store import list_credentials
+from valuerank.org_defaults import get_org_defaults
 from valuerank.providers.presets import known_providers
 from valuerank.registry.service import ensure_registry, list_models
 from valuerank.web.templating import templates
@@ -32,6 +34,7 @@ async def settings_page(request: Request, ctx: Viewer) -> Response:
         registry = await list_models(conn)
         credentials = await list_credentials(conn, ctx.org_id, environ=os.environ, env_hints=False)
         members = await list_members(conn, ctx.org_id, limit=500)
+        defaults = await get_org_defaults(conn, ctx.org_id)
         tokens = (
             await list_tokens(conn, ctx.org_id, user_id=owner, limit=500)
             if admin or owner is not None
@@ -50,6 +53,7 @@ async def settings_page(request: Request, ctx: Viewer) -> Response:
             "providers": known_providers(),
             "members": members,
             "tokens": tokens,
+            "defaults": defaults,
             "roles": [role.value for role in Role],
         },
     )

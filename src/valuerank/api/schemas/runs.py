@@ -92,6 +92,9 @@ class RunDetail(RunItem):
     priority: int
     samples_per_scenario: int
     judge_models: list[str]
+    default_judges: bool = Field(
+        description="True when the judges are the organisation's defaults (none were named)."
+    )
     rubric: JudgeRubric | None = Field(
         description="The rubric the run's judges read (null: none recorded)."
     )
@@ -229,6 +232,11 @@ class LaunchedRun(RunSummary):
     rubric: JudgeRubric | None = Field(
         description="The rubric the judges will read; null for a run without judges."
     )
+    judge_models: list[str] = Field(description="The run's judges (empty: none).")
+    summary_model: str | None
+    defaults_used: list[Literal["judges", "summary_model"]] = Field(
+        description="What the run took from the organisation's defaults (it named none)."
+    )
 
 
 class StartedRun(RunSummary):
@@ -243,6 +251,16 @@ class ExpandedRun(RunSummary):
 
 class RequeuedRun(RunSummary):
     requeued: int
+
+
+class JudgedRun(RunSummary):
+    """A finished run judged again (`pipeline.rejudge.Rejudged`)."""
+
+    judge_models: list[str] = Field(description="The run's judges now.")
+    added: list[str] = Field(description="Judges the run did not have.")
+    removed: list[str] = Field(description="Judges no longer listed (with `replace`).")
+    judgments_removed: int = Field(description="The removed judges' judgments, deleted.")
+    enqueued: int = Field(description="Judge jobs put on the queue (no probe: no target asked).")
 
 
 class DeletedRun(Out):

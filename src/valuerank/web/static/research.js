@@ -56,6 +56,8 @@
 
   function fieldValue(input) {
     if (input.type === "checkbox") { return input.checked; }
+    // A list of names (model ids), separated by commas or blanks.
+    if (input.hasAttribute("data-list")) { return input.value.split(/[\s,]+/).filter(function (v) { return v; }); }
     if (input.type === "number") { return input.value === "" ? null : Number(input.value); }
     return input.value;
   }

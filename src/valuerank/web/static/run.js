@@ -353,6 +353,18 @@
     });
   }
 
+  // Judge again: the judges named (commas or spaces between them), added or replacing.
+  var judge = byId("judge-form");
+  if (judge) {
+    judge.addEventListener("submit", function (event) {
+      event.preventDefault();
+      var names = judge.elements.judges.value.split(/[\s,]+/).filter(function (n) { return n; });
+      var body = { judges: names, replace: judge.elements.replace.checked };
+      perform(judge.querySelector("fieldset"), judge.getAttribute("data-call"), body, "Judge")
+        .then(function () { wantSections(null, true); });
+    });
+  }
+
   // Export: a POST (it needs the CSRF token), saved as the file the server names.
   var exporter = byId("export-run");
   if (exporter) {
