@@ -26,7 +26,7 @@ from valuerank.pipeline.launch import launch_run
 from valuerank.pipeline.probe import run_probe
 from valuerank.pipeline.rejudge import judge_run, new_judges
 from valuerank.queue import Job, Worker
-from valuerank.registry.check import UnknownModelError
+from valuerank.registry.service import UnknownModelError
 from valuerank.runs.config import RunConfig
 from valuerank.runs.service import PROBE, get_run
 
