@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal, get_args
 
 from valuerank.errors import InvalidInputError
+from valuerank.scoring.decision import Decision, decision_code, scale_labels_from_template
 
 __all__ = [
     "REVERSED_SUFFIX",
@@ -38,6 +39,7 @@ __all__ = [
     "orders_of",
     "phrasing_of",
     "presentation_of",
+    "presented_decision",
     "presented_id",
     "reverse_scale",
     "scale_lines",
@@ -161,3 +163,25 @@ def reverse_scale(body: str) -> str:
 def map_decision(code: int | None, low: int, high: int) -> int | None:
     """A decision given on a reversed scale, in the definition's direction (and back)."""
     return None if code is None else low + high - code
+
+
+def presented_decision(answer: str, shown: str, order: ScaleOrder, *, limit: int = 200) -> Decision:
+    """The decision of `answer` to a prompt that showed `shown` in `order`, in the
+    definition's direction: read on the shown scale's labels, then mapped back when the scale
+    was reversed (its reason says so: ``… (asked reversed: answered 2)``), the reason cut to
+    `limit` characters. The probe and the import both decide through here."""
+    decision = decision_code(answer, scale_labels=scale_labels_from_template(shown) or None)
+    if order == "as-written":
+        return replace(decision, reason=decision.reason[:limit])
+    if decision.code is None:
+        note = " (asked reversed)"
+        return replace(decision, reason=decision.reason[: limit - len(note)] + note)
+    numbers = [line.number for line in scale_lines(shown)]
+    # Without numbered lines to read the range from, the rating scale is 1–5.
+    low, high = (min(numbers), max(numbers)) if len(numbers) >= 2 else (1, 5)
+    note = f" (asked reversed: answered {decision.code})"
+    return replace(
+        decision,
+        code=map_decision(decision.code, low, high),
+        reason=decision.reason[: limit - len(note)] + note,
+    )
