@@ -85,6 +85,8 @@ class Run:
             "models": list(self.config.models),
             "sample_percentage": self.config.sample_percentage,
             "sample_seed": self.config.sample_seed,
+            "phrasings": self.config.phrasings,
+            "scale_order": self.config.scale_order,
             "cli_run_id": self.cli_run_id,
             "origin": self.origin,
             "synthetic": self.synthetic,
