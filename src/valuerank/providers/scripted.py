@@ -86,7 +86,6 @@ until the oldest admitted call leaves the window; `seed` varies the noise; `posi
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import json
 import math
@@ -100,7 +99,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import parse_qsl, urlencode
 
-from valuerank.definitions.presentation import SCALE_ORDERS, ScaleNotReversible, reverse_scale
 from valuerank.providers.base import (
     Completion,
     CompletionRequest,
@@ -113,6 +111,7 @@ from valuerank.providers.base import (
 )
 from valuerank.providers.scripted_judge import NON_JUDGES, declined_to_judge, judge_reading
 from valuerank.providers.scripted_validation import validation_answer
+from valuerank.scoring.scale import SCALE_ORDERS, mirrored_scale
 
 PROVIDER_NAME = "scripted"
 RATE_WINDOW_SECONDS = 60.0
@@ -372,10 +371,8 @@ def _as_written(messages: Sequence[Message], order: str) -> list[Message]:
         return list(messages)
     written = []
     for m in messages:
-        if m.role == "user":
-            with contextlib.suppress(ScaleNotReversible):  # nothing to put back
-                m = Message(m.role, reverse_scale(m.content))
-        written.append(m)
+        put_back = mirrored_scale(m.content) if m.role == "user" else None
+        written.append(m if put_back is None else Message(m.role, put_back))
     return written
 
 
