@@ -227,3 +227,24 @@ async def test_the_job_count_and_estimate_count_every_presentation(
         )
     assert counts["as-written"] == (36, 36, 36, 36)
     assert counts["both"] == (72, 72, 72, 72)
+
+
+async def test_expanding_a_run_adds_whole_combinations_in_every_presentation(
+    db: Database, org_id: str
+) -> None:
+    definition_id = await _definition(db, org_id)
+    config = RunConfig(
+        models=(PLAIN,), sample_percentage=20, sample_seed=SEED, phrasings="all", scale_order="both"
+    )
+    async with db.transaction() as conn:
+        launched = await launch_run(conn, org_id, definition_id, config, environ={}, start=False)
+        run_id = launched.created.run.id
+        before = await service.run_scenario_ids(conn, run_id)
+        await service.expand_run(conn, org_id, run_id, PERCENT)
+        after = await service.run_scenario_ids(conn, run_id)
+    assert after[: len(before)] == before  # the smaller sample is kept, in its order
+    assert sorted(after) == _expected_presentations()
+    # Every combination appears in each of its phrasings and in both orders: paired.
+    for sid in after:
+        base, order = presentation_of(sid)
+        assert (f"{base}-reversed" if order == "as-written" else base) in after
