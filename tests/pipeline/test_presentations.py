@@ -16,7 +16,7 @@ from tests.pipeline.test_end_to_end import DEMO, _definition, _launch, _worker
 from tests.waiting import run_report_when
 
 from valuerank.db import Database
-from valuerank.db.tables import run_scenarios, runs, transcripts
+from valuerank.db.tables import judgments, run_scenarios, runs, transcripts
 from valuerank.definitions.expansion import expand_with_scores
 from valuerank.definitions.presentation import (
     RunScaleOrder,
@@ -248,3 +248,31 @@ async def test_expanding_a_run_adds_whole_combinations_in_every_presentation(
     for sid in after:
         base, order = presentation_of(sid)
         assert (f"{base}-reversed" if order == "as-written" else base) in after
+
+
+async def test_a_judges_reading_of_a_reversed_transcript_is_mapped_back_too(
+    db: Database, org_id: str
+) -> None:
+    config = RunConfig(
+        models=(PLAIN,),
+        sample_percentage=15,
+        sample_seed=SEED,
+        followup_turns=0,
+        scale_order="reversed",
+        judge_models=("scripted:deontologist",),  # reads the Target's answer literally
+    )
+    run_id = await _launch(db, org_id, config)
+    async with _worker(db):
+        report = await run_report_when(db, org_id, run_id)
+    assert report.run.status is RunStatus.COMPLETED, report.to_dict()
+    async with db.transaction() as conn:
+        rows = (
+            await conn.execute(
+                select(transcripts.c.scenario_id, transcripts.c.decision_code, judgments.c.decision)
+                .select_from(judgments.join(transcripts))
+                .where(transcripts.c.run_id == run_id)
+            )
+        ).all()
+    assert len(rows) == 4 and all(r.scenario_id.endswith("-reversed") for r in rows)
+    assert [r.decision for r in rows] == [r.decision_code for r in rows]
+    assert any(r.decision_code != 3 for r in rows)  # a mirror would show

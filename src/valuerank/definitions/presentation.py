@@ -52,6 +52,7 @@ __all__ = [
     "presented_id",
     "reverse_scale",
     "scale_lines",
+    "shown_range",
 ]
 
 RunScaleOrder = Literal["as-written", "reversed", "both"]
@@ -120,6 +121,12 @@ def reverse_scale(body: str) -> str:
     return shown
 
 
+def shown_range(shown: str) -> tuple[int, int]:
+    """(low, high) of the scale `shown` numbers; 1–5, the rating scale, without its lines."""
+    numbers = [line.number for line in scale_lines(shown)]
+    return (min(numbers), max(numbers)) if len(numbers) >= 2 else (1, 5)
+
+
 def presented_decision(answer: str, shown: str, order: ScaleOrder, *, limit: int = 200) -> Decision:
     """The decision of `answer` to a prompt that showed `shown` in `order`, in the
     definition's direction: read on the shown scale's labels, then mapped back when the scale
@@ -131,12 +138,9 @@ def presented_decision(answer: str, shown: str, order: ScaleOrder, *, limit: int
     if decision.code is None:
         note = " (asked reversed)"
         return replace(decision, reason=decision.reason[: limit - len(note)] + note)
-    numbers = [line.number for line in scale_lines(shown)]
-    # Without numbered lines to read the range from, the rating scale is 1–5.
-    low, high = (min(numbers), max(numbers)) if len(numbers) >= 2 else (1, 5)
     note = f" (asked reversed: answered {decision.code})"
     return replace(
         decision,
-        code=map_decision(decision.code, low, high),
+        code=map_decision(decision.code, *shown_range(shown)),
         reason=decision.reason[: limit - len(note)] + note,
     )
