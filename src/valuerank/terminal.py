@@ -49,5 +49,8 @@ def print_run_status(data: Mapping[str, Any], *, as_json: bool) -> None:
     out.print(f"run [bold]{data['id']}[/] {name}: [bold]{data['status']}[/]{eta}")
     progress = "  ".join(f"{k}: {v}" for k, v in data["progress"].items())
     out.print(f"{progress}  cost: ${data['cost_usd']:.4f}")
+    asked = (data.get("phrasings", "first"), data.get("scale_order", "as-written"))
+    if asked != ("first", "as-written"):  # how each scenario was asked (docs/runs.md)
+        out.print(f"phrasings: {asked[0]}  scale order: {asked[1]}")
     if data["error"]:
         out.print(f"[red]{escape(str(data['error']))}[/]")

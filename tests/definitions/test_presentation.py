@@ -13,6 +13,7 @@ from valuerank.definitions.presentation import (
     orders_of,
     phrasing_of,
     presentation_of,
+    presented_decision,
     presented_id,
     reverse_scale,
     scale_lines,
@@ -98,3 +99,18 @@ def test_ids_name_their_presentation_and_combination() -> None:
     assert orders_of("reversed") == ("reversed",)
     with pytest.raises(InvalidInputError):
         orders_of("sideways")
+
+
+def test_a_decision_is_read_on_the_scale_shown_and_mapped_back_with_its_reason() -> None:
+    shown = reverse_scale(BODY)
+    by_number = presented_decision("Rating: 2", shown, "reversed")
+    assert by_number.code == 4
+    assert by_number.reason.endswith("(asked reversed: answered 2)")
+    by_label = presented_decision(
+        "I would report the defect to the regulator now.", shown, "reversed"
+    )
+    assert by_label.code == 5
+    assert presented_decision("Rating: 2", BODY, "as-written").code == 2
+    refused = presented_decision("I can't choose a side here.", shown, "reversed")
+    assert refused.code is None and refused.reason.endswith("(asked reversed)")
+    assert len(presented_decision("Rating: 2", shown, "reversed", limit=30).reason) == 30

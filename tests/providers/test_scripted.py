@@ -370,7 +370,14 @@ def test_parameters_parse() -> None:
         "scripted:contrarian?error_rate=0.1&latency_ms=2.5&rate_limit_rpm=60&seed=4"
     )
     assert parse_scripted_model("refuser").model_id == "scripted:refuser"
-    assert set(PARAMETERS) == {"latency_ms", "error_rate", "rate_limit_rpm", "seed"}
+    assert set(PARAMETERS) == {
+        "latency_ms",
+        "error_rate",
+        "rate_limit_rpm",
+        "seed",
+        "position_bias",
+        "wording_bias",
+    }
 
 
 async def test_bad_dimension_scores_are_permanent() -> None:

@@ -3,7 +3,7 @@ the settings of `valuerank runs create`, checked as the CLI checks them."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, ConfigDict, Field
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -32,6 +32,16 @@ class RunSettingsBody(Body):
         default=None, description="Default: a random one, stored."
     )
     samples_per_scenario: WholeNumber | None = None
+    phrasings: Literal["first", "all", "random"] = Field(
+        default="first",
+        description="Wordings of each sampled level combination: its levels' first options, "
+        "every option, or one seeded option per level (`scenarios expand --mode`).",
+    )
+    scale_order: Literal["as-written", "reversed", "both"] = Field(
+        default="as-written",
+        description="The scale's numbered lines as written, reversed (decisions mapped back), "
+        "or both (every scenario asked twice, the reversed one as `<id>-reversed`).",
+    )
     temperature: float | None = None
     max_tokens: WholeNumber | None = None
     followup_turns: WholeNumber | None = None
@@ -66,6 +76,8 @@ async def launch_from_body(
         sample_percentage=body.sample_percentage,
         sample_seed=body.sample_seed,
         samples_per_scenario=body.samples_per_scenario,
+        phrasings=body.phrasings,
+        scale_order=body.scale_order,
         temperature=body.temperature,
         max_tokens=body.max_tokens,
         followup_turns=body.followup_turns,

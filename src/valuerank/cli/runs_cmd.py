@@ -54,6 +54,20 @@ def create(
     samples_per_scenario: int = typer.Option(
         1, "--samples-per-scenario", help="Conversations per scenario and model."
     ),
+    phrasings: str = typer.Option(
+        "first",
+        "--phrasings",
+        help="Wordings of each sampled level combination: first (each level's first option), "
+        "all (every option: one scenario per phrasing) or random (one option per level, "
+        "seeded by the sample seed). As `scenarios expand --mode`.",
+    ),
+    scale_order: str = typer.Option(
+        "as-written",
+        "--scale-order",
+        help="Order of the scale's numbered lines: as-written, reversed (each number shows "
+        "the mirrored line's text; decisions are mapped back) or both (every scenario asked "
+        "twice, as `<id>` and `<id>-reversed`).",
+    ),
     judge: list[str] = typer.Option([], "--judge", help="Judge model; repeat for a consensus."),
     summary_model: str | None = typer.Option(
         None, "--summary-model", help="Model writing per-transcript rationales and the summary."
@@ -101,6 +115,8 @@ def create(
             sample_percentage=sample_percentage,
             sample_seed=sample_seed,
             samples_per_scenario=samples_per_scenario,
+            phrasings=phrasings,
+            scale_order=scale_order,
             judge_models=tuple(judge),
             summary_model=summary_model,
             temperature=temperature,
@@ -135,6 +151,8 @@ def create(
         f"{data['total_scenarios']} scenarios × {len(data['models'])} models → {data['jobs']} jobs"
         f" (sample {data['sample_percentage']:g}%, seed {data['sample_seed']})"
     )
+    if (data["phrasings"], data["scale_order"]) != ("first", "as-written"):
+        console.print(f"asked in phrasings {data['phrasings']}, scale order {data['scale_order']}")
     estimate = "unknown" if cost is None else f"≤ ${cost:.4f}"
     roles = sorted({m["role"] for m in data["estimate"]["models"]} - {"probe"})
     console.print(

@@ -13,17 +13,27 @@ from the way it was asked:
   written under 5 is shown under 1. The model's answer is then in the *shown* direction and
   `map_decision` brings it back to the definition's. A reversed presentation is stored as its
   own run scenario whose id ends with `REVERSED_SUFFIX`, so jobs, transcripts and exports keep
-  one row per presentation; `presentation_of` splits such an id again.
+  one row per presentation; `presentation_of` splits such an id again. The scale lines, their
+  mirror and `map_decision` live in `valuerank.scoring.scale` (re-exported here), below the
+  providers, whose scripted personas use them too.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import replace
 from typing import Literal, get_args
 
 from valuerank.errors import InvalidInputError
+from valuerank.scoring.decision import Decision, decision_code, scale_labels_from_template
+from valuerank.scoring.scale import (
+    SCALE_ORDERS,
+    ScaleLine,
+    ScaleOrder,
+    map_decision,
+    mirrored_scale,
+    scale_lines,
+)
 
 __all__ = [
     "REVERSED_SUFFIX",
@@ -38,13 +48,13 @@ __all__ = [
     "orders_of",
     "phrasing_of",
     "presentation_of",
+    "presented_decision",
     "presented_id",
     "reverse_scale",
     "scale_lines",
+    "shown_range",
 ]
 
-ScaleOrder = Literal["as-written", "reversed"]
-SCALE_ORDERS: tuple[ScaleOrder, ...] = get_args(ScaleOrder)
 RunScaleOrder = Literal["as-written", "reversed", "both"]
 RUN_SCALE_ORDERS: tuple[str, ...] = get_args(RunScaleOrder)
 
@@ -54,14 +64,6 @@ REVERSED_SUFFIX = "-reversed"
 # `_<Dim><score>o<k>`: the option segment of an expanded scenario id (definitions/expansion).
 _OPTION_SEGMENT = re.compile(r"(?<=\d)o(\d+)(?=_|-|$)")
 _SEGMENT = re.compile(r"_([^_]+?\d+)o(\d+)(?=_|-|$)")
-
-# A numbered scale line: optional bullet or emphasis, the number, a separator, its text
-# (the same shapes `scoring.decision.scale_labels_from_template` reads).
-_SCALE_LINE = re.compile(
-    r"^(?P<head>[ \t]*(?:[-*+][ \t]+)?[*_`]*\(?)(?P<n>[0-9]+)"
-    r"(?P<sep>\)?[*_`]*[ \t]*(?:-|–|—|:|=)[ \t]*)(?P<label>[^\n]*?[A-Za-z][^\n]*?)[ \t]*$",
-    re.MULTILINE,
-)
 
 
 class ScaleNotReversible(InvalidInputError):
@@ -104,60 +106,41 @@ def phrasing_of(scenario_id: str) -> str:
     return "_".join(f"{m.group(1)}o{m.group(2)}" for m in _SEGMENT.finditer(base))
 
 
-@dataclass(frozen=True)
-class ScaleLine:
-    """One numbered line of a scale: where its text sits in the body, its number and text."""
-
-    number: int
-    label: str
-    start: int  # offset of the label in the body
-    end: int
-
-
-def scale_lines(body: str) -> list[ScaleLine]:
-    """The body's numbered scale lines (first line of each number), in body order."""
-    found: list[ScaleLine] = []
-    seen: set[int] = set()
-    for match in _SCALE_LINE.finditer(body):
-        number = int(match.group("n"))
-        if number in seen:
-            continue
-        seen.add(number)
-        found.append(
-            ScaleLine(number, match.group("label"), match.start("label"), match.end("label"))
-        )
-    return found
-
-
-def _reversible(lines: Sequence[ScaleLine]) -> bool:
-    numbers = sorted(line.number for line in lines)
-    return len(numbers) >= 2 and numbers == list(range(numbers[0], numbers[-1] + 1))
-
-
 def reverse_scale(body: str) -> str:
     """The body with its scale's texts mirrored: the line numbered n shows the text written
     under ``low + high - n``; everything else is unchanged. SCALE_NOT_REVERSIBLE when the body
     has no run of consecutive numbered lines (``5 - …`` down to ``1 - …``)."""
-    lines = scale_lines(body)
-    if not _reversible(lines):
+    shown = mirrored_scale(body)
+    if shown is None:
         raise ScaleNotReversible(
             "the scenario's scale cannot be reversed: it needs numbered lines such as "
             "'5 - strongly support …' down to '1 - strongly oppose …', one per number",
             hint="write the scale as 'N - text' lines in the template, "
             "or ask --scale-order as-written",
         )
-    low = min(line.number for line in lines)
-    high = max(line.number for line in lines)
-    text = {line.number: line.label for line in lines}
-    out: list[str] = []
-    cursor = 0
-    for line in sorted(lines, key=lambda item: item.start):
-        out += [body[cursor : line.start], text[low + high - line.number]]
-        cursor = line.end
-    out.append(body[cursor:])
-    return "".join(out)
+    return shown
 
 
-def map_decision(code: int | None, low: int, high: int) -> int | None:
-    """A decision given on a reversed scale, in the definition's direction (and back)."""
-    return None if code is None else low + high - code
+def shown_range(shown: str) -> tuple[int, int]:
+    """(low, high) of the scale `shown` numbers; 1–5, the rating scale, without its lines."""
+    numbers = [line.number for line in scale_lines(shown)]
+    return (min(numbers), max(numbers)) if len(numbers) >= 2 else (1, 5)
+
+
+def presented_decision(answer: str, shown: str, order: ScaleOrder, *, limit: int = 200) -> Decision:
+    """The decision of `answer` to a prompt that showed `shown` in `order`, in the
+    definition's direction: read on the shown scale's labels, then mapped back when the scale
+    was reversed (its reason says so: ``… (asked reversed: answered 2)``), the reason cut to
+    `limit` characters. The probe and the import both decide through here."""
+    decision = decision_code(answer, scale_labels=scale_labels_from_template(shown) or None)
+    if order == "as-written":
+        return replace(decision, reason=decision.reason[:limit])
+    if decision.code is None:
+        note = " (asked reversed)"
+        return replace(decision, reason=decision.reason[: limit - len(note)] + note)
+    note = f" (asked reversed: answered {decision.code})"
+    return replace(
+        decision,
+        code=map_decision(decision.code, *shown_range(shown)),
+        reason=decision.reason[: limit - len(note)] + note,
+    )

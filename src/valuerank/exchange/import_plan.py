@@ -1,16 +1,19 @@
 """What importing one run will write, worked out and checked before anything is written (pure).
 
 * Run config (`RunConfig`): models from the manifest's `models` (in order) then any other
-  `target_model` of the transcripts; temperature/max_tokens/followup_turns from its
-  `runtime_config` (follow-up turns otherwise from the transcripts' turn count); judges from
+  `target_model` of the transcripts; temperature/max_tokens/followup_turns (and
+  `phrasings`/`scale_order`) from its `runtime_config` (follow-up turns otherwise from the
+  transcripts' turn count); judges from
   `judge_model` (and our `judge_models` key); the preamble of the scenarios file; samples
   per scenario = the highest sample index + 1.
 * Scenarios: the manifest's `scenario_list` order (else the scenarios files' order, then the
   transcripts' ids sorted). Content from the first scenarios file holding the id, else from
   a transcript: `subject` from its heading and `body` = its first prompt as sent (which
   includes the preamble), `base_id` = the id, `category` empty.
-* Decisions: `scoring.decision.decision_code` on the first turn's answer, with the scale
-  labels of the first prompt; the reason is cut to the column's 200 characters.
+* Decisions: `definitions.presentation.presented_decision` on the first turn's answer, with
+  the scale labels of the first prompt, mapped back to the definition's direction for a
+  reversed presentation (`…-reversed` ids), as the probe does; the reason is cut to the
+  column's 200 characters.
 * Tokens, latency, cost, finish reason and flags come back from `results.jsonl` when present.
 """
 
@@ -26,14 +29,15 @@ from pydantic import ValidationError
 
 from valuerank.definitions.errors import DefinitionError
 from valuerank.definitions.expansion import expand_with_scores
+from valuerank.definitions.presentation import presentation_of, presented_decision
 from valuerank.definitions.service import parse_and_check
 from valuerank.exchange.cli_folder import RunBundle, TranscriptFile
 from valuerank.exchange.errors import ImportFormatError
+from valuerank.exchange.manifest import PRESENTATION_KEYS
 from valuerank.formats import Definition, FormatError, Rubric, parse_rubric
 from valuerank.formats.scenarios_model import Scenario
 from valuerank.runs.config import RunConfig
 from valuerank.runs.records import JudgmentRecord, RunScenario, TranscriptRecord
-from valuerank.scoring.decision import decision_code, scale_labels_from_template
 
 REASON_LENGTH = 200  # transcripts.decision_reason is String(200)
 ID_LENGTH = 300  # scenario ids and model ids (String(300) columns)
@@ -107,6 +111,7 @@ def _config(bundle: RunBundle, preamble: str, samples: int) -> RunConfig:
             values["max_tokens"] = runtime.max_tokens
         if runtime.followup_turns is not None:
             values["followup_turns"] = runtime.followup_turns
+        values.update((k, v) for k, v in runtime.extra if k in PRESENTATION_KEYS)
     if "followup_turns" not in values:
         pairs = [item.transcript.context_pairs for item in bundle.transcripts]
         values["followup_turns"] = max([p - 1 for p in pairs if p > 0], default=0)
@@ -158,7 +163,9 @@ def _scenarios(
             content = {"base_id": sid, "category": "", "subject": t.subject, "body": body}
         else:
             content = {"base_id": sid, "category": "", "subject": "", "body": ""}
-        items.append(RunScenario(sid, position, content, dict(scores.get(sid, {}))))
+        # A reversed presentation has the scores of the scenario it presents.
+        scored = scores.get(presentation_of(sid)[0], {})
+        items.append(RunScenario(sid, position, content, dict(scored)))
     preamble = used[0][1] if used else ""
     return tuple(items), preamble, (used[0][0] if used else None)
 
@@ -179,8 +186,13 @@ def _number(record: Mapping[str, Any], key: str, where: str, *, whole: bool) -> 
 def _record(item: TranscriptFile, meta: Mapping[str, Any], where: str) -> TranscriptRecord:
     t = item.transcript
     first = t.turns[0] if t.turns else None
-    labels = scale_labels_from_template(first.probe) if first else {}
-    decision = decision_code(first.target if first else "", scale_labels=labels or None)
+    # The same reading as the probe's: on the scale shown, mapped back when it was reversed.
+    decision = presented_decision(
+        first.target if first else "",
+        first.probe if first else "",
+        presentation_of(t.scenario_id)[1],
+        limit=REASON_LENGTH,
+    )
     turns = meta.get("turns")
     detail = [d for d in turns if isinstance(d, dict)] if isinstance(turns, list) else []
     finish = meta.get("finish_reason")
@@ -204,7 +216,7 @@ def _record(item: TranscriptFile, meta: Mapping[str, Any], where: str) -> Transc
         cost_usd=_number(meta, "cost_usd", where, whole=False),
         finish_reason=str(finish)[:64] if finish is not None else None,
         decision_code=decision.code,
-        decision_reason=decision.reason[:REASON_LENGTH],
+        decision_reason=decision.reason,
         synthetic=meta.get("synthetic") is True or t.target_model.startswith(SYNTHETIC_PROVIDERS),
         cached=meta.get("cached") is True,
         rationale=rationale if isinstance(rationale, str) else None,

@@ -10,7 +10,8 @@ Keys as the CLI writes them (probe.create_run_manifest):
   hash), and of the follow-up prompts (turns 2… of the first transcript, joined by a blank
   line; null without follow-ups). A single follow-up hashes exactly like the CLI's.
 * `scenario_list`, `runtime_config` {temperature, max_tokens, followup_turns, threads: null —
-  the worker pool is not part of a run here}, `models` {anon_model_001: {true_model, provider}}
+  the worker pool is not part of a run here; `phrasings` and `scale_order` when not the
+  defaults}, `models` {anon_model_001: {true_model, provider}}
   in the run's model order, `judge_model` (the first judge; all of them under an extra key
   `judge_models` when there are several).
 * `version_hashes`: `scenarios_hash` = 12-hex sha256 of the exported scenarios YAML file's
@@ -70,6 +71,19 @@ def _number(value: Any) -> Any:
     return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
+# How the run asked its scenarios, written only when not the default (a CLI run's manifest
+# stays as the CLI writes it; the CLI keeps unknown runtime_config keys).
+PRESENTATION_KEYS = ("phrasings", "scale_order")
+
+
+def presentation_settings(run: RunSnapshot) -> tuple[tuple[str, Any], ...]:
+    return tuple(
+        (key, setting(run, key))
+        for key in PRESENTATION_KEYS
+        if setting(run, key) != _DEFAULTS[key].default
+    )
+
+
 def build_manifest(
     run: RunSnapshot,
     first: Transcript | None,
@@ -98,6 +112,7 @@ def build_manifest(
             max_tokens=setting(run, "max_tokens"),
             followup_turns=setting(run, "followup_turns"),
             threads=None,
+            extra=presentation_settings(run),
         ),
         version_hashes=VersionHashes(
             values_rubric_hash=short_hash(rubric_yaml) if rubric_yaml is not None else None,
@@ -112,4 +127,4 @@ def build_manifest(
     )
 
 
-__all__ = ["build_manifest", "export_run_id", "setting", "short_hash"]
+__all__ = ["PRESENTATION_KEYS", "build_manifest", "export_run_id", "setting", "short_hash"]

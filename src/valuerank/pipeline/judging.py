@@ -14,7 +14,9 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.db.tables import judgments, rubrics, transcripts
+from valuerank.definitions.presentation import map_decision, presentation_of, shown_range
 from valuerank.failpoints import JUDGE_AFTER_JUDGMENT, failpoint
+from valuerank.formats import parse_transcript
 from valuerank.formats.rubric import Rubric
 from valuerank.pipeline.calls import call_model
 from valuerank.pipeline.context import PipelineContext
@@ -71,6 +73,15 @@ async def _rubric(ctx: PipelineContext, org_id: str, run_id: str) -> Rubric | No
         return await run_rubric(conn, await get_run(conn, org_id, run_id))
 
 
+def _in_definition_direction(decision: int | None, row: Any) -> int | None:
+    """A judge reads the point chosen on the scale the transcript shows; a reversed
+    presentation's is mapped back, as its transcript's decision code is (probe.py)."""
+    if decision is None or presentation_of(row.scenario_id)[1] != "reversed":
+        return decision
+    turns = parse_transcript(row.content).turns
+    return map_decision(decision, *shown_range(turns[0].probe if turns else ""))
+
+
 async def run_judge(ctx: PipelineContext, job: Job) -> HandlerResult:
     transcript_id = _field(job.payload, "transcript_id")
     judge_model = _field(job.payload, "judge_model")
@@ -105,7 +116,7 @@ async def run_judge(ctx: PipelineContext, job: Job) -> HandlerResult:
         raise Permanent(f"judge {judge_model} gave no usable verdict: {exc}") from exc
     judgment = JudgmentRecord(
         judge_model=judge_model,
-        decision=reply.decision,
+        decision=_in_definition_direction(reply.decision, row),
         prioritized_values=tuple(reply.prioritized_values),
         deprioritized_values=tuple(reply.deprioritized_values),
         confidence=reply.confidence,

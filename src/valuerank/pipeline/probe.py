@@ -18,6 +18,7 @@ from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.db.tables import run_scenarios, transcripts
+from valuerank.definitions.presentation import phrasing_of, presentation_of, presented_decision
 from valuerank.failpoints import PROBE_AFTER_TRANSCRIPT, failpoint
 from valuerank.formats.transcript_md import Transcript, Turn
 from valuerank.pipeline.calls import (
@@ -44,7 +45,6 @@ from valuerank.queue.call_reserve import reserve_request
 from valuerank.queue.ratelimit import job_credential
 from valuerank.runs.records import TranscriptRecord, insert_transcript
 from valuerank.runs.service import Run, get_run
-from valuerank.scoring import decision_code, scale_labels_from_template
 
 RATING_SCALE = (1, 5)
 REASON_CHARS = 200  # transcripts.decision_reason
@@ -138,9 +138,12 @@ async def run_probe(ctx: PipelineContext, job: Job) -> HandlerResult:
     transcript, details, fresh = await _converse(
         ctx, job, run, item, scenario, prompts, first, prepared
     )
-    first_answer = transcript.turns[0].target
-    decision = decision_code(
-        first_answer, scale_labels=scale_labels_from_template(str(scenario.content["body"]))
+    # Read on the scale as shown, stored in the definition's direction (reversed: mapped back).
+    decision = presented_decision(
+        transcript.turns[0].target,
+        str(scenario.content["body"]),
+        presentation_of(item.scenario_id)[1],
+        limit=REASON_CHARS,
     )
     record = TranscriptRecord(
         transcript=transcript,
@@ -153,7 +156,7 @@ async def run_probe(ctx: PipelineContext, job: Job) -> HandlerResult:
         cost_usd=_total_cost(details),
         finish_reason=details[-1]["finish_reason"],
         decision_code=decision.code,
-        decision_reason=decision.reason[:REASON_CHARS],
+        decision_reason=decision.reason,
         synthetic=any(d["synthetic"] for d in details),
         cached=all(d["cached"] for d in details),
     )
@@ -198,6 +201,7 @@ def _request(
 ) -> CompletionRequest:
     """Turn `number`'s request, after the finished turns in `history`."""
     config = run.config
+    scenario_id, order = presentation_of(item.scenario_id)
     return CompletionRequest(
         model=parse_model_id(item.model).name,
         messages=probe_messages(
@@ -209,9 +213,12 @@ def _request(
         ),
         temperature=config.temperature,
         max_tokens=config.max_tokens,
-        seed=turn_seed(run.id, item.scenario_id, item.model, item.sample, number),
+        # Both orders of a scenario share their seeds: only the order differs between them.
+        seed=turn_seed(run.id, scenario_id, item.model, item.sample, number),
         hints={
             "dimension_scores": dict(scenario.dimension_scores),
+            # How the scenario is shown (synthetic models only: hints never reach a real one).
+            "presentation": {"order": order, "phrasing": phrasing_of(scenario_id)},
             "rating_scale": list(RATING_SCALE) if number == 1 else None,
             "turn": number,
         },
@@ -287,6 +294,8 @@ async def _converse(
     extra: tuple[tuple[str, Any], ...] = ()
     if item.sample:
         extra = (("sample_index", item.sample),)
+    if presentation_of(item.scenario_id)[1] == "reversed":  # the scale it was asked in
+        extra += (("scale_order", "reversed"),)
     transcript = Transcript(
         run_id=run.cli_run_id or run.id,
         scenario_id=item.scenario_id,

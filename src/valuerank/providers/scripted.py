@@ -32,6 +32,28 @@ gets the same answer; another `request.seed` (another sample) may move it by a p
 | refuser      | —            | —     | —    | —   | always a polite refusal, no rating |
 | rambler      | —            | —     | —    | —   | musings with no rating and no digits |
 
+Presentation biases
+-------------------
+The probe tells synthetic models how a scenario is shown in `hints["presentation"]` =
+{"order": "as-written" | "reversed", "phrasing": "" for every level's first option, else the
+option segments (`Harm2o2`)} — the run scenario's id is not in the prompt, and a persona
+cannot know the as-written text from the shown one without being told the order. A persona
+rates in the definition's direction as above (its noise drawn from the prompt with a reversed
+scale put back, so both orders of a scenario get the same draw) and answers the number
+*shown* for that rating: on a reversed scale the mirrored one (lo + hi − rating). So a persona
+without biases gives the same mapped decision in both orders. Two parameters add known biases:
+
+* `wording_bias=<points>` (−4..4): for an alternative phrasing (`phrasing` not empty), the
+  rating moves that many points in the definition's direction;
+* `position_bias=<points>` (−4..4): the number shown moves that many points towards the
+  higher number shown. Mapped back, as-written answers move up and reversed ones down, so the
+  order effect (as written − reversed) is 2 × position_bias where no clipping at the scale's
+  ends intervenes.
+
+Each is applied in whole points, clipped to the scale; a fraction f is one more point with
+probability f, drawn from a hash of the scenario's prompt and sample (the same for both
+orders), so the shift equals the parameter in expectation.
+
 Answers are a short paragraph, the marker line and a final line `Rating: N` (under 100 tokens;
 `max_tokens` and `temperature` are ignored). A follow-up turn (more than one user message) gets
 a brief answer with the same rating.
@@ -57,7 +79,8 @@ Parameters: `latency_ms` sleeps that long per call; `error_rate` raises `Provide
 with that probability (drawn per call from the request and how often this request was sent, so
 a retry gets a fresh draw); `rate_limit_rpm` admits that many calls per sliding minute to all
 instances with the same model id and raises `ProviderRateLimited` with `retry_after` = seconds
-until the oldest admitted call leaves the window; `seed` varies the noise.
+until the oldest admitted call leaves the window; `seed` varies the noise; `position_bias` and
+`wording_bias` are described above.
 """
 
 from __future__ import annotations
@@ -88,6 +111,7 @@ from valuerank.providers.base import (
 )
 from valuerank.providers.scripted_judge import NON_JUDGES, declined_to_judge, judge_reading
 from valuerank.providers.scripted_validation import validation_answer
+from valuerank.scoring.scale import SCALE_ORDERS, mirrored_scale
 
 PROVIDER_NAME = "scripted"
 RATE_WINDOW_SECONDS = 60.0
@@ -157,6 +181,9 @@ class ScriptedConfig:
     error_rate: float = 0.0
     rate_limit_rpm: int | None = None
     seed: int = 0
+    # Known biases for analyses to find (see "Presentation biases" above), in scale points.
+    position_bias: float = 0.0
+    wording_bias: float = 0.0
 
     @property
     def model_id(self) -> str:
@@ -170,6 +197,10 @@ class ScriptedConfig:
             params["rate_limit_rpm"] = str(self.rate_limit_rpm)
         if self.seed:
             params["seed"] = str(self.seed)
+        if self.position_bias:
+            params["position_bias"] = f"{self.position_bias:g}"
+        if self.wording_bias:
+            params["wording_bias"] = f"{self.wording_bias:g}"
         query = urlencode(sorted(params.items()))
         return f"{PROVIDER_NAME}:{self.persona.name}" + (f"?{query}" if query else "")
 
@@ -199,6 +230,8 @@ _PARSERS: Mapping[str, Callable[[str], tuple[str, float | int]]] = {
     "error_rate": lambda t: ("error_rate", _parse_float("error_rate", t, 0.0, 1.0)),
     "rate_limit_rpm": lambda t: ("rate_limit_rpm", _parse_int("rate_limit_rpm", t, 1)),
     "seed": lambda t: ("seed", _parse_int("seed", t, None)),
+    "position_bias": lambda t: ("position_bias", _parse_float("position_bias", t, -4.0, 4.0)),
+    "wording_bias": lambda t: ("wording_bias", _parse_float("wording_bias", t, -4.0, 4.0)),
 }
 PARAMETERS = tuple(_PARSERS)
 
@@ -314,6 +347,67 @@ def _verdict(
     if driver is not None and contributions[driver]:
         push = 1 if contributions[driver] > 0 else -1
     return _Verdict(rating, driver, push)
+
+
+# ---------------------------------------------------------------------------------- presentation
+
+
+def presentation_of_hints(hints: Mapping[str, Any]) -> tuple[str, str]:
+    """(scale order, phrasing) of `hints["presentation"]`, as the probe sends them;
+    ("as-written", "") when absent."""
+    raw = hints.get("presentation") or {}
+    if not isinstance(raw, Mapping):
+        raise ScriptedConfigError(f"hints['presentation'] must be a mapping, not {raw!r}")
+    order = str(raw.get("order") or "as-written")
+    if order not in SCALE_ORDERS:
+        raise ScriptedConfigError(f"hints['presentation']['order'] {order!r} is not a scale order")
+    return order, str(raw.get("phrasing") or "")
+
+
+def _as_written(messages: Sequence[Message], order: str) -> list[Message]:
+    """The messages as the definition wrote them: a reversed scale put back (reversal is its
+    own inverse), so a persona's noise does not depend on the order it was asked in."""
+    if order != "reversed":
+        return list(messages)
+    written = []
+    for m in messages:
+        put_back = mirrored_scale(m.content) if m.role == "user" else None
+        written.append(m if put_back is None else Message(m.role, put_back))
+    return written
+
+
+def _shift(points: float, u: float) -> int:
+    """`points` as a whole number of points, rounded up with probability its fraction (u is a
+    uniform draw), so the shift is `points` in expectation."""
+    whole = math.floor(points)
+    return whole + (1 if u < points - whole else 0)
+
+
+def _presented(
+    verdict: _Verdict,
+    config: ScriptedConfig,
+    scale: tuple[int, int],
+    order: str,
+    phrasing: str,
+    seed_material: str,
+) -> _Verdict:
+    """The number the persona answers on the scale as shown: its rating (in the definition's
+    direction) moved by `wording_bias` for an alternative phrasing, then the number shown for
+    it (mirrored on a reversed scale) moved by `position_bias` towards the higher number shown;
+    each clipped to the scale. The draws depend on the scenario and sample, not on the order."""
+    if verdict.rating is None:
+        return verdict
+    lo, hi = scale
+    rating = verdict.rating
+    if phrasing and config.wording_bias:
+        u = _unit(seed_material, "wording_bias")
+        rating = min(max(rating + _shift(config.wording_bias, u), lo), hi)
+    reversed_scale = order == "reversed"
+    shown = lo + hi - rating if reversed_scale else rating
+    if config.position_bias:
+        u = _unit(seed_material, "position_bias")
+        shown = min(max(shown + _shift(config.position_bias, u), lo), hi)
+    return _Verdict(shown, verdict.driver, -verdict.push if reversed_scale else verdict.push)
 
 
 # ---------------------------------------------------------------------------------- text
@@ -646,6 +740,7 @@ class ScriptedProvider:
         scores = dimension_scores_of(request.hints)
         scale = rating_scale_of(request.hints)
         judge = request.hints.get("role") == "judge"
+        order, phrasing = presentation_of_hints(request.hints)
 
         seed_material = json.dumps(
             [
@@ -654,7 +749,7 @@ class ScriptedProvider:
                 request.seed,
                 list(scale),
                 sorted(scores.items()),
-                [[m.role, m.content] for m in _first_turn(request.messages)],
+                [[m.role, m.content] for m in _as_written(_first_turn(request.messages), order)],
                 judge,
             ],
             ensure_ascii=False,
@@ -676,6 +771,8 @@ class ScriptedProvider:
 
         rng = random.Random(hashlib.sha256(seed_material.encode("utf-8")).digest())
         verdict = _verdict(persona, scores, scale, rng)
+        if not judge:
+            verdict = _presented(verdict, config, scale, order, phrasing, seed_material)
         role = request.hints.get("role")
         if role == "validator":  # see scripted_validation.py
             text = validation_answer(persona.name, request, _marker(persona))

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from valuerank.definitions.presentation import RunScaleOrder
 from valuerank.definitions.sampling import MAX_SEED
 from valuerank.errors import InvalidInputError
 from valuerank.providers.model_id import InvalidModelId, parse_model_id
@@ -34,6 +35,11 @@ class RunConfig(BaseModel):
     # The model writing per-transcript rationales and the run's narrative; None: no summaries.
     summary_model: str | None = None
     reuse_cache: bool = False
+    # How each sampled level combination is asked (definitions/presentation.py): in the
+    # phrasings of this expansion mode (expansion.ExpansionMode, not imported: reading a run
+    # needs no definition code), and in these scale orders.
+    phrasings: Literal["first", "all", "random"] = "first"
+    scale_order: RunScaleOrder = "as-written"
     # Bumped by rerun-failed and expand, so the run's finalize job can be enqueued again.
     generation: int = 0
 

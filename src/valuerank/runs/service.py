@@ -85,6 +85,8 @@ class Run:
             "models": list(self.config.models),
             "sample_percentage": self.config.sample_percentage,
             "sample_seed": self.config.sample_seed,
+            "phrasings": self.config.phrasings,
+            "scale_order": self.config.scale_order,
             "cli_run_id": self.cli_run_id,
             "origin": self.origin,
             "synthetic": self.synthetic,
@@ -149,7 +151,8 @@ def _is_synthetic(models: Sequence[str]) -> bool:
 
 @dataclass(frozen=True)
 class ScenarioPlan:
-    """The scenarios a sampling percentage selects, in sampling rank order."""
+    """The run scenarios (presentations) a sampling percentage selects, in sampling rank
+    order; `total`: how many the whole definition has in the run's phrasings and orders."""
 
     chosen: list[RunScenario]
     total: int
@@ -158,29 +161,48 @@ class ScenarioPlan:
 async def plan_scenarios(
     conn: AsyncConnection, org_id: str, definition_id: str, config: RunConfig
 ) -> tuple[ScenarioPlan, str]:
-    """Expand the definition and take the nested sample: the first k in rank order."""
+    """Expand the definition and take the nested sample of its level combinations (the first
+    k mode-first scenarios in rank order), each asked in every phrasing of the run's mode and
+    every scale order it asks for, so comparisons are paired. SCALE_NOT_REVERSIBLE when a
+    reversed order is asked of a scale without numbered lines."""
     from valuerank.definitions.expansion import expand_with_scores
+    from valuerank.definitions.presentation import orders_of, presented_id, reverse_scale
     from valuerank.definitions.sampling import rank_order, sample_size
     from valuerank.definitions.service import get_definition
 
     stored = await get_definition(conn, org_id, definition_id)
-    expansion = expand_with_scores(stored.definition)
-    scenarios = list(expansion.scenarios)
-    scores = expansion.dimension_scores
     if config.sample_seed is None:
         raise InvalidInputError("the run has no sample seed (it was created without one)")
-    ranked = rank_order(scenarios, config.sample_seed)
-    k = sample_size(len(scenarios), config.sample_percentage)
-    chosen = [
-        RunScenario(
-            scenario_id=s.id,
-            position=position,
-            content=s.to_mapping(),
-            dimension_scores=scores.get(s.id, {}),
-        )
-        for position, s in enumerate(ranked[:k])
-    ]
-    return ScenarioPlan(chosen=chosen, total=len(scenarios)), stored.definition.preamble
+    first = expand_with_scores(stored.definition)
+    combinations = list(first.scenarios)
+    ranked = rank_order(combinations, config.sample_seed)
+    k = sample_size(len(combinations), config.sample_percentage)
+    phrased = first
+    if config.phrasings != "first":
+        phrased = expand_with_scores(stored.definition, config.phrasings, config.sample_seed)
+    phrasings: dict[str, list[Any]] = {}
+    for combo, scenario in zip(phrased.combinations, phrased.scenarios, strict=True):
+        phrasings.setdefault(combo.combination_id, []).append(scenario)
+    orders = orders_of(config.scale_order)
+    scores = phrased.dimension_scores
+    chosen: list[RunScenario] = []
+    for first_phrasing in ranked[:k]:
+        for s in phrasings[first_phrasing.id]:
+            content = s.to_mapping()
+            for order in orders:
+                shown = content
+                if order == "reversed":
+                    shown = {**content, "body": reverse_scale(str(content["body"]))}
+                chosen.append(
+                    RunScenario(
+                        scenario_id=presented_id(s.id, order),
+                        position=len(chosen),
+                        content=shown,
+                        dimension_scores=scores.get(s.id, {}),
+                    )
+                )
+    total = len(phrased.scenarios) * len(orders)
+    return ScenarioPlan(chosen=chosen, total=total), stored.definition.preamble
 
 
 @dataclass(frozen=True)

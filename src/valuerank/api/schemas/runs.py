@@ -23,6 +23,13 @@ class RunSummary(Out):
     models: list[str]
     sample_percentage: float
     sample_seed: int | None
+    phrasings: Literal["first", "all", "random"] = Field(
+        description="Wordings asked of each sampled level combination (expansion mode)."
+    )
+    scale_order: Literal["as-written", "reversed", "both"] = Field(
+        description="Scale orders asked; a reversed presentation's id ends in `-reversed` and "
+        "its decisions are stored mapped back to the definition's direction."
+    )
     cli_run_id: str
     origin: str = Field(description="created, imported, restored…")
     synthetic: bool = Field(description="True when its answers come from scripted models.")

@@ -111,6 +111,8 @@
       models: ids(form, "models", "extra_models"),
       judges: ids(form, "judges", "extra_judges"),
       priority: e.priority.value,
+      phrasings: e.phrasings.value,
+      scale_order: e.scale_order.value,
       name: e.name.value.trim(),
       allow_unknown_models: e.allow_unknown_models.checked
     };
@@ -140,6 +142,8 @@
       (sampled ? run.scenarios + " of " + run.total_scenarios + " scenarios (" + run.sample_percentage + " % sample, seed " + run.sample_seed + ")"
         : "All " + run.total_scenarios + " scenarios") +
       " × " + run.models.length + " model" + (run.models.length === 1 ? "" : "s") +
+      (run.phrasings !== "first" || run.scale_order !== "as-written"
+        ? " (phrasings " + run.phrasings + ", scale order " + run.scale_order + ")" : "") +
       " → " + count(run.jobs) + " probe job" + (run.jobs === 1 ? "" : "s") + ", " + count(est.calls) + " model calls.";
     var costText;
     if (est.cost_usd !== null && est.cost_usd !== undefined) {
