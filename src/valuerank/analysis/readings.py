@@ -1,0 +1,139 @@
+"""Each reader's reading of each transcript, per value (pure; no I/O).
+
+A reader is a judge model or a person (`human:<email>`). A reading puts every value of the
+rubric in one of three categories: prioritised, deprioritised or neither (a value named on
+both lists is neither, as in the consensus). The consensus of the model judges is kept per
+transcript beside them, so `judge_agreement` can compare each judge with it. Transcripts are
+grouped by scenario (`unit_cluster`): the scenario is the unit of every interval.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+IntArray = npt.NDArray[np.intp]
+Int8Array = npt.NDArray[np.int8]
+
+NEITHER, PRIORITIZED, DEPRIORITIZED = 0, 1, 2
+CATEGORIES = ("neither", "prioritized", "deprioritized")
+UNREAD = -1
+HUMAN_PREFIX = "human:"
+Lists = tuple[tuple[str, ...], tuple[str, ...]]  # (prioritised, deprioritised) names
+
+
+def human_reader(email: str) -> str:
+    """The reader id of a person: `human:<email>`."""
+    return f"{HUMAN_PREFIX}{email}"
+
+
+def is_human(reader: str) -> bool:
+    return reader.startswith(HUMAN_PREFIX)
+
+
+@dataclass(frozen=True)
+class JudgeReadings:
+    """Readers × transcripts × values, with the consensus per transcript (see module doc)."""
+
+    readers: tuple[str, ...]
+    values: tuple[str, ...]
+    unit_cluster: IntArray  # (units,): the transcript's scenario, as an integer
+    reading: Int8Array  # (units, readers, values): a category, UNREAD when not read
+    consensus: Int8Array  # (units, values): the judges' consensus, UNREAD when none
+
+    @property
+    def models(self) -> list[int]:
+        return [i for i, r in enumerate(self.readers) if not is_human(r)]
+
+    @property
+    def people(self) -> list[int]:
+        return [i for i, r in enumerate(self.readers) if is_human(r)]
+
+
+def categories(
+    values: Sequence[str], prioritized: Iterable[str], deprioritized: Iterable[str]
+) -> Int8Array:
+    """A reading as one category per value (`values`' order; names outside it ignored)."""
+    column = {name: j for j, name in enumerate(values)}
+    row = np.zeros(len(values), dtype=np.int8)
+    for sign, names in ((1, set(prioritized)), (-1, set(deprioritized))):
+        for name in names:
+            if name in column:
+                row[column[name]] += sign
+    found: Int8Array = np.where(
+        row > 0, PRIORITIZED, np.where(row < 0, DEPRIORITIZED, NEITHER)
+    ).astype(np.int8)
+    return found
+
+
+@dataclass
+class ReadingsBuilder:
+    """Readings collected row by row (the loader's judgments, people's readings and
+    consensus), turned into arrays once by `build`."""
+
+    values: tuple[str, ...] = ()
+    _units: dict[str, int] = field(default_factory=dict)
+    _clusters: dict[str, int] = field(default_factory=dict)
+    _unit_cluster: list[int] = field(default_factory=list)
+    _readers: dict[str, int] = field(default_factory=dict)
+    _rows: list[tuple[int, int, Lists]] = field(default_factory=list)
+    _consensus: dict[int, Lists] = field(default_factory=dict)
+    _free_names: set[str] = field(default_factory=set)
+
+    def _unit(self, transcript_id: str, scenario_id: str) -> int:
+        unit = self._units.get(transcript_id)
+        if unit is None:
+            unit = self._units[transcript_id] = len(self._units)
+            cluster = self._clusters.setdefault(scenario_id, len(self._clusters))
+            self._unit_cluster.append(cluster)
+        return unit
+
+    def add(
+        self,
+        transcript_id: str,
+        scenario_id: str,
+        reader: str,
+        prioritized: Sequence[str],
+        deprioritized: Sequence[str],
+    ) -> None:
+        unit = self._unit(transcript_id, scenario_id)
+        index = self._readers.setdefault(reader, len(self._readers))
+        self._free_names.update(prioritized, deprioritized)
+        self._rows.append((unit, index, (tuple(prioritized), tuple(deprioritized))))
+
+    def add_consensus(
+        self,
+        transcript_id: str,
+        scenario_id: str,
+        prioritized: Sequence[str],
+        deprioritized: Sequence[str],
+    ) -> None:
+        unit = self._unit(transcript_id, scenario_id)
+        self._free_names.update(prioritized, deprioritized)
+        self._consensus[unit] = (tuple(prioritized), tuple(deprioritized))
+
+    def build(self) -> JudgeReadings | None:
+        """The readings (None when nobody read any transcript). Without a rubric's values
+        the values are the names the readers used."""
+        if not self._rows:
+            return None
+        values = self.values or tuple(sorted(self._free_names))
+        units, readers = len(self._units), len(self._readers)
+        reading = np.full((units, readers, len(values)), UNREAD, dtype=np.int8)
+        for unit, reader, lists in self._rows:
+            reading[unit, reader] = categories(values, lists[0], lists[1])
+        consensus = np.full((units, len(values)), UNREAD, dtype=np.int8)
+        for unit, lists in self._consensus.items():
+            consensus[unit] = categories(values, lists[0], lists[1])
+        for array in (reading, consensus):  # kept and shared between readers: none may write
+            array.flags.writeable = False
+        return JudgeReadings(
+            readers=tuple(self._readers),
+            values=values,
+            unit_cluster=np.asarray(self._unit_cluster, dtype=np.intp),
+            reading=reading,
+            consensus=consensus,
+        )
