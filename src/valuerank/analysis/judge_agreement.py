@@ -65,11 +65,11 @@ def alpha_of(coincidence: FloatArray) -> FloatArray:
 
 
 def fleiss_of(sums: FloatArray) -> FloatArray:
-    """Fleiss' κ from [units, m, Σ_i P_i, Σ_i n_ic (K)] per draw: (P̄ − P̄e) / (1 − P̄e)."""
-    units, raters, agreement = sums[..., 0], sums[..., 1], sums[..., 2]
+    """Fleiss' κ from [units, Σ_i m, Σ_i P_i, Σ_i n_ic (K)] per draw: (P̄ − P̄e) / (1 − P̄e)."""
+    units, readings, agreement = sums[..., 0], sums[..., 1], sums[..., 2]
     with np.errstate(invalid="ignore", divide="ignore"):
         p_bar = agreement / units
-        p_c = sums[..., 3:] / (units * raters)[..., None]
+        p_c = sums[..., 3:] / readings[..., None]
         p_e = (p_c * p_c).sum(axis=-1)
         kappa = (p_bar - p_e) / (1.0 - p_e)
     return np.where((units > 0) & (p_e < 1.0), kappa, np.nan)
