@@ -25,7 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.analysis.readings import human_reader
 from valuerank.db.tables import human_readings, rubrics, runs, transcripts, users
-from valuerank.errors import InvalidInputError, NotFoundError
+from valuerank.errors import InvalidInputError, NotFoundError, ValueRankError
 from valuerank.formats.rubric import Rubric
 from valuerank.queue.dialect import iso, upsert
 from valuerank.queue.ids import new_id
@@ -49,6 +49,11 @@ class NoRubricError(InvalidInputError):
 
 class ReadingNotFoundError(NotFoundError):
     code = "READING_NOT_FOUND"
+
+
+class ReaderRoleError(ValueRankError):
+    code = "FORBIDDEN"
+    http_status = 403
 
 
 @dataclass(frozen=True)
