@@ -26,8 +26,10 @@ def readings(
     readers: tuple[str, ...] | None = None,
 ) -> JudgeReadings:
     units, judges, values = reading.shape
+    named = readers or tuple(f"judge:{j}" for j in range(judges))
     return JudgeReadings(
-        readers=readers or tuple(f"judge:{j}" for j in range(judges)),
+        readers=named,
+        human=tuple(r.startswith("human:") for r in named),
         values=VALUES[:values],
         unit_cluster=np.arange(units) % 7 if clusters is None else clusters,
         reading=reading.astype(np.int8),
@@ -191,10 +193,12 @@ def test_nobody_read_anything_gives_none_and_output_is_strict_json() -> None:
     builder = ReadingsBuilder(values=VALUES)
     builder.add("t1", "s1", "judge:a", ["Care"], ["Liberty"])
     builder.add("t1", "s1", "judge:b", ["Care", "Liberty"], ["Liberty"])
+    builder.add("t1", "s1", "human:ann@example.org", ["Care"], [], human=True)
     builder.add_consensus("t1", "s1", ["Care"], [])
     built = builder.build()
     assert built is not None
     assert built.reading[0, 1].tolist() == [1, 0, 0]  # named on both lists: neither
+    assert built.models == [0, 1] and built.people == [2]
     found = judge_agreement(built)
     json.dumps(found, allow_nan=False)
     assert found is not None and found["values"]["Care"]["alpha"]["value"] is None

@@ -45,6 +45,7 @@ def _basic(people: bool) -> dict[str, Any]:
         unit_cluster=np.arange(units) // 2,
         reading=reading.astype(np.int8),
         consensus=truth[:, 0].astype(np.int8),
+        human=tuple(r.startswith("human:") for r in readers),
     )
     return analyze_basic(replace(data, readings=readings))
 

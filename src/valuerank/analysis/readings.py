@@ -1,6 +1,7 @@
 """Each reader's reading of each transcript, per value (pure; no I/O).
 
-A reader is a judge model or a person (`human:<email>`). A reading puts every value of the
+A reader is a judge model or a person (named `human:<email>` by runs/human_readings.py;
+`human` says which). A reading puts every value of the
 rubric in one of three categories: prioritised, deprioritised or neither (a value named on
 both lists is neither, as in the consensus). The consensus of the model judges is kept per
 transcript beside them, so `judge_agreement` can compare each judge with it. Transcripts are
@@ -21,17 +22,7 @@ Int8Array = npt.NDArray[np.int8]
 NEITHER, PRIORITIZED, DEPRIORITIZED = 0, 1, 2
 CATEGORIES = ("neither", "prioritized", "deprioritized")
 UNREAD = -1
-HUMAN_PREFIX = "human:"
 Lists = tuple[tuple[str, ...], tuple[str, ...]]  # (prioritised, deprioritised) names
-
-
-def human_reader(email: str) -> str:
-    """The reader id of a person: `human:<email>`."""
-    return f"{HUMAN_PREFIX}{email}"
-
-
-def is_human(reader: str) -> bool:
-    return reader.startswith(HUMAN_PREFIX)
 
 
 @dataclass(frozen=True)
@@ -43,14 +34,18 @@ class JudgeReadings:
     unit_cluster: IntArray  # (units,): the transcript's scenario, as an integer
     reading: Int8Array  # (units, readers, values): a category, UNREAD when not read
     consensus: Int8Array  # (units, values): the judges' consensus, UNREAD when none
+    human: tuple[bool, ...] = ()  # per reader: a person (else a judge model)
 
     @property
     def models(self) -> list[int]:
-        return [i for i, r in enumerate(self.readers) if not is_human(r)]
+        return [i for i in range(len(self.readers)) if not self._is_human(i)]
 
     @property
     def people(self) -> list[int]:
-        return [i for i, r in enumerate(self.readers) if is_human(r)]
+        return [i for i in range(len(self.readers)) if self._is_human(i)]
+
+    def _is_human(self, reader: int) -> bool:
+        return reader < len(self.human) and self.human[reader]
 
 
 def categories(
@@ -79,6 +74,7 @@ class ReadingsBuilder:
     _clusters: dict[str, int] = field(default_factory=dict)
     _unit_cluster: list[int] = field(default_factory=list)
     _readers: dict[str, int] = field(default_factory=dict)
+    _human: dict[str, bool] = field(default_factory=dict)
     _rows: list[tuple[int, int, Lists]] = field(default_factory=list)
     _consensus: dict[int, Lists] = field(default_factory=dict)
     _free_names: set[str] = field(default_factory=set)
@@ -98,9 +94,12 @@ class ReadingsBuilder:
         reader: str,
         prioritized: Sequence[str],
         deprioritized: Sequence[str],
+        *,
+        human: bool = False,
     ) -> None:
         unit = self._unit(transcript_id, scenario_id)
         index = self._readers.setdefault(reader, len(self._readers))
+        self._human[reader] = human
         self._free_names.update(prioritized, deprioritized)
         self._rows.append((unit, index, (tuple(prioritized), tuple(deprioritized))))
 
@@ -136,4 +135,5 @@ class ReadingsBuilder:
             unit_cluster=np.asarray(self._unit_cluster, dtype=np.intp),
             reading=reading,
             consensus=consensus,
+            human=tuple(self._human[r] for r in self._readers),
         )

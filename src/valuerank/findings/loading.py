@@ -26,7 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.analysis import CODE_VERSION, AnalysisInput, SampleBasis, ScenarioInfo, stakes
 from valuerank.analysis.judged import RubricBasis
-from valuerank.analysis.readings import ReadingsBuilder, human_reader
+from valuerank.analysis.readings import ReadingsBuilder
 from valuerank.db.streaming import stream_rows
 from valuerank.db.tables import (
     human_readings,
@@ -41,6 +41,7 @@ from valuerank.definitions.service import get_definition
 from valuerank.errors import NotFoundError
 from valuerank.findings.kept import KeptPerEngine
 from valuerank.formats.rubric import Rubric
+from valuerank.runs.human_readings import human_reader
 from valuerank.runs.service import Run
 
 T = TypeVar("T")
@@ -213,7 +214,8 @@ async def _human_readings(
     )
     async for r in stream_rows(conn, query):
         digest.put([r[0], r[1], list(r[2]), list(r[3])])
-        readers.add(r.transcript_id, r.scenario_id, human_reader(r.email), list(r[2]), list(r[3]))
+        reader = human_reader(r.email)
+        readers.add(r.transcript_id, r.scenario_id, reader, list(r[2]), list(r[3]), human=True)
 
 
 KEPT_RUNS = 16

@@ -23,7 +23,6 @@ from typing import Any
 from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from valuerank.analysis.readings import human_reader
 from valuerank.db.tables import human_readings, rubrics, runs, transcripts, users
 from valuerank.errors import InvalidInputError, NotFoundError, ValueRankError
 from valuerank.formats.rubric import Rubric
@@ -33,6 +32,12 @@ from valuerank.runs.records import bump_inputs_of_transcript
 from valuerank.runs.transcripts import TranscriptNotFoundError
 
 MAX_NOTE = 2000
+HUMAN_PREFIX = "human:"  # a person among the readers of the analysis (judge models have none)
+
+
+def human_reader(email: str) -> str:
+    """How a person is named beside the judge models: `human:<email>`."""
+    return f"{HUMAN_PREFIX}{email}"
 
 
 class UnknownValueError(InvalidInputError):
