@@ -104,6 +104,7 @@ class AnalysisInput:
             outcome=self.outcome[rows],
             value_status=self.value_status[rows],
             judged=self.judged[rows],
+            readings=None,  # the readings of every model's transcripts: not filtered here
         )
 
     @classmethod
