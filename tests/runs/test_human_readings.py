@@ -32,7 +32,7 @@ async def _member(db: Database, org_id: str, email: str) -> str:
 
 async def _version(db: Database, run_id: str) -> int:
     async with db.transaction() as conn:
-        return int(await conn.scalar(select(runs.c.inputs_version).where(runs.c.id == run_id)))
+        return int(await conn.scalar(select(runs.c.inputs_version).where(runs.c.id == run_id)) or 0)
 
 
 async def _hash(db: Database, org_id: str, run_id: str) -> str:
