@@ -97,44 +97,51 @@ def share_of(table: FloatArray) -> FloatArray:
 # --- per-transcript tables, summed per scenario ------------------------------------------
 
 
-def _per_cluster(rows: FloatArray, cluster: npt.NDArray[np.intp], clusters: int) -> FloatArray:
-    out = np.zeros((clusters, rows.shape[1]))
-    np.add.at(out, cluster, rows)
-    return out
-
-
 def category_counts(reading: npt.NDArray[np.int8]) -> FloatArray:
     """(units, coders) categories (UNREAD missing) -> (units, K) counts per category."""
     return np.stack([(reading == c).sum(axis=1) for c in range(K)], axis=1).astype(float)
 
 
-def coincidences(counts: FloatArray) -> FloatArray:
-    """Each unit's contribution to the coincidence matrix, (units, K*K); units with fewer
-    than two readings contribute nothing (they are not pairable)."""
+def coincidences(counts: FloatArray, cluster: npt.NDArray[np.intp], clusters: int) -> FloatArray:
+    """(clusters, K*K): each scenario's coincidence matrix, Σ_u (n_uc·n_uk − δ_ck·n_uc) /
+    (m_u − 1) over its transcripts read twice or more (the others are not pairable)."""
     m = counts.sum(axis=1)
-    pairs = counts[:, :, None] * counts[:, None, :] - np.eye(K)[None] * counts[:, :, None]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        rows = np.where((m >= 2)[:, None, None], pairs / (m - 1)[:, None, None], 0.0)
-    return rows.reshape(len(counts), K * K)
+    weight = np.where(m >= 2, 1.0 / np.maximum(m - 1.0, 1.0), 0.0)
+    columns = []
+    for c in range(K):
+        for k in range(K):
+            term = weight * counts[:, c] * (counts[:, k] - (1.0 if c == k else 0.0))
+            columns.append(np.bincount(cluster, weights=term, minlength=clusters))
+    return np.stack(columns, axis=1)
 
 
-def fleiss_rows(counts: FloatArray) -> FloatArray:
-    """Each unit's [1, m, P_i, n_ic…] (units read by fewer than two: zeros)."""
+def fleiss_sums(counts: FloatArray, cluster: npt.NDArray[np.intp], clusters: int) -> FloatArray:
+    """(clusters, 3+K): each scenario's [units, Σ m_i, Σ P_i, Σ n_ic…] over its transcripts
+    read twice or more."""
     m = counts.sum(axis=1)
     keep = m >= 2
     with np.errstate(invalid="ignore", divide="ignore"):
         p_i = np.where(keep, ((counts * counts).sum(axis=1) - m) / (m * (m - 1)), 0.0)
-    rows = np.column_stack([keep, np.where(keep, m, 0), p_i, counts * keep[:, None]])
-    return rows.astype(float)
+    parts = [keep.astype(float), np.where(keep, m, 0.0), p_i]
+    parts += [counts[:, c] * keep for c in range(K)]
+    return np.stack([np.bincount(cluster, weights=x, minlength=clusters) for x in parts], axis=1)
 
 
-def contingency(a: npt.NDArray[np.int8], b: npt.NDArray[np.int8]) -> FloatArray:
-    """(units,) categories of two readers -> (units, K*K) one-hot pairs where both read."""
+def contingency(
+    a: npt.NDArray[np.int8], b: npt.NDArray[np.int8], cluster: npt.NDArray[np.intp], clusters: int
+) -> FloatArray:
+    """(clusters, K*K): per scenario, how many transcripts two readers put in each pair of
+    categories (where both read). Summed at once: a run's transcripts never become rows."""
     both = (a != UNREAD) & (b != UNREAD)
-    rows = np.zeros((len(a), K * K))
-    index = np.where(both, a.astype(np.intp) * K + b.astype(np.intp), 0)
-    rows[np.arange(len(a)), index] = both
-    return rows
+    index = cluster[both] * (K * K) + a[both].astype(np.intp) * K + b[both].astype(np.intp)
+    counts = np.bincount(index, minlength=clusters * K * K)
+    return counts.reshape(clusters, K * K).astype(float)
+
+
+def _read(coded: npt.NDArray[np.int8]) -> npt.NDArray[np.bool_]:
+    """(units, values) -> (units,): the reader read the transcript."""
+    read: npt.NDArray[np.bool_] = (coded != UNREAD).any(axis=-1)
+    return read
 
 
 # --- the bootstrap: every statistic registered, then computed on the same draws ----------
@@ -142,33 +149,44 @@ def contingency(a: npt.NDArray[np.int8], b: npt.NDArray[np.int8]) -> FloatArray:
 
 @dataclass
 class _Bootstrap:
-    cluster: npt.NDArray[np.intp]
+    """Tables per scenario, each with the statistics computed from it; `run` evaluates every
+    statistic on the whole run and on each draw (draws of the same scenarios for all)."""
+
     clusters: int
     tables: list[FloatArray] = field(default_factory=list)
-    stats: list[tuple[slice, Stat]] = field(default_factory=list)
+    stats: list[tuple[int, Stat]] = field(default_factory=list)  # (table, function)
 
-    def add(self, rows: FloatArray, stat: Stat) -> int:
-        """Register a statistic of `rows` (per transcript) summed over transcripts."""
-        start = sum(t.shape[1] for t in self.tables)
-        self.tables.append(_per_cluster(rows, self.cluster, self.clusters))
-        self.stats.append((slice(start, start + rows.shape[1]), stat))
-        return len(self.stats) - 1
+    def add(self, table: FloatArray, *functions: Stat) -> list[int]:
+        """Register `table` (clusters, k) and a statistic of it per function: their indices."""
+        self.tables.append(table)
+        first = len(self.stats)
+        self.stats += [(len(self.tables) - 1, f) for f in functions]
+        return list(range(first, len(self.stats)))
+
+    def _evaluate(self, summed: FloatArray, found: FloatArray) -> None:
+        """Every statistic of `summed` (rows, columns of every table) into `found` (rows,
+        stats): one call per function and table width, over all its tables at once."""
+        starts = np.cumsum([0] + [t.shape[1] for t in self.tables])
+        groups: dict[tuple[Stat, int], list[int]] = {}
+        for k, (t, f) in enumerate(self.stats):
+            groups.setdefault((f, self.tables[t].shape[1]), []).append(k)
+        for (f, width), ks in groups.items():
+            index = np.array([starts[self.stats[k][0]] for k in ks])[:, None] + np.arange(width)
+            found[:, ks] = f(summed[:, index])
 
     def run(self, draws: int, seed: int) -> tuple[FloatArray, FloatArray]:
         """(point estimates, (draws, stats) bootstrap estimates)."""
-        matrix = np.concatenate(self.tables, axis=1) if self.tables else np.zeros((0, 0))
-        total = matrix.sum(axis=0)[None]
-        point = np.array([stat(total[:, s])[0] for s, stat in self.stats])
+        matrix = np.concatenate(self.tables, axis=1)
+        point = np.full((1, len(self.stats)), np.nan)
+        self._evaluate(matrix.sum(axis=0)[None], point)
         rng = np.random.default_rng(seed)
         found = np.full((draws, len(self.stats)), np.nan)
-        uniform = np.full(self.clusters, 1.0 / max(self.clusters, 1))
+        uniform = np.full(self.clusters, 1.0 / self.clusters)
         for start in range(0, draws, CHUNK):
             size = min(CHUNK, draws - start)
             weights = rng.multinomial(self.clusters, uniform, size=size).astype(float)
-            summed = weights @ matrix
-            for k, (s, stat) in enumerate(self.stats):
-                found[start : start + size, k] = stat(summed[:, s])
-        return point, found
+            self._evaluate(weights @ matrix, found[start : start + size])
+        return point[0], found
 
 
 def _interval(draws: FloatArray) -> list[float] | None:
@@ -200,7 +218,7 @@ def judge_agreement(
     models, people = readings.models, readings.people
     reading = readings.reading
     clusters = int(readings.unit_cluster.max()) + 1 if len(readings.unit_cluster) else 0
-    boot = _Bootstrap(readings.unit_cluster, clusters)
+    boot = _Bootstrap(clusters)
     pending: list[Fill] = []
     out: dict[str, Any] = {
         "judges": [readings.readers[j] for j in models],
@@ -213,13 +231,13 @@ def judge_agreement(
         "bootstrap": {"draws": draws, "seed": seed, "resampled": "scenario", "level": LEVEL},
     }
     for v, value in enumerate(readings.values):
-        out["values"][value] = _value_entry(boot, pending, reading[:, models, v])
-    consensus = [readings.consensus[:, v] for v in range(len(readings.values))]
+        coded = reading[:, models, v]
+        out["values"][value] = _value_entry(boot, pending, coded, readings.unit_cluster)
     for j in models:
         name = readings.readers[j]
-        out["withConsensus"][name] = _versus(boot, pending, readings, j, consensus)
+        out["withConsensus"][name] = _versus(boot, pending, readings, j, None)
         if people:
-            out["withPeople"][name] = _versus_people(boot, pending, readings, j, people)
+            out["withPeople"][name] = _versus(boot, pending, readings, j, people)
     point, found = boot.run(draws, seed)
     for fill in pending:
         fill(point, found)
@@ -227,7 +245,10 @@ def judge_agreement(
 
 
 def _value_entry(
-    boot: _Bootstrap, pending: list[Fill], coded: npt.NDArray[np.int8]
+    boot: _Bootstrap,
+    pending: list[Fill],
+    coded: npt.NDArray[np.int8],
+    cluster: npt.NDArray[np.intp],
 ) -> dict[str, Any]:
     """α and Fleiss' κ between the model judges on one value, filled once the bootstrap ran."""
     counts = category_counts(coded)
@@ -237,9 +258,10 @@ def _value_entry(
         "readings": {c: int(counts[:, i].sum()) for i, c in enumerate(CATEGORIES)},
         "units": int(pairable.sum()),
     }
-    a = boot.add(coincidences(counts), alpha_of)
+    clusters = boot.clusters
+    [a] = boot.add(coincidences(counts, cluster, clusters), alpha_of)
     raters = np.unique(read_by[pairable])
-    f = boot.add(fleiss_rows(counts), fleiss_of) if len(raters) == 1 else None
+    f = boot.add(fleiss_sums(counts, cluster, clusters), fleiss_of)[0] if len(raters) == 1 else None
 
     def fill(point: FloatArray, found: FloatArray) -> None:
         entry["alpha"] = {**_figure(point, found, a), "level": "nominal"}
@@ -262,10 +284,10 @@ def _why_no_fleiss(raters: Any) -> str:
     )
 
 
-def _pair_entry(boot: _Bootstrap, pending: list[Fill], rows: FloatArray) -> dict[str, Any]:
-    """{n, share, kappa} of summed contingency rows, filled once the bootstrap ran."""
-    entry: dict[str, Any] = {"n": int(rows.sum())}
-    s, k = boot.add(rows, share_of), boot.add(rows, kappa_of)
+def _pair_entry(boot: _Bootstrap, pending: list[Fill], table: FloatArray) -> dict[str, Any]:
+    """{n, share, kappa} of contingency tables per scenario, filled once the bootstrap ran."""
+    entry: dict[str, Any] = {"n": int(table.sum())}
+    s, k = boot.add(table, share_of, kappa_of)
 
     def fill(point: FloatArray, found: FloatArray) -> None:
         entry["share"] = _figure(point, found, s)
@@ -280,40 +302,24 @@ def _versus(
     pending: list[Fill],
     readings: JudgeReadings,
     j: int,
-    others: list[npt.NDArray[np.int8]],
+    others: list[int] | None,
 ) -> dict[str, Any]:
-    """Judge j against one reading per value (`others[v]`): overall and per value."""
-    per_value = [contingency(readings.reading[:, j, v], others[v]) for v in range(len(others))]
-    overall = sum(per_value, np.zeros((len(readings.unit_cluster), K * K)))
+    """Judge j against the consensus (`others` None) or against each of `others` (people:
+    each (person, transcript) pair counts once), overall and per value."""
+    cluster, clusters = readings.unit_cluster, boot.clusters
+    mine = readings.reading[:, j, :]
+    theirs = [readings.consensus] if others is None else [readings.reading[:, p, :] for p in others]
+    per_value = [
+        sum(
+            (contingency(mine[:, v], other[:, v], cluster, clusters) for other in theirs),
+            np.zeros((clusters, K * K)),
+        )
+        for v in range(len(readings.values))
+    ]
+    overall = sum(per_value, np.zeros((clusters, K * K)))
     entry = _pair_entry(boot, pending, overall)
-    entry["transcripts"] = int((overall.sum(axis=1) > 0).sum())
-    entry["values"] = {
-        value: _pair_entry(boot, pending, rows)
-        for value, rows in zip(readings.values, per_value, strict=True)
-    }
-    return entry
-
-
-def _versus_people(
-    boot: _Bootstrap,
-    pending: list[Fill],
-    readings: JudgeReadings,
-    j: int,
-    people: list[int],
-) -> dict[str, Any]:
-    """Judge j against every person's reading (each (person, transcript) pair counts once)."""
-    units = len(readings.unit_cluster)
-    per_value = []
-    for v in range(len(readings.values)):
-        rows = np.zeros((units, K * K))
-        for p in people:
-            rows += contingency(readings.reading[:, j, v], readings.reading[:, p, v])
-        per_value.append(rows)
-    overall = sum(per_value, np.zeros((units, K * K)))
-    entry = _pair_entry(boot, pending, overall)
-    entry["transcripts"] = int((overall.sum(axis=1) > 0).sum())
-    entry["values"] = {
-        value: _pair_entry(boot, pending, rows)
-        for value, rows in zip(readings.values, per_value, strict=True)
-    }
+    read_by_others = np.any([_read(other) for other in theirs], axis=0)
+    entry["transcripts"] = int((_read(mine) & read_by_others).sum())
+    pairs = zip(readings.values, per_value, strict=True)
+    entry["values"] = {value: _pair_entry(boot, pending, table) for value, table in pairs}
     return entry

@@ -10,6 +10,7 @@ grouped by scenario (`unit_cluster`): the scenario is the unit of every interval
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -67,17 +68,20 @@ def categories(
 @dataclass
 class ReadingsBuilder:
     """Readings collected row by row (the loader's judgments, people's readings and
-    consensus), turned into arrays once by `build`."""
+    consensus), turned into arrays once by `build`. A row costs a few machine integers:
+    its lists are kept once per distinct pair (judges repeat the same few), as an index."""
 
     values: tuple[str, ...] = ()
     _units: dict[str, int] = field(default_factory=dict)
     _clusters: dict[str, int] = field(default_factory=dict)
-    _unit_cluster: list[int] = field(default_factory=list)
+    _unit_cluster: array[int] = field(default_factory=lambda: array("q"))
     _readers: dict[str, int] = field(default_factory=dict)
     _human: dict[str, bool] = field(default_factory=dict)
-    _rows: list[tuple[int, int, Lists]] = field(default_factory=list)
-    _consensus: dict[int, Lists] = field(default_factory=dict)
-    _free_names: set[str] = field(default_factory=set)
+    _lists: dict[Lists, int] = field(default_factory=dict)
+    # Per row: unit, reader (-1: the consensus), index of its lists.
+    _row_unit: array[int] = field(default_factory=lambda: array("q"))
+    _row_reader: array[int] = field(default_factory=lambda: array("q"))
+    _row_lists: array[int] = field(default_factory=lambda: array("q"))
 
     def _unit(self, transcript_id: str, scenario_id: str) -> int:
         unit = self._units.get(transcript_id)
@@ -86,6 +90,12 @@ class ReadingsBuilder:
             cluster = self._clusters.setdefault(scenario_id, len(self._clusters))
             self._unit_cluster.append(cluster)
         return unit
+
+    def _row(self, unit: int, reader: int, pri: Sequence[str], dep: Sequence[str]) -> None:
+        key = (tuple(pri), tuple(dep))
+        self._row_unit.append(unit)
+        self._row_reader.append(reader)
+        self._row_lists.append(self._lists.setdefault(key, len(self._lists)))
 
     def add(
         self,
@@ -100,8 +110,7 @@ class ReadingsBuilder:
         unit = self._unit(transcript_id, scenario_id)
         index = self._readers.setdefault(reader, len(self._readers))
         self._human[reader] = human
-        self._free_names.update(prioritized, deprioritized)
-        self._rows.append((unit, index, (tuple(prioritized), tuple(deprioritized))))
+        self._row(unit, index, prioritized, deprioritized)
 
     def add_consensus(
         self,
@@ -110,29 +119,31 @@ class ReadingsBuilder:
         prioritized: Sequence[str],
         deprioritized: Sequence[str],
     ) -> None:
-        unit = self._unit(transcript_id, scenario_id)
-        self._free_names.update(prioritized, deprioritized)
-        self._consensus[unit] = (tuple(prioritized), tuple(deprioritized))
+        self._row(self._unit(transcript_id, scenario_id), -1, prioritized, deprioritized)
 
     def build(self) -> JudgeReadings | None:
         """The readings (None when nobody read any transcript). Without a rubric's values
         the values are the names the readers used."""
-        if not self._rows:
+        if not self._readers:
             return None
-        values = self.values or tuple(sorted(self._free_names))
+        names = {name for pri, dep in self._lists for name in (*pri, *dep)}
+        values = self.values or tuple(sorted(names))
+        coded = np.stack([categories(values, pri, dep) for pri, dep in self._lists])
+        unit = np.frombuffer(self._row_unit, dtype=np.int64)
+        reader = np.frombuffer(self._row_reader, dtype=np.int64)
+        lists = np.frombuffer(self._row_lists, dtype=np.int64)
         units, readers = len(self._units), len(self._readers)
         reading = np.full((units, readers, len(values)), UNREAD, dtype=np.int8)
-        for unit, reader, lists in self._rows:
-            reading[unit, reader] = categories(values, lists[0], lists[1])
+        judged = reader >= 0
+        reading[unit[judged], reader[judged]] = coded[lists[judged]]
         consensus = np.full((units, len(values)), UNREAD, dtype=np.int8)
-        for unit, lists in self._consensus.items():
-            consensus[unit] = categories(values, lists[0], lists[1])
-        for array in (reading, consensus):  # kept and shared between readers: none may write
-            array.flags.writeable = False
+        consensus[unit[~judged]] = coded[lists[~judged]]
+        for found in (reading, consensus):  # kept and shared between readers: none may write
+            found.flags.writeable = False
         return JudgeReadings(
             readers=tuple(self._readers),
             values=values,
-            unit_cluster=np.asarray(self._unit_cluster, dtype=np.intp),
+            unit_cluster=np.frombuffer(self._unit_cluster, dtype=np.int64).astype(np.intp),
             reading=reading,
             consensus=consensus,
             human=tuple(self._human[r] for r in self._readers),
