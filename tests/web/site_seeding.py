@@ -105,6 +105,8 @@ async def seed_site(db: Database, org_id: str) -> tuple[dict[str, str], Credenti
         "scenario-answers": f"/runs/{matrix.id}/scenarios/{answer['scenario_id']}",
         "transcripts": "/transcripts",
         "transcript": f"/transcripts/{transcript['id']}",
+        "read-transcript": f"/transcripts/{transcript['id']}/read",
+        "read-sample": f"/runs/{judged.id}/read",
         "definitions": "/definitions",
         "definition": f"/definitions/{child.version.id}",
         "definition-edit": f"/definitions/{child.version.id}/edit",

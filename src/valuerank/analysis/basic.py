@@ -18,6 +18,8 @@ import numpy as np
 from valuerank.analysis.agreement import model_agreement
 from valuerank.analysis.data import AnalysisInput
 from valuerank.analysis.dimensions import dimension_analysis
+from valuerank.analysis.judge_agreement import METHOD as JUDGE_AGREEMENT_METHOD
+from valuerank.analysis.judge_agreement import judge_agreement
 from valuerank.analysis.judged import judged_value_warnings
 from valuerank.analysis.output import AnalysisWarning, clean
 from valuerank.analysis.profile import contested, per_model, sample_warnings, visualization
@@ -29,7 +31,7 @@ from valuerank.analysis.sensitivity import value_sensitivity
 
 # Bump whenever a figure would come out differently: cached analyses of another version are
 # recomputed.
-CODE_VERSION = "1.3.0"
+CODE_VERSION = "1.4.0"
 ALPHA = 0.05
 
 VARIANTS = (
@@ -84,6 +86,7 @@ def methods_used(data: AnalysisInput, alpha: float) -> dict[str, Any]:
         "varianceExplained": "ols_r2_categorical",
         "outlierModels": "modified_z_mad",
         "valueSensitivity": SENSITIVITY_METHOD,
+        "judgeAgreement": JUDGE_AGREEMENT_METHOD,
         "contestedVariance": "population_ddof0_over_decided_transcripts",
         "alpha": alpha,
         "codeVersion": CODE_VERSION,
@@ -168,6 +171,7 @@ def analyze_basic(
         "modelAgreement": agreement,
         "dimensionAnalysis": dimensions,
         "mostContestedScenarios": contested(data, cells),
+        "judgeAgreement": judge_agreement(data.readings),
         "visualizationData": visualization(data, cells),
         "methodsUsed": methods_used(data, alpha),
         "warnings": [w.to_dict() for w in warnings],

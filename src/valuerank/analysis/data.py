@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from valuerank.analysis.judged import RubricBasis
+from valuerank.analysis.readings import JudgeReadings
 from valuerank.analysis.sampling import SampleBasis
 
 FloatArray = npt.NDArray[np.float64]
@@ -63,6 +64,8 @@ class AnalysisInput:
     scale_labels: Mapping[int, str] = field(default_factory=dict)
     # The values rubric the judges read (None: none), for why no value was judged.
     rubric: RubricBasis | None = None
+    # Each judge's and person's own reading per transcript (None: nobody read one).
+    readings: JudgeReadings | None = None
 
     @property
     def n(self) -> int:
@@ -101,6 +104,7 @@ class AnalysisInput:
             outcome=self.outcome[rows],
             value_status=self.value_status[rows],
             judged=self.judged[rows],
+            readings=None,  # the readings of every model's transcripts: not filtered here
         )
 
     @classmethod
@@ -120,6 +124,7 @@ class AnalysisInput:
         dimension_values: Mapping[str, str] | None = None,
         scale_labels: Mapping[int, str] | None = None,
         rubric: RubricBasis | None = None,
+        readings: JudgeReadings | None = None,
     ) -> AnalysisInput:
         """Arrays from per-transcript columns. `scenarios` describes every scenario id used
         (others get their id as name and no levels); `judged[i]` says whether transcript i
@@ -172,6 +177,7 @@ class AnalysisInput:
             dimension_values=dict(dimension_values or {}),
             scale_labels=dict(scale_labels or {}),
             rubric=rubric,
+            readings=readings,
         )
 
 

@@ -27,6 +27,7 @@ from valuerank.api import (
     routes_progress,
     routes_providers,
     routes_queue,
+    routes_readings,
     routes_rubrics,
     routes_runs,
     routes_scenarios,
@@ -105,6 +106,7 @@ def create_app(
     app.include_router(routes_caps.router)
     app.include_router(routes_eval.router)
     app.include_router(routes_transcripts.router)
+    app.include_router(routes_readings.router)
     app.include_router(routes_matrix.router)
     app.include_router(routes_leaderboard.router)
     app.include_router(routes_progress.router)

@@ -61,6 +61,10 @@ COMMANDS: dict[str, Entry] = {
     ),
     "scenarios": Entry("scenarios_cmd", "Scenario variants generated from definitions."),
     "rubrics": Entry("rubrics_cmd", "Values rubrics (values_rubric.yaml), versioned."),
+    "transcripts": Entry(
+        "transcripts_cmd",
+        "Transcripts read by people: record a reading, list them, the next one to read.",
+    ),
     "runs": Entry("runs_cmd", "Runs: send a definition's scenarios to models."),
     "export": Entry(
         "export_cmd",

@@ -9,6 +9,7 @@ from rich.table import Table
 
 from valuerank.cli.analysis_deep_view import print_deep
 from valuerank.cli.analysis_format import grouped_table, interval_text, num, p_text
+from valuerank.cli.judge_agreement_view import print_judge_agreement
 from valuerank.refs import short_id
 
 
@@ -184,6 +185,7 @@ def print_analysis(console: Console, analysis: dict[str, Any]) -> None:
     tables += [agreement_table(analysis), dimensions_table(analysis), contested_table(analysis)]
     for table in tables:
         console.print(table)
+    print_judge_agreement(console, analysis)
     deep = analysis.get("deep")
     if deep:
         print_deep(console, deep, analysis["meta"].get("deepCached"))

@@ -315,6 +315,29 @@ judgments = Table(
     UniqueConstraint("transcript_id", "judge_model"),
 )
 
+# A person's reading of a transcript (the values it prioritises and deprioritises, from the
+# run's rubric): beside the judges' `judgments`, not among them, so nothing that counts or
+# combines judge models (consensus, tallies, costs, exports, re-judging) sees a person.
+human_readings = Table(
+    "human_readings",
+    metadata,
+    _id(),
+    _org_id(),
+    Column(
+        "transcript_id",
+        String(ID_LENGTH),
+        ForeignKey("transcripts.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    _user_id(),
+    Column("prioritized_values", JSONDocument, nullable=False),
+    Column("deprioritized_values", JSONDocument, nullable=False),
+    Column("note", Text, nullable=False, server_default=""),
+    _created_at(),
+    UniqueConstraint("transcript_id", "user_id"),
+    Index("ix_human_readings_org_id_user_id", "org_id", "user_id"),
+)
+
 # What a run's status and results read instead of its transcripts: per (run, model, decision
 # code; 0 when there is none) how many transcripts, refusals and synthetic ones, the sum and
 # count of the known costs, and the judges' costs. The statement that writes a transcript or

@@ -26,13 +26,22 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.analysis import CODE_VERSION, AnalysisInput, SampleBasis, ScenarioInfo, stakes
 from valuerank.analysis.judged import RubricBasis
+from valuerank.analysis.readings import ReadingsBuilder
 from valuerank.db.streaming import stream_rows
-from valuerank.db.tables import judgments, rubrics, run_scenarios, transcripts
+from valuerank.db.tables import (
+    human_readings,
+    judgments,
+    rubrics,
+    run_scenarios,
+    transcripts,
+    users,
+)
 from valuerank.definitions.expansion import expand_with_scores
 from valuerank.definitions.service import get_definition
 from valuerank.errors import NotFoundError
 from valuerank.findings.kept import KeptPerEngine
 from valuerank.formats.rubric import Rubric
+from valuerank.runs.human_readings import human_reader
 from valuerank.runs.service import Run
 
 T = TypeVar("T")
@@ -186,6 +195,29 @@ class _Columns:
         self.judged.append(isinstance(row.consensus, dict))
 
 
+async def _human_readings(
+    conn: AsyncConnection, run: Run, digest: _StreamHash, readers: ReadingsBuilder
+) -> None:
+    """People's readings of the run's transcripts (runs/human_readings.py), hashed too."""
+    digest.put("human_readings")
+    query = (
+        select(
+            human_readings.c.transcript_id,
+            users.c.email,
+            human_readings.c.prioritized_values,
+            human_readings.c.deprioritized_values,
+            transcripts.c.scenario_id,
+        )
+        .select_from(human_readings.join(transcripts).join(users))
+        .where(transcripts.c.org_id == run.org_id, transcripts.c.run_id == run.id)
+        .order_by(human_readings.c.transcript_id, users.c.email)
+    )
+    async for r in stream_rows(conn, query):
+        digest.put([r[0], r[1], list(r[2]), list(r[3])])
+        reader = human_reader(r.email)
+        readers.add(r.transcript_id, r.scenario_id, reader, list(r[2]), list(r[3]), human=True)
+
+
 KEPT_RUNS = 16
 _kept: KeptPerEngine[LoadedRun] = KeptPerEngine(KEPT_RUNS)
 
@@ -231,6 +263,7 @@ async def read_run(conn: AsyncConnection, run: Run) -> LoadedRun:
     meaning = await definition_stakes(conn, run, dims, universe)
     digest.put([meaning.dimension_values, sorted(meaning.scale_labels.items())])
     columns = _Columns()
+    readers = ReadingsBuilder(values=tuple(universe))
     digest.put("transcripts")
     transcript_query = (
         select(
@@ -251,6 +284,8 @@ async def read_run(conn: AsyncConnection, run: Run) -> LoadedRun:
             _values(row.consensus, "deprioritized_values"),
         )
         columns.add(row, *values)
+        if isinstance(row.consensus, dict):
+            readers.add_consensus(row.id, row.scenario_id, *values)
         digest.put(_transcript_key(row, *values))
     digest.put("judgments")
     judgment_query = (
@@ -261,6 +296,7 @@ async def read_run(conn: AsyncConnection, run: Run) -> LoadedRun:
             judgments.c.prioritized_values,
             judgments.c.deprioritized_values,
             judgments.c.confidence,
+            transcripts.c.scenario_id,
         )
         .select_from(judgments.join(transcripts))
         .where(transcripts.c.org_id == run.org_id, transcripts.c.run_id == run.id)
@@ -268,6 +304,8 @@ async def read_run(conn: AsyncConnection, run: Run) -> LoadedRun:
     )
     async for r in stream_rows(conn, judgment_query):
         digest.put([*r[:3], list(r[3]), list(r[4]), float(r[5])])
+        readers.add(r.transcript_id, r.scenario_id, r.judge_model, list(r[3]), list(r[4]))
+    await _human_readings(conn, run, digest, readers)
     data = AnalysisInput.build(
         models=columns.models,
         scenario_ids=columns.scenario_ids,
@@ -282,6 +320,7 @@ async def read_run(conn: AsyncConnection, run: Run) -> LoadedRun:
         dimension_values=meaning.dimension_values,
         scale_labels=meaning.scale_labels,
         rubric=rubric,
+        readings=readers.build(),
     )
     for value in vars(data).values():  # kept and shared between readers: none may write
         if isinstance(value, np.ndarray):

@@ -29,6 +29,15 @@ HOW: dict[str, tuple[str, tuple[str, ...]]] = {
         "with a 95 % score interval. 0.5 means as often won as lost.",
         ("winRateCI", "winRateCILibrary", "finitePopulationCorrection"),
     ),
+    "judges": (
+        "Per value, each reading puts the value in one of three categories (prioritised, "
+        "deprioritised, neither). Krippendorff's alpha (nominal) and, when every transcript "
+        "was read by as many judges, Fleiss' kappa measure how far the judge models agree; "
+        "each judge is compared with the judges' consensus and with the people who read "
+        "transcripts (share of agreement and Cohen's kappa). 95 % intervals resample "
+        "scenarios.",
+        ("judgeAgreement",),
+    ),
     "decisions": (
         "Counts of each decision code over the decided transcripts (refusals and unparseable "
         "answers are counted apart), and each model's mean decision with its 95 % interval.",

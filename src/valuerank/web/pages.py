@@ -32,6 +32,7 @@ def install(app: FastAPI) -> None:
         pages_leaderboard,
         pages_matrix,
         pages_queue,
+        pages_readings,
         pages_report,
         pages_runs,
         pages_settings,
@@ -42,6 +43,7 @@ def install(app: FastAPI) -> None:
     for module in (
         pages_auth,
         pages_runs,
+        pages_readings,
         pages_transcripts,
         pages_matrix,
         pages_queue,

@@ -79,6 +79,11 @@ class Analysis(Out):
     model_agreement: dict[str, Any] = Field(alias="modelAgreement")
     dimension_analysis: dict[str, Any] = Field(alias="dimensionAnalysis")
     most_contested_scenarios: list[dict[str, Any]] = Field(alias="mostContestedScenarios")
+    judge_agreement: dict[str, Any] | None = Field(
+        alias="judgeAgreement",
+        description="How far the judges agree per value (Krippendorff's α, Fleiss' κ), each "
+        "judge against the consensus and against people; null when nobody read a transcript",
+    )
     visualization_data: dict[str, Any] = Field(alias="visualizationData")
     methods_used: dict[str, Any] = Field(alias="methodsUsed")
     warnings: list[AnalysisWarning]
