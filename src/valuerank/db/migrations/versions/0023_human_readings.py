@@ -1,8 +1,8 @@
 """human readings: a person's reading of a transcript (values prioritised and deprioritised),
 kept beside the judges' judgments (db/tables.py `human_readings`)
 
-Revision ID: judges_0001_human_readings
-Revises: 0021_transcript_search
+Revision ID: 0023_human_readings
+Revises: 0022_org_defaults
 Create Date: 2026-12-07 06:00:00.000000
 """
 
@@ -14,8 +14,8 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
-revision: str = "judges_0001_human_readings"
-down_revision: str | None = "0021_transcript_search"
+revision: str = "0023_human_readings"
+down_revision: str | None = "0022_org_defaults"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

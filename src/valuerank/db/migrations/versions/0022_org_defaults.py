@@ -1,7 +1,7 @@
 """organisation defaults: `org_defaults` holds the judges and the summary model an
 organisation's new runs get when they name none (one row per organisation)
 
-Revision ID: rejudge_0001_org_defaults
+Revision ID: 0022_org_defaults
 Revises: 0021_transcript_search
 Create Date: 2026-12-07 06:00:00.000000
 """
@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
-revision: str = "rejudge_0001_org_defaults"
+revision: str = "0022_org_defaults"
 down_revision: str | None = "0021_transcript_search"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
