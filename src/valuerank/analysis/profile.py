@@ -29,7 +29,7 @@ from valuerank.analysis.clustered import (
 from valuerank.analysis.data import CODES, REFUSED, UNPARSEABLE, AnalysisInput, FloatArray
 from valuerank.analysis.intervals import LEVEL, interval_dict, wilson
 from valuerank.analysis.output import AnalysisWarning, Checked, rounded
-from valuerank.analysis.sampling import between_weight_of
+from valuerank.analysis.sampling import between_weight_of, between_weights
 
 CONTESTED_LIMIT = 5
 SMALL_SAMPLE = 10
@@ -61,10 +61,16 @@ def mean_method(data: AnalysisInput) -> str:
     return method_name(MEAN_METHOD, between_weight_of(data.sample) < 1)
 
 
+def _weights(data: AnalysisInput, counts: FloatArray) -> FloatArray:
+    """Each figure's g: its basis is the scenarios it rests on (counts > 0 along the last
+    axis), of the definition's."""
+    return between_weights(data.sample, (counts > 0).sum(axis=-1))
+
+
 def mean_decision_fit(data: AnalysisInput) -> TwoStage:
     """Each model's mean decision with its two-stage variance (scenarios as clusters)."""
     sums, counts, within = cell_totals(data.model_idx, data.scenario_idx, data.decision, data.shape)
-    return two_stage(sums, counts, within, between_weight_of(data.sample))
+    return two_stage(sums, counts, within, _weights(data, counts))
 
 
 def win_rate_fit(data: AnalysisInput) -> TwoStage:
@@ -81,7 +87,7 @@ def win_rate_fit(data: AnalysisInput) -> TwoStage:
     both = pri + dep
     with np.errstate(invalid="ignore", divide="ignore"):
         within = np.where(both > 0, pri * dep / np.maximum(both, 1), 0.0)
-    return two_stage(pri, both, within, between_weight_of(data.sample))
+    return two_stage(pri, both, within, _weights(data, both))
 
 
 def value_counts(data: AnalysisInput) -> tuple[FloatArray, FloatArray, FloatArray]:
