@@ -195,3 +195,31 @@ def test_codes_nobody_moved_from_are_left_out_of_the_test() -> None:
     d = np.array([2.0, 3, 1, 2, 3, 1, 1, 4])
     cycle = changed_decisions(c, d)
     assert cycle["test"] == "stuart_maxwell" and cycle["df"] == 2
+
+
+def test_changed_decisions_do_not_depend_on_the_scales_direction() -> None:
+    # Issue 31: each scenario's mean (two samples) halfway between codes was rounded half
+    # up, so mirroring the scale (d -> 6 - d) changed the count and p. A halfway mean now
+    # counts ½ for each neighbouring code, as in κ and α.
+    rng = np.random.default_rng(7)
+    base = rng.integers(1, 6, (30, 2)).mean(axis=1)
+    moved = np.clip(rng.integers(1, 6, (30, 2)).mean(axis=1) + 0.5, 1, 5)
+    assert np.any(base % 1 == 0.5) and np.any(moved % 1 == 0.5)
+    found = changed_decisions(base, moved)
+    mirrored = changed_decisions(6 - base, 6 - moved)
+    assert mirrored["changed"] == pytest.approx(found["changed"])
+    assert mirrored["pValue"] == pytest.approx(found["pValue"])
+    assert mirrored["test"] == found["test"]
+
+
+def test_a_halfway_mean_is_half_changed() -> None:
+    # 3 → 3.5 is half a change; 2.5 → 2.5 too, as two fair coins tossed apart (κ's reading:
+    # 2 or 3 each side, differing half the time): 5 halves and 3 whole changes
+    a = np.array([3.0, 3.0, 3.0, 3.0, 2.5, 1.0, 1.0, 1.0, 5.0])
+    b = np.array([3.5, 3.5, 3.5, 3.5, 2.5, 1.0, 5.0, 5.0, 1.0])
+    found = changed_decisions(a, b)
+    assert found["changed"] == pytest.approx(5.5)
+    # the halfway means bring code 4 in: 3 → 4 twice (4 × ½), 1 → 5 twice, 5 → 1 once
+    assert found["test"] == "stuart_maxwell"
+    whole = changed_decisions(np.array([1.0] * 5 + [5.0]), np.array([5.0] * 4 + [1.0, 1.0]))
+    assert whole["pValue"] == pytest.approx(stats.binomtest(1, 5).pvalue)

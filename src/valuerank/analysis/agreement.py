@@ -135,15 +135,9 @@ def model_agreement(
     }, warnings
 
 
-def code_matrix(cells: FloatArray) -> FloatArray:
-    """Cells as decision codes (the mean of a cell's samples rounded half up); NaN kept.
-    Used where a test needs one code per cell (changed decisions, paired.py): both runs are
-    rounded alike there. κ and α use `code_weights`, which does not favour the upper code."""
-    return np.floor(cells + 0.5)
-
-
 def code_weights(cells: FloatArray) -> FloatArray:
-    """(…, codes): each cell's mean decision as weights over the codes 1–5. The nearest code
+    """(…, codes): each cell's mean decision as weights over the codes 1–5 (κ, α and the
+    comparison's changed decisions, paired.py, read a mean as codes this way). The nearest code
     gets weight 1; a mean exactly halfway between two codes (27 % of the cells of a judged
     run with two samples) gives ½ to each instead of rounding half up, which moved κ by 0.03.
     A cell without decisions has all weights 0."""
