@@ -20,7 +20,13 @@ from valuerank.analysis.data import AnalysisInput
 from valuerank.analysis.dimensions import dimension_analysis
 from valuerank.analysis.judged import judged_value_warnings
 from valuerank.analysis.output import AnalysisWarning, clean
-from valuerank.analysis.profile import contested, per_model, sample_warnings, visualization
+from valuerank.analysis.profile import (
+    contested,
+    per_model,
+    sample_warnings,
+    verdict_warnings,
+    visualization,
+)
 from valuerank.analysis.profile import mean_method as _mean_method
 from valuerank.analysis.profile import win_rate_method as _win_rate_method
 from valuerank.analysis.sampling import basis_warnings
@@ -154,6 +160,7 @@ def analyze_basic(
     warnings = [
         *input_warnings(data),
         *judged_value_warnings(data),
+        *verdict_warnings(data),
         *sample_warnings(data, profile),
         *agreement_warnings,
         *dimension_warnings,

@@ -102,6 +102,46 @@ def value_counts(data: AnalysisInput) -> tuple[FloatArray, FloatArray, FloatArra
     return prioritized, deprioritized, neutral
 
 
+def values_unavailable(data: AnalysisInput) -> dict[str, str]:
+    """Why a model has no value figure at all (win rates, strengths), for the models of a
+    judged run without a single prioritised or deprioritised value; refused transcripts
+    carry none (data.py)."""
+    if not data.values:
+        return {}
+    verdicts = np.bincount(
+        data.model_idx, weights=np.abs(data.value_status).sum(axis=1), minlength=len(data.models)
+    )
+    size = _per_model_counts(data)
+    refused = _per_model_counts(data, data.outcome == REFUSED)
+    judged = _per_model_counts(data, data.judged)
+    reasons: dict[str, str] = {}
+    for i, model in enumerate(data.models):
+        if verdicts[i] > 0:
+            continue
+        if refused[i] == size[i]:
+            reasons[model] = (
+                "it refused every transcript: a refusal takes no side, so no value was "
+                "prioritised or deprioritised"
+            )
+        elif judged[i] == 0:
+            reasons[model] = "none of its transcripts was judged"
+        else:
+            reasons[model] = "the judges named no value it prioritised or deprioritised"
+    return reasons
+
+
+def verdict_warnings(data: AnalysisInput) -> list[AnalysisWarning]:
+    """NO_VALUE_VERDICTS for each model without value figures, with the reason."""
+    return [
+        AnalysisWarning(
+            "NO_VALUE_VERDICTS",
+            f"{model} has no value win rates or strengths: {reason}",
+            "Its decisions are still analysed; value figures need decided, judged transcripts",
+        )
+        for model, reason in values_unavailable(data).items()
+    ]
+
+
 def per_model(data: AnalysisInput) -> dict[str, Any]:
     """The `perModel` section."""
     m = len(data.models)
@@ -125,11 +165,12 @@ def per_model(data: AnalysisInput) -> dict[str, Any]:
     rates = win_rate_fit(data)
     lower, upper = wilson(prioritized, prioritized + deprioritized, effective=effective_size(rates))
     fit = mean_decision_fit(data)
+    unavailable = values_unavailable(data)
     result: dict[str, Any] = {}
     for i, model in enumerate(data.models):
         k = int(n_dec[i])
         values = {}
-        for j, value in enumerate(data.values):
+        for j, value in enumerate(() if model in unavailable else data.values):
             p, d = int(prioritized[i, j]), int(deprioritized[i, j])
             values[value] = {
                 "winRate": p / (p + d) if p + d else 0.5,
@@ -159,6 +200,7 @@ def per_model(data: AnalysisInput) -> dict[str, Any]:
                 ),
             },
             "values": values,
+            "valuesUnavailable": unavailable.get(model),
             "decided": k,
             "scenarios": int(fit.scenarios[i]),
             "refusals": int(refused[i]),
