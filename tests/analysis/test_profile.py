@@ -179,7 +179,7 @@ def test_a_model_that_refused_every_transcript_has_no_value_figures() -> None:
     # strengths (Childrens_Rights 1.00 [0.91, 1.00]). A refusal takes no side.
     from valuerank.analysis.values import bradley_terry
 
-    rows = [("m:refuser", f"s{k}", None) for k in range(6)]
+    rows: list[tuple[str, str, int | None]] = [("m:refuser", f"s{k}", None) for k in range(6)]
     rows += [("m:decider", f"s{k}", 1 + k % 5) for k in range(6)]
     verdicts = [(["Care", "Fairness"][k % 2 :], ["Loyalty"]) for k in range(6)]
     verdicts += [(["Care"], ["Loyalty"]) if k % 2 else (["Loyalty"], ["Care"]) for k in range(6)]
