@@ -84,7 +84,7 @@ def methods_used(data: AnalysisInput, alpha: float) -> dict[str, Any]:
         "correlationLibrary": "scipy.stats.spearmanr",
         "pValueCorrection": "holm",
         "pValueCorrectionImplementation": "intervals.holm (hand-written, see variants)",
-        "effectSize": "paired_cohens_dz",
+        "meanDifferenceEffectSize": "paired_cohens_dz",
         "dimensionTest": "kruskal_wallis",
         "dimensionEffectSize": "eta_squared",
         "varianceExplained": "ols_r2_categorical",

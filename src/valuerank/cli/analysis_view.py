@@ -113,7 +113,7 @@ def agreement_table(analysis: dict[str, Any]) -> Table:
         caption=f"overall agreement {num(overall)}; outliers: "
         f"{', '.join(section['outlierModels']) or 'none'}",
     )
-    for column in ("model 1", "model 2", "n", "ρ", "p (Holm)", "d_z", "effect"):
+    for column in ("model 1", "model 2", "n", "ρ", "p (Holm)", "mean diff", "d_z", "diff size"):
         table.add_column(column, justify="left" if column.startswith("model") else "right")
     for entry in section["pairwise"].values():
         significant = entry["significant"]
@@ -123,8 +123,9 @@ def agreement_table(analysis: dict[str, Any]) -> Table:
             str(entry["n"]),
             num(entry["spearmanRho"]),
             p_text(entry["pValueCorrected"]) + (" *" if significant else ""),
-            num(entry["effectSize"]),
-            entry["effectInterpretation"],
+            num(entry["meanDifference"]),
+            num(entry["meanDifferenceDz"]),
+            entry["meanDifferenceSize"],
         )
     return table
 
