@@ -18,7 +18,7 @@ def no_interval(status: str) -> str:
 
 
 def sensitivity_table(analysis: dict[str, Any]) -> Table:
-    """What moves each model: decision points per level of each stake, from the decisions
+    """What moves each model: decision points per unit of each stake's level score, from the decisions
     alone (analysis/sensitivity.py), largest effect first."""
     from valuerank.analysis.sensitivity import scale_ends  # `analyze --help` stays light
 
@@ -39,7 +39,7 @@ def sensitivity_table(analysis: dict[str, Any]) -> Table:
         ]
     ends = f"+ towards '{high}', − towards '{low}'; " if high and low else ""
     return grouped_table(
-        "Value sensitivity: decision points per level of the stake (others fixed)",
+        "Value sensitivity: decision points per score unit of the stake (others fixed)",
         ("value", "dimension", "points/level", "95 % CI", "p", "n"),
         groups,
         caption=f"{ends}OLS, intervals cluster-robust by scenario",
