@@ -32,7 +32,8 @@ from valuerank.analysis.stakes import direction
 LEVEL = 0.95
 METHOD = (
     "ols_cr2_by_scenario: per model, OLS of the decision code on the dimensions' "
-    "level scores (coefficient = decision points per unit of the level score, others fixed); covariance "
+    "level scores (coefficient = decision points per unit of the level score, others fixed); "
+    "covariance "
     "cluster-robust by scenario (CR2, Bell-McCaffrey 2002); 95 % interval and p-value from "
     "Student's t with the Bell-McCaffrey/Imbens-Kolesar Satterthwaite degrees of freedom; no "
     "finite-population correction"

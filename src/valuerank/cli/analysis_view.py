@@ -18,8 +18,8 @@ def no_interval(status: str) -> str:
 
 
 def sensitivity_table(analysis: dict[str, Any]) -> Table:
-    """What moves each model: decision points per unit of each stake's level score, from the decisions
-    alone (analysis/sensitivity.py), largest effect first."""
+    """What moves each model: decision points per unit of each stake's level score, from the
+    decisions alone (analysis/sensitivity.py), largest effect first."""
     from valuerank.analysis.sensitivity import scale_ends  # `analyze --help` stays light
 
     low, high = scale_ends(analysis.get("scaleLabels"))
