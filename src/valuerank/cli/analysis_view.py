@@ -134,15 +134,18 @@ def dimensions_table(analysis: dict[str, Any]) -> Table:
     section = analysis["dimensionAnalysis"]
     table = Table(
         title="Dimension effects (Kruskal–Wallis, all models)",
-        caption=f"variance explained (R²): {num(section['varianceExplained'])}",
+        caption=f"variance explained (R²): {num(section['varianceExplained'])}, adjusted "
+        f"{num(section.get('varianceExplainedAdjusted'))}, by chance alone "
+        f"{num(section.get('varianceExplainedByChance'))}",
     )
-    for column in ("rank", "dimension", "η²", "p (Holm)", "n", "missing"):
+    for column in ("rank", "dimension", "η²", "ε² (adj.)", "p (Holm)", "n", "missing"):
         table.add_column(column, justify="left" if column == "dimension" else "right")
     for name, entry in sorted(section["dimensions"].items(), key=lambda item: item[1]["rank"]):
         table.add_row(
             str(entry["rank"]),
             name,
             num(entry["effectSize"]),
+            num(entry.get("epsilonSquared")),
             p_text(entry["pValueCorrected"]) + (" *" if entry["significant"] else ""),
             str(entry["n"]),
             str(entry["missing"]),
