@@ -66,7 +66,8 @@ def fpc_how(data: AnalysisInput) -> str | None:
         return None
     return (
         f"two-stage variance ({sample.basis}): between-scenario (clustered) variance times "
-        f"fpc^2 = (N - n)/(N - 1) = {sample.between_weight:.6g}, plus the pooled "
+        f"fpc^2 = (N - n)/(N - 1) = {sample.between_weight:.6g} at the run's n (each "
+        "figure's own n: the scenarios the model decided), plus the pooled "
         "within-scenario variance times 1 - fpc^2; t interval with Satterthwaite df, Wilson "
         "at Kish's effective size. Figures without repeated samples of a scenario cannot "
         "separate the two and use the clustered variance alone (their method lacks _fpc)"
