@@ -67,7 +67,12 @@ def test_pairs_are_keyed_in_sorted_order_over_scenarios_both_decided() -> None:
     assert entry["spearmanRho"] == pytest.approx(ref.statistic)
     assert entry["pValue"] == pytest.approx(ref.pvalue)
     diff = decisions[a][both] - decisions[c][both]
-    assert entry["effectSize"] == pytest.approx(diff.mean() / diff.std(ddof=1))
+    # Issue 31: "effectSize 0.052, negligible" beside ρ = −0.88 read as agreement; it is
+    # the size of the pair's mean difference, and is named so.
+    assert "effectSize" not in entry and "effectInterpretation" not in entry
+    assert entry["meanDifference"] == pytest.approx(diff.mean())
+    assert entry["meanDifferenceDz"] == pytest.approx(diff.mean() / diff.std(ddof=1))
+    assert entry["meanDifferenceSize"] in {"negligible", "small", "medium", "large"}
     # Holm over the three p-values: sorted ascending, times 3, 2, 1, running maximum.
     raw = sorted((p["pValue"], k) for k, p in pairs.items())
     running = 0.0

@@ -45,8 +45,12 @@ def test_decision_delta_against_references() -> None:
     entry = result["perModel"][A]
     diff = (moved - base).astype(float)
     assert entry["delta"] == pytest.approx(diff.mean(), rel=1e-5)
-    ref = stats.wilcoxon(diff, zero_method="wilcox")
-    assert entry["wilcoxon"]["pValue"] == pytest.approx(ref.pvalue, rel=1e-5)
+    # Ties among ≤ 50 non-zero pairs: the exact sign-flip p (checked against scipy's
+    # permutation_test in test_wilcoxon_is_exact_…), not scipy's normal approximation
+    # (9.9e-06 here) that this test compared with before (issue 31).
+    assert entry["wilcoxon"]["method"] == "exact_sign_flip"
+    assert entry["wilcoxon"]["pValue"] == pytest.approx(2.38419e-07, rel=1e-4)
+    assert entry["wilcoxon"]["statistic"] == stats.wilcoxon(diff, zero_method="wilcox").statistic
     assert entry["effectSize"]["dz"] == pytest.approx(diff.mean() / diff.std(ddof=1), rel=1e-5)
     assert entry["interval"]["lower"] < entry["delta"] < entry["interval"]["upper"]
     assert entry["interval"]["lower"] > 0  # the shift is real
@@ -195,3 +199,67 @@ def test_codes_nobody_moved_from_are_left_out_of_the_test() -> None:
     d = np.array([2.0, 3, 1, 2, 3, 1, 1, 4])
     cycle = changed_decisions(c, d)
     assert cycle["test"] == "stuart_maxwell" and cycle["df"] == 2
+
+
+def test_changed_decisions_do_not_depend_on_the_scales_direction() -> None:
+    # Issue 31: each scenario's mean (two samples) halfway between codes was rounded half
+    # up, so mirroring the scale (d -> 6 - d) changed the count and p. A halfway mean now
+    # counts ½ for each neighbouring code, as in κ and α.
+    rng = np.random.default_rng(7)
+    base = rng.integers(1, 6, (30, 2)).mean(axis=1)
+    moved = np.clip(rng.integers(1, 6, (30, 2)).mean(axis=1) + 0.5, 1, 5)
+    assert np.any(base % 1 == 0.5) and np.any(moved % 1 == 0.5)
+    found = changed_decisions(base, moved)
+    mirrored = changed_decisions(6 - base, 6 - moved)
+    assert mirrored["changed"] == pytest.approx(found["changed"])
+    assert mirrored["pValue"] == pytest.approx(found["pValue"])
+    assert mirrored["test"] == found["test"]
+
+
+def test_a_halfway_mean_is_half_changed() -> None:
+    # 3 → 3.5 is half a change; 2.5 → 2.5 too, as two fair coins tossed apart (κ's reading:
+    # 2 or 3 each side, differing half the time): 5 halves and 3 whole changes
+    a = np.array([3.0, 3.0, 3.0, 3.0, 2.5, 1.0, 1.0, 1.0, 5.0])
+    b = np.array([3.5, 3.5, 3.5, 3.5, 2.5, 1.0, 5.0, 5.0, 1.0])
+    found = changed_decisions(a, b)
+    assert found["changed"] == pytest.approx(5.5)
+    # the halfway means bring code 4 in: 3 → 4 twice (4 × ½), 1 → 5 twice, 5 → 1 once
+    assert found["test"] == "stuart_maxwell"
+    whole = changed_decisions(np.array([1.0] * 5 + [5.0]), np.array([5.0] * 4 + [1.0, 1.0]))
+    assert whole["pValue"] == pytest.approx(stats.binomtest(1, 5).pvalue)
+
+
+def test_wilcoxon_is_exact_for_few_pairs_with_ties_and_zeros() -> None:
+    # Issue 31: 4 non-zero pairs (and zeros) gave the normal approximation's 0.046; every
+    # sign of the 4 pairs equally likely gives 2/16.
+    from valuerank.analysis.paired import wilcoxon
+
+    found = wilcoxon(np.array([1.0, 1.0, 2.0, 1.0, 0.0, 0.0]))
+    assert found["pValue"] == pytest.approx(0.125)
+    assert found["method"] == "exact_sign_flip"
+    # ties and zeros: the exact distribution of the sign flips of the midranks, as
+    # scipy's permutation_test enumerates it
+    diff = np.array([1.0, -1.0, 2.0, 2.0, 3.0, 0.0, 1.0, 2.0, -3.0, 4.0])
+    nonzero = diff[diff != 0]
+
+    def plus_ranks(x: np.ndarray, axis: int = -1) -> Any:
+        ranks = stats.rankdata(np.abs(x), axis=axis)
+        return np.sum(ranks * (x > 0), axis=axis)
+
+    reference = stats.permutation_test(
+        (nonzero,),
+        plus_ranks,
+        permutation_type="samples",
+        n_resamples=2**nonzero.size,  # every sign: scipy then enumerates them exactly
+    )
+    result = wilcoxon(diff)
+    assert result["pValue"] == pytest.approx(reference.pvalue)
+    assert result["method"] == "exact_sign_flip"
+    # no ties, no zeros: scipy's exact test
+    clean = np.array([1.0, -2.0, 3.0, 4.0, 5.0, 6.0, -7.0, 8.0])
+    assert wilcoxon(clean)["pValue"] == pytest.approx(stats.wilcoxon(clean, method="exact").pvalue)
+    # many pairs: the normal approximation, as scipy's
+    many = np.random.default_rng(1).integers(-3, 5, 80).astype(float)
+    big = wilcoxon(many)
+    assert big["method"] == "normal_approximation"
+    assert big["pValue"] == pytest.approx(stats.wilcoxon(many, method="approx").pvalue)

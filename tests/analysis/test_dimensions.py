@@ -43,10 +43,14 @@ def _check_against_references(
 ) -> None:
     fit = smf.ols("y ~ " + " + ".join(f"C({d})" for d in dims), data=frame).fit()
     assert section["varianceExplained"] == pytest.approx(fit.rsquared, rel=1e-6)
+    assert section["varianceExplainedAdjusted"] == pytest.approx(fit.rsquared_adj, rel=1e-6)
+    assert section["varianceExplainedByChance"] == pytest.approx(fit.df_model / (fit.nobs - 1))
     for dim, entry in section["dimensions"].items():
-        table = anova_lm(smf.ols(f"y ~ C({dim})", data=frame).fit())
+        one_way = smf.ols(f"y ~ C({dim})", data=frame).fit()
+        table = anova_lm(one_way)
         eta = table["sum_sq"].iloc[0] / table["sum_sq"].sum()
         assert entry["effectSize"] == pytest.approx(eta, rel=1e-6)
+        assert entry["epsilonSquared"] == pytest.approx(one_way.rsquared_adj, rel=1e-6)
         groups = [g["y"].round(10).to_numpy() for _, g in frame.groupby(dim)]  # ties stay ties
         assert entry["pValue"] == pytest.approx(stats.kruskal(*groups).pvalue, rel=1e-6)
         assert entry["n"] == len(frame) and entry["missing"] == 0
@@ -126,3 +130,25 @@ def test_correlations_match_scipy_on_the_models_scenario_means() -> None:
             assert entry["spearman"]["rho"] == pytest.approx(ref_s.statistic)
             assert entry["spearman"]["pValue"] == pytest.approx(ref_s.pvalue, rel=1e-6)
             assert entry["n"] == len(mine)
+
+
+def test_pure_noise_explains_what_chance_gives_and_the_adjusted_values_say_so() -> None:
+    # Issue 31: R² and η² over few scenario means are biased up; pure noise got R² = 0.32
+    # with 6 parameters over 20 means. The adjusted values sit near 0 and the chance level
+    # is reported beside them.
+    rng = np.random.default_rng(3)
+    levels = {f"s{j}": {"A": 1 + j % 4, "B": 1 + (j // 4) % 4} for j in range(20)}
+    rows = [("m:a", f"s{j}", int(rng.integers(1, 6))) for j in range(20)]
+    section, _ = dimension_analysis(run_of(rows, levels=levels))
+    frame = pd.DataFrame(
+        {"y": [r[2] for r in rows], "A": [1 + j % 4 for j in range(20)],
+         "B": [1 + (j // 4) % 4 for j in range(20)]}
+    )  # fmt: skip
+    fit = smf.ols("y ~ C(A) + C(B)", data=frame).fit()
+    assert section["varianceExplained"] == pytest.approx(fit.rsquared, rel=1e-6)
+    assert section["varianceExplainedAdjusted"] == pytest.approx(fit.rsquared_adj, rel=1e-6)
+    assert section["varianceExplainedByChance"] == pytest.approx(6 / 19)
+    assert section["varianceExplainedAdjusted"] < section["varianceExplained"]
+    a = section["dimensions"]["A"]
+    assert a["etaSquaredByChance"] == pytest.approx(3 / 19)
+    assert a["epsilonSquared"] < a["effectSize"]

@@ -172,3 +172,26 @@ def test_methods_used_names_what_computed_each_figure() -> None:
     assert "fpc^2 = (N - n)/(N - 1) = 0.902256" in how and "10 % sample: 40 of 400" in how
     assert "Kish's effective size" in how and "Satterthwaite" in how
     assert methods["meanCI"] == "t_scenario_clustered_fpc"
+
+
+def test_a_model_that_refused_every_transcript_has_no_value_figures() -> None:
+    # Issue 31: the judges read values into refusals, and the refuser got win rates and
+    # strengths (Childrens_Rights 1.00 [0.91, 1.00]). A refusal takes no side.
+    from valuerank.analysis.values import bradley_terry
+
+    rows: list[tuple[str, str, int | None]] = [("m:refuser", f"s{k}", None) for k in range(6)]
+    rows += [("m:decider", f"s{k}", 1 + k % 5) for k in range(6)]
+    verdicts = [(["Care", "Fairness"][k % 2 :], ["Loyalty"]) for k in range(6)]
+    verdicts += [(["Care"], ["Loyalty"]) if k % 2 else (["Loyalty"], ["Care"]) for k in range(6)]
+    data = run_of(rows, values=verdicts)
+    result = strict_json(analyze_basic(data))
+    refuser = result["perModel"]["m:refuser"]
+    assert refuser["values"] == {}
+    assert "refused every transcript" in refuser["valuesUnavailable"]
+    assert result["perModel"]["m:decider"]["valuesUnavailable"] is None
+    assert result["perModel"]["m:decider"]["values"]["Care"]["count"]["prioritized"] == 3
+    found = [w for w in result["warnings"] if w["code"] == "NO_VALUE_VERDICTS"]
+    assert len(found) == 1 and "m:refuser" in found[0]["message"]
+    strengths, warnings = bradley_terry(data)
+    assert strengths["m:refuser"] is None and strengths["m:decider"] is not None
+    assert any(w.code == "NO_VALUE_VERDICTS" and "m:refuser" in w.message for w in warnings)

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from valuerank.analysis.sampling import SampleBasis, between_weight_of
+from valuerank.analysis.sampling import SampleBasis, between_weight_of, between_weights
 
 
 def test_a_sampled_run_says_what_it_rests_on() -> None:
@@ -39,3 +39,20 @@ def test_the_between_scenario_weight_is_fpc_squared_and_falls_to_zero_at_full() 
     assert SampleBasis(100, 120, 120).between_weight == 0.0
     assert SampleBasis(25, 7, None).between_weight == 1.0  # N unknown: no correction
     assert between_weight_of(None) == 1.0
+
+
+def test_a_figure_rests_on_its_own_scenarios_of_the_population() -> None:
+    # issue 31: a model that decided 10 of a full run's 12 scenarios is a sample of 12
+    full = SampleBasis(100, 12, 12)
+    assert between_weights(full, [12, 10]).tolist() == [0.0, pytest.approx(2 / 11)]
+    sampled = SampleBasis(30, 4, 12)
+    assert between_weights(sampled, [4, 3]).tolist() == [
+        pytest.approx(8 / 11),
+        pytest.approx(9 / 11),
+    ]
+    assert between_weights(SampleBasis(25, 7, None), [7]).tolist() == [1.0]
+    assert between_weights(None, [3]).tolist() == [1.0]
+
+
+def test_fewer_scenarios_than_the_population_is_a_sample_whatever_the_share() -> None:
+    assert SampleBasis(100, 8, 27).sampled

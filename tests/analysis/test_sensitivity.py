@@ -168,3 +168,20 @@ def test_basic_analysis_puts_sensitivity_first_with_values_and_scale() -> None:
         assert "'support Jordan competing' by" in text and f"[{lo:.2f}, {hi:.2f}]" in text
     else:
         assert "'support Jordan not competing' by" in text and f"[{-hi:.2f}, {-lo:.2f}]" in text
+
+
+def test_the_coefficient_is_per_score_unit_not_per_level_step() -> None:
+    # Issue 31: a dimension scored 1, 2, 3, 5 moves the decision by one coefficient per
+    # score unit, so its 3 → 5 step moves it twice as far: the label says "per score unit".
+    scores = [1, 2, 3, 5]
+    levels = {f"s{j}": {"Harm": scores[j % 4]} for j in range(12)}
+    noise = [0.1, -0.1, 0.0]
+    rows = [("m:a", f"s{j}", round(1 + 0.5 * scores[j % 4] + noise[j // 4])) for j in range(12)]
+    data = run_of(rows, levels=levels)
+    found, _ = value_sensitivity(data)
+    entry = found["m:a"]["Harm"]
+    x = np.array([scores[j % 4] for j in range(12)], dtype=float)
+    y = np.array([r[2] for r in rows], dtype=float)
+    slope = np.polyfit(x, y, 1)[0]  # OLS slope over the scores themselves
+    assert entry["coefficient"] == pytest.approx(slope, rel=1e-6)
+    assert "points per score unit" in sentence("m:a", {**entry, "value": "Harm"}, None)

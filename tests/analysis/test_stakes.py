@@ -42,12 +42,12 @@ def test_cli_definition_and_rubric_give_values_and_scale_ends(compat_dir: Path) 
     text = sentence("gpt-4.1", entry, {str(k): v for k, v in labels.items()})
     assert text == (
         "a stronger Freedom stake moves gpt-4.1 towards 'support Jordan competing in "
-        "Gymnastics' by 0.62 points per level [0.48, 0.76]"
+        "Gymnastics' by 0.62 points per score unit [0.48, 0.76]"
     )
     down = {**entry, "coefficient": -0.3, "ci95": [-0.5, 0.1]}
     assert sentence("m", down, {str(k): v for k, v in labels.items()}) == (
         "a stronger Freedom stake moves m towards 'support Jordan not competing in "
-        "Gymnastics' by 0.30 points per level [-0.10, 0.50] (the interval includes no effect)"
+        "Gymnastics' by 0.30 points per score unit [-0.10, 0.50] (the interval includes no effect)"
     )
 
 

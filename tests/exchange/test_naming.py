@@ -59,3 +59,15 @@ def test_safe_parts_are_plain_names(text: str) -> None:
 def test_exp_file_names_have_one_prefix() -> None:
     assert exp_file_name("exp-Demo_Lifeboat_Rules", ".md") == "exp-Demo_Lifeboat_Rules.md"
     assert exp_file_name("whistle run", ".yaml") == "exp-whistle_run.yaml"
+
+
+def test_a_run_id_with_a_dot_keeps_the_sample_part() -> None:
+    # Issue 31: a run id that is no timestamp but holds a dot ("pilot.v2") was split at its
+    # last dot, so `sample1` was taken for part of the models and every sample for sample 0.
+    name = transcript_export_name("s", "openai:gpt-4.1", "static", 1, "pilot.v2")
+    assert name == "transcript.s.openai:gpt-4.1.static.sample1.pilot.v2.md"
+    parsed = parse_transcript_file_name(name, run_id="pilot.v2")
+    assert parsed is not None and parsed.run_id == "pilot.v2"
+    assert parsed.models == "openai:gpt-4.1.static.sample1"
+    assert sample_from_name(name, run_id="pilot.v2") == 1
+    assert sample_from_name(name.replace(".sample1", ""), run_id="pilot.v2") is None

@@ -301,3 +301,33 @@ async def test_a_run_without_transcripts_round_trips(db: Database, org_id: str) 
         "scenario_012_pref_neutral",
         "scenario_012_pref_lean_tell",
     ]
+
+
+async def test_samples_of_a_run_id_with_a_dot(db: Database, org_id: str, tmp_path: Path) -> None:
+    run_id = "pilot.v2"
+    for sample, answer in ((0, "Rating: 2"), (1, "Rating: 4")):
+        text = transcript_text(run_id, "s1", "openai:gpt-4.1", answer)
+        part = f".sample{sample}" if sample else ""
+        (tmp_path / f"transcript.s1.openai:gpt-4.1.static{part}.{run_id}.md").write_text(text)
+    async with db.transaction() as conn:
+        [imported] = await import_runs(conn, org_id, tmp_path)
+    assert (imported.cli_run_id, imported.transcripts) == (run_id, 2)
+    rows = await _transcripts(db, imported.id)
+    assert [(r["sample_index"], r["decision_code"]) for r in rows] == [(0, 2), (1, 4)]
+
+
+async def test_a_folder_without_a_manifest_uses_its_definition_and_results(
+    db: Database, org_id: str, tmp_path: Path
+) -> None:
+    # Issue 31: without run_manifest.yaml, definition.md and results.jsonl were ignored
+    # without a word; a user who put them there expects them used.
+    _write_run(tmp_path / "transcripts", RUN, {("s1", "openai:gpt-4.1"): "Rating: 4"})
+    shutil.copy(DEFINITION_MD, tmp_path / "definition.md")
+    name = f"transcript.s1.openai:gpt-4.1.static.{RUN}.md"
+    record = {"file": name, "input_tokens": 12, "output_tokens": 34, "rationale": "why"}
+    (tmp_path / "results.jsonl").write_text(json.dumps(record) + "\n")
+    async with db.transaction() as conn:
+        [imported] = await import_runs(conn, org_id, tmp_path)
+    assert imported.definition_id is not None
+    [row] = await _transcripts(db, imported.id)
+    assert (row["input_tokens"], row["output_tokens"], row["rationale"]) == (12, 34, "why")

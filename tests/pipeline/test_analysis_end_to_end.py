@@ -268,6 +268,9 @@ async def test_two_runs_compared_an_experiment_and_lineage_over_a_fork(
 
         done = await wait_until_async(compared, what="the comparison computed")
         await wait_completed(db, org_id, variant.run.id)
+        # The variant's basic analysis is queued when it completes: wait for it before the
+        # worker stops, or the count below races the worker.
+        await wait_stored(db, org_id, variant.run.id, "basic")
     assert done.status == "completed" and done.result is not None
     result = done.result
     assert result["models"] == {

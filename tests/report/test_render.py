@@ -103,7 +103,7 @@ def test_the_file_loads_nothing_and_runs_nothing(html: str) -> None:
                 assert value.startswith(("#", "data:")), (tag, name, value)
     # The figures are inline SVG, each with its accessible label.
     labels = [a.get("aria-label") for tag, a in page.attrs if tag == "svg"]
-    assert "Value sensitivity: decision points per level, 95% intervals" in labels
+    assert "Value sensitivity: decision points per score unit, 95% intervals" in labels
     assert any(label and label.startswith("Decision distribution") for label in labels)
 
 

@@ -189,10 +189,14 @@ async def test_runs_without_transcripts_have_empty_states(
 
 async def zero_one_run(db: Database, org_id: str) -> Run:
     """A run of three scenarios on a scripted model, read by two scripted judges against the
-    values rubric by a real worker. The judges always prioritise the same values, so every
-    win rate is exactly 0 or 1; at three scenarios the stored Wilson lower end of a 0 is
-    5.6e-17 (floating-point rounding), past its point: the issue's input."""
-    return await judged_run(db, org_id, sample_percentage=12, transcripts=3)
+    values rubric by a real worker. The model leans to the top of the scale and the judges
+    name the values of the end they read (scripted_judge.value_verdict), so they prioritise
+    the same values every time and every win rate is exactly 0 or 1; at three scenarios the
+    stored Wilson lower end of a 0 is 5.6e-17 (floating-point rounding), past its point: the
+    issue's input."""
+    return await judged_run(
+        db, org_id, sample_percentage=12, transcripts=3, model="scripted:agreeable"
+    )
 
 
 def win_rate_rows(html: str) -> dict[tuple[str, str], tuple[str, str]]:

@@ -300,7 +300,12 @@ async def test_new_run_page_offers_versions_and_registry_models(
 
 
 async def judged_run(
-    db: Database, org_id: str, *, sample_percentage: int = 10, transcripts: int = 2
+    db: Database,
+    org_id: str,
+    *,
+    sample_percentage: int = 10,
+    transcripts: int = 2,
+    model: str = UTIL,
 ) -> Run:
     """A run on a scripted model with two scripted judges reading it against the values
     rubric, run by a real worker (`transcripts` of the demo's scenarios at that sample)."""
@@ -311,7 +316,7 @@ async def judged_run(
         db,
         org_id,
         definition,
-        models=(UTIL,),
+        models=(model,),
         judge_models=("scripted:centrist", "scripted:agreeable"),
         sample_percentage=sample_percentage,
         sample_seed=5,

@@ -148,6 +148,6 @@ async def test_the_analysis_page_shows_the_api_value_sensitivities_first(
     assert len(findings) == clear
     top = analysis["scaleLabels"]["5"]
     for text in findings:
-        assert text.startswith("a stronger ") and "points per level" in text
+        assert text.startswith("a stronger ") and "points per score unit" in text
         assert "'" + top + "'" in text or "'stay quiet and keep my loyalty" in text
     await ui.screenshot("analysis-sensitivity")

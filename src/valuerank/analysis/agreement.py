@@ -4,8 +4,11 @@ outlier models, weighted Cohen's κ and Krippendorff's α.
 A model's score on a scenario is its mean decision over its decided samples (a cell of the
 model × scenario matrix). A pair is compared over the scenarios *both* decided — not only
 those every model decided, as the original worker did, which threw away data whenever one
-model refused. The effect size of a pair is the paired Cohen's d_z = mean(a − b) / sd(a − b)
-(the scores are paired by scenario; the original's pooled two-sample d ignored that).
+model refused. Beside ρ, a pair's `meanDifference` (model1 − model2) and its size, the paired
+Cohen's d_z = mean(a − b) / sd(a − b) (`meanDifferenceDz`; the scores are paired by scenario;
+the original's pooled two-sample d ignored that). It measures how far apart the two models sit
+on the scale, not how far they agree: it was called `effectSize`, and "0.05, negligible"
+beside ρ = −0.88 read as agreement.
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ def pairwise(
         rho, p = spearman(a, b)
         dz = paired_dz(a, b)
         first, second = sorted((models[i], models[j]))
+        sign = 1.0 if first == models[i] else -1.0
         raw.append(
             {
                 "model1": first,
@@ -58,8 +62,11 @@ def pairwise(
                 "n": int(shared.sum()),
                 "spearmanRho": rho,
                 "pValue": p,
-                "effectSize": dz if first == models[i] else (None if dz is None else -dz),
-                "effectInterpretation": interpret_d(dz),
+                # How far apart the pair's decisions sit (model1 − model2), not how far they
+                # agree: ρ says that ("d_z 0.05, negligible" beside ρ = −0.88 read as agreement).
+                "meanDifference": None if not a.size else sign * float((a - b).mean()),
+                "meanDifferenceDz": None if dz is None else sign * dz,
+                "meanDifferenceSize": interpret_d(dz),
             }
         )
         if rho is None:
@@ -135,15 +142,9 @@ def model_agreement(
     }, warnings
 
 
-def code_matrix(cells: FloatArray) -> FloatArray:
-    """Cells as decision codes (the mean of a cell's samples rounded half up); NaN kept.
-    Used where a test needs one code per cell (changed decisions, paired.py): both runs are
-    rounded alike there. κ and α use `code_weights`, which does not favour the upper code."""
-    return np.floor(cells + 0.5)
-
-
 def code_weights(cells: FloatArray) -> FloatArray:
-    """(…, codes): each cell's mean decision as weights over the codes 1–5. The nearest code
+    """(…, codes): each cell's mean decision as weights over the codes 1–5 (κ, α and the
+    comparison's changed decisions, paired.py, read a mean as codes this way). The nearest code
     gets weight 1; a mean exactly halfway between two codes (27 % of the cells of a judged
     run with two samples) gives ½ to each instead of rounding half up, which moved κ by 0.03.
     A cell without decisions has all weights 0."""

@@ -22,7 +22,13 @@ from valuerank.analysis.judge_agreement import METHOD as JUDGE_AGREEMENT_METHOD
 from valuerank.analysis.judge_agreement import judge_agreement
 from valuerank.analysis.judged import judged_value_warnings
 from valuerank.analysis.output import AnalysisWarning, clean
-from valuerank.analysis.profile import contested, per_model, sample_warnings, visualization
+from valuerank.analysis.profile import (
+    contested,
+    per_model,
+    sample_warnings,
+    verdict_warnings,
+    visualization,
+)
 from valuerank.analysis.profile import mean_method as _mean_method
 from valuerank.analysis.profile import win_rate_method as _win_rate_method
 from valuerank.analysis.sampling import basis_warnings
@@ -62,7 +68,8 @@ def fpc_how(data: AnalysisInput) -> str | None:
         return None
     return (
         f"two-stage variance ({sample.basis}): between-scenario (clustered) variance times "
-        f"fpc^2 = (N - n)/(N - 1) = {sample.between_weight:.6g}, plus the pooled "
+        f"fpc^2 = (N - n)/(N - 1) = {sample.between_weight:.6g} at the run's n (each "
+        "figure's own n: the scenarios the model decided), plus the pooled "
         "within-scenario variance times 1 - fpc^2; t interval with Satterthwaite df, Wilson "
         "at Kish's effective size. Figures without repeated samples of a scenario cannot "
         "separate the two and use the clustered variance alone (their method lacks _fpc)"
@@ -80,10 +87,13 @@ def methods_used(data: AnalysisInput, alpha: float) -> dict[str, Any]:
         "correlationLibrary": "scipy.stats.spearmanr",
         "pValueCorrection": "holm",
         "pValueCorrectionImplementation": "intervals.holm (hand-written, see variants)",
-        "effectSize": "paired_cohens_dz",
+        "meanDifferenceEffectSize": "paired_cohens_dz",
         "dimensionTest": "kruskal_wallis",
         "dimensionEffectSize": "eta_squared",
+        "dimensionEffectSizeAdjusted": "epsilon_squared_kelley",
         "varianceExplained": "ols_r2_categorical",
+        "varianceExplainedAdjusted": "adjusted_r2",
+        "varianceExplainedByChance": "p_over_n_minus_1",
         "outlierModels": "modified_z_mad",
         "valueSensitivity": SENSITIVITY_METHOD,
         "judgeAgreement": JUDGE_AGREEMENT_METHOD,
@@ -158,6 +168,7 @@ def analyze_basic(
     warnings = [
         *input_warnings(data),
         *judged_value_warnings(data),
+        *verdict_warnings(data),
         *sample_warnings(data, profile),
         *agreement_warnings,
         *dimension_warnings,

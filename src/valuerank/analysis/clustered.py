@@ -15,8 +15,9 @@ unbounded population of the model's answers):
   variance when the scenarios are a sample of an unbounded population.
 - v_within = s_w² / Σ b with s_w² the pooled within-scenario variance of the samples. Alone,
   it is the variance when every scenario was run: the models' answers still vary.
-- g = fpc² = (N − n)/(N − 1) (`SampleBasis.between_weight`): 1 for an unknown N, 0 for a full
-  run.
+- g = fpc² = (N − n)/(N − 1) with n the figure's own scenarios (`sampling.between_weights`:
+  a model that decided fewer scenarios than the run asked rests on fewer): 1 for an unknown
+  N, 0 when every scenario of the population was decided.
 
 E[v] = g·S_b²/n + S_w²/(n·m) falls as n grows, so expanding a run narrows its intervals in
 expectation all the way to 100 %. With one sample per scenario the samples' own variance
@@ -83,10 +84,11 @@ def two_stage(
     sums: npt.ArrayLike,
     counts: npt.ArrayLike,
     within_ss: npt.ArrayLike,
-    between_weight: float,
+    between_weight: float | npt.ArrayLike,
 ) -> TwoStage:
     """The two-stage variance of Σa/Σb with scenarios along the last axis (module docstring);
-    `within_ss` is each scenario's Σ(y − ȳⱼ)² over its units."""
+    `within_ss` is each scenario's Σ(y − ȳⱼ)² over its units; `between_weight` is one g or
+    one per figure (sampling.between_weights of each figure's scenarios)."""
     a = np.asarray(sums, dtype=float)
     b = np.asarray(counts, dtype=float)
     q = np.asarray(within_ss, dtype=float)
@@ -94,7 +96,7 @@ def two_stage(
     units = b.sum(axis=-1)
     df_within = np.maximum(b - 1, 0).sum(axis=-1)
     known = df_within >= 1
-    g = np.where(known, min(max(between_weight, 0.0), 1.0), 1.0)
+    g = np.where(known, np.clip(np.asarray(between_weight, dtype=float), 0.0, 1.0), 1.0)
     with np.errstate(invalid="ignore", divide="ignore"):
         estimate = np.where(units > 0, a.sum(axis=-1) / units, np.nan)
         residual = a - np.nan_to_num(estimate)[..., None] * b

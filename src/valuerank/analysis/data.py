@@ -160,6 +160,9 @@ class AnalysisInput:
         judged_arr = np.zeros(n, dtype=bool) if judged is None else np.asarray(judged, dtype=bool)
         values, status = _value_status(n, prioritized, deprioritized, value_universe)
         status[~judged_arr] = 0
+        # A refusal takes no side on the scale: what judges read into it is not a value the
+        # model prioritised over another (a refuser got win rates from it, issue 31).
+        status[outcome == REFUSED] = 0
         return cls(
             models=tuple(str(m) for m in model_names),
             scenarios=tuple(all_ids),

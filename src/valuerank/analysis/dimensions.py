@@ -9,7 +9,11 @@ its level: the Kruskal–Wallis H test says whether the groups differ (p-value, 
 across the dimensions), η² = SS_between / SS_total says how much of the scenario means'
 variance the grouping explains. `varianceExplained` is the R² of one least-squares fit of the
 scenario means with every dimension as a categorical factor (the original summed the η², which
-double counts when dimensions are correlated and is not an R²). A scenario that lacks a
+double counts when dimensions are correlated and is not an R²). Over a few scenario means both
+are biased up — pure noise gets R² = p/(n − 1) in expectation, 0.32 for 6 parameters over 20
+means — so each comes with its adjusted value (`varianceExplainedAdjusted`, the adjusted R²;
+`epsilonSquared`, Kelley's ε² = the adjusted R² of the one-way grouping) and that chance level
+(`varianceExplainedByChance`, `etaSquaredByChance`). A scenario that lacks a
 dimension is left out of that dimension's test only, and counted in `missing` — never dropped
 silently. `n` counts scenarios, `transcripts` the decided transcripts behind them.
 """
@@ -40,6 +44,21 @@ def eta_squared(groups: IntArray, y: FloatArray) -> float | None:
     return max(0.0, min(1.0, between / total))
 
 
+def adjusted(r2: float | None, n: int, parameters: int) -> float | None:
+    """Adjusted R², 1 − (1 − R²)(n − 1)/(n − p − 1) for p parameters beside the intercept
+    (statsmodels' `rsquared_adj`; it may be negative). Of a one-way grouping's η² it is
+    Kelley's ε². None when undefined (n ≤ p + 1)."""
+    if r2 is None or n - parameters - 1 <= 0:
+        return None
+    return 1 - (1 - r2) * (n - 1) / (n - parameters - 1)
+
+
+def chance_r2(n: int, parameters: int) -> float | None:
+    """E[R²] of p parameters fitted to pure noise over n rows, p/(n − 1): what an unadjusted
+    R² or η² reaches by chance alone (6 parameters over 20 scenario means: 0.32)."""
+    return None if n <= 1 else min(1.0, parameters / (n - 1))
+
+
 def kruskal(groups: IntArray, y: FloatArray) -> float | None:
     """Kruskal–Wallis p-value (tie-corrected); None with fewer than two groups or no
     variation. Means are rounded to 10 decimals first: equal means (10/3 from two sums) are
@@ -51,19 +70,19 @@ def kruskal(groups: IntArray, y: FloatArray) -> float | None:
     return float(stats.kruskal(*(y[groups == g] for g in labels)).pvalue)
 
 
-def r_squared(levels: FloatArray, y: FloatArray) -> float | None:
-    """R² of y on every column of `levels` as a categorical factor (treatment coding);
-    None when y has no variance or there are no rows.
+def r_squared(levels: FloatArray, y: FloatArray) -> tuple[float | None, int]:
+    """(R², parameters beside the intercept) of y on every column of `levels` as a
+    categorical factor (treatment coding); R² None when y has no variance or no rows.
 
     With categorical predictors only, the least-squares fit depends on the data through the
     cells (distinct level combinations) alone: the residual sum of squares is the spread
     within cells plus the count-weighted misfit of the cell means. So the fit is solved on
     the cells (at most the product of the level counts) instead of on every row."""
     if y.size == 0:
-        return None
+        return None, 0
     total = float(((y - y.mean()) ** 2).sum())
     if total == 0:
-        return None
+        return None, 0
     combos, cell = np.unique(levels, axis=0, return_inverse=True)
     cell = cell.reshape(-1)
     counts = np.bincount(cell).astype(float)
@@ -77,7 +96,8 @@ def r_squared(levels: FloatArray, y: FloatArray) -> float | None:
     root = np.sqrt(counts)
     coef, *_ = np.linalg.lstsq(design * root[:, None], means * root, rcond=None)
     between = float((counts * (means - design @ coef) ** 2).sum())
-    return max(0.0, min(1.0, 1 - (within + between) / total))
+    parameters = int(np.linalg.matrix_rank(design)) - 1
+    return max(0.0, min(1.0, 1 - (within + between) / total)), parameters
 
 
 @dataclass(frozen=True)
@@ -100,7 +120,7 @@ class _Levels:
 
 def _effects(
     dimensions: tuple[str, ...], levels: _Levels, y: FloatArray, weight: FloatArray, alpha: float
-) -> tuple[dict[str, Any], float | None]:
+) -> tuple[dict[str, Any], dict[str, float | None]]:
     """The dimensions section over the scenario means `y` (NaN: no decision); `weight` is
     each scenario's number of decided transcripts, reported, not used."""
     rows = ~np.isnan(y)
@@ -110,15 +130,19 @@ def _effects(
         has = rows & (codes >= 0)
         ys = y[has]
         groups = codes[has]
+        eta2 = eta_squared(groups, ys) if ys.size else None
+        k = int(np.count_nonzero(np.bincount(groups))) if ys.size else 0
         found.append(
             {
                 "name": dim,
-                "effectSize": eta_squared(groups, ys) if ys.size else None,
+                "effectSize": eta2,
+                "epsilonSquared": adjusted(eta2, int(ys.size), k - 1),
+                "etaSquaredByChance": chance_r2(int(ys.size), k - 1) if k else None,
                 "pValue": kruskal(groups, ys) if ys.size else None,
                 "n": int(ys.size),
                 "transcripts": int(weight[has].sum()),
                 "missing": int((rows & (codes < 0)).sum()),
-                "levels": int(np.count_nonzero(np.bincount(groups))) if ys.size else 0,
+                "levels": k,
             }
         )
     corrected, significant = adjust([f["pValue"] for f in found], "holm", alpha)
@@ -137,8 +161,14 @@ def _effects(
             "significant": significant[k],
         }
     complete = rows & (levels.codes >= 0).all(axis=1)
-    r2 = r_squared(levels.values[complete], y[complete]) if dimensions else None
-    return dims, r2
+    r2, parameters = r_squared(levels.values[complete], y[complete]) if dimensions else (None, 0)
+    n = int(complete.sum())
+    explained = {
+        "varianceExplained": r2,
+        "varianceExplainedAdjusted": adjusted(r2, n, parameters),
+        "varianceExplainedByChance": None if r2 is None else chance_r2(n, parameters),
+    }
+    return dims, explained
 
 
 def scenario_means(data: AnalysisInput) -> tuple[FloatArray, FloatArray]:
@@ -175,11 +205,11 @@ def dimension_analysis(
     levels = _Levels.of(data)
     pooled_y, cells = scenario_means(data)
     counts = _decided_per_cell(data)
-    pooled, r2 = _effects(data.dimensions, levels, pooled_y, counts.sum(axis=0), alpha)
+    pooled, explained = _effects(data.dimensions, levels, pooled_y, counts.sum(axis=0), alpha)
     by_model = {}
     for i, model in enumerate(data.models):
-        dims, model_r2 = _effects(data.dimensions, levels, cells[i], counts[i], alpha)
-        by_model[model] = {"dimensions": dims, "varianceExplained": model_r2}
+        dims, model_explained = _effects(data.dimensions, levels, cells[i], counts[i], alpha)
+        by_model[model] = {"dimensions": dims, **model_explained}
     missing = {d: e["missing"] for d, e in pooled.items() if e["missing"]}
     if missing:
         listed = ", ".join(f"{d} ({n})" for d, n in sorted(missing.items()))
@@ -193,7 +223,7 @@ def dimension_analysis(
         )
     return {
         "dimensions": pooled,
-        "varianceExplained": r2,
+        **explained,
         "method": "kruskal_wallis",
         "unit": "scenario",
         "byModel": by_model,

@@ -176,7 +176,7 @@ def win_rates(basic: Mapping[str, Any]) -> Figure:
 
 
 def value_sensitivity(basic: Mapping[str, Any]) -> Figure:
-    """Each stake's effect on each model's decision (points per level) with its 95 %
+    """Each stake's effect on each model's decision (points per score unit) with its 95 %
     interval, models side by side; positive = towards the top of the scale."""
     section = {str(m): _map(d) for m, d in _map(basic.get("valueSensitivity")).items()}
     models = list(section)
@@ -207,7 +207,7 @@ def value_sensitivity(basic: Mapping[str, Any]) -> Figure:
     ax.axvline(0, color="#888888", linestyle="--", linewidth=0.8)
     labels = {k: v for k, v in _map(basic.get("scaleLabels")).items() if str(k).isdigit()}
     top = labels[max(labels, key=int)] if labels else "higher codes"
-    ax.set_xlabel(f"decision points per level, 95 % interval (+: towards {top!r})", wrap=True)
+    ax.set_xlabel(f"decision points per score unit, 95 % interval (+: towards {top!r})", wrap=True)
     ax.set_title("Value sensitivity: what moves each model")
     _legend(ax)
     fig.tight_layout()

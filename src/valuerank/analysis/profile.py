@@ -29,7 +29,7 @@ from valuerank.analysis.clustered import (
 from valuerank.analysis.data import CODES, REFUSED, UNPARSEABLE, AnalysisInput, FloatArray
 from valuerank.analysis.intervals import LEVEL, interval_dict, wilson
 from valuerank.analysis.output import AnalysisWarning, Checked, rounded
-from valuerank.analysis.sampling import between_weight_of
+from valuerank.analysis.sampling import between_weight_of, between_weights
 
 CONTESTED_LIMIT = 5
 SMALL_SAMPLE = 10
@@ -61,10 +61,16 @@ def mean_method(data: AnalysisInput) -> str:
     return method_name(MEAN_METHOD, between_weight_of(data.sample) < 1)
 
 
+def _weights(data: AnalysisInput, counts: FloatArray) -> FloatArray:
+    """Each figure's g: its basis is the scenarios it rests on (counts > 0 along the last
+    axis), of the definition's."""
+    return between_weights(data.sample, (counts > 0).sum(axis=-1))
+
+
 def mean_decision_fit(data: AnalysisInput) -> TwoStage:
     """Each model's mean decision with its two-stage variance (scenarios as clusters)."""
     sums, counts, within = cell_totals(data.model_idx, data.scenario_idx, data.decision, data.shape)
-    return two_stage(sums, counts, within, between_weight_of(data.sample))
+    return two_stage(sums, counts, within, _weights(data, counts))
 
 
 def win_rate_fit(data: AnalysisInput) -> TwoStage:
@@ -81,7 +87,7 @@ def win_rate_fit(data: AnalysisInput) -> TwoStage:
     both = pri + dep
     with np.errstate(invalid="ignore", divide="ignore"):
         within = np.where(both > 0, pri * dep / np.maximum(both, 1), 0.0)
-    return two_stage(pri, both, within, between_weight_of(data.sample))
+    return two_stage(pri, both, within, _weights(data, both))
 
 
 def value_counts(data: AnalysisInput) -> tuple[FloatArray, FloatArray, FloatArray]:
@@ -94,6 +100,46 @@ def value_counts(data: AnalysisInput) -> tuple[FloatArray, FloatArray, FloatArra
     judged = onehot @ data.judged.astype(float)
     neutral = judged[:, None] - prioritized - deprioritized
     return prioritized, deprioritized, neutral
+
+
+def values_unavailable(data: AnalysisInput) -> dict[str, str]:
+    """Why a model has no value figure at all (win rates, strengths), for the models of a
+    judged run without a single prioritised or deprioritised value; refused transcripts
+    carry none (data.py)."""
+    if not data.values:
+        return {}
+    verdicts = np.bincount(
+        data.model_idx, weights=np.abs(data.value_status).sum(axis=1), minlength=len(data.models)
+    )
+    size = _per_model_counts(data)
+    refused = _per_model_counts(data, data.outcome == REFUSED)
+    judged = _per_model_counts(data, data.judged)
+    reasons: dict[str, str] = {}
+    for i, model in enumerate(data.models):
+        if verdicts[i] > 0:
+            continue
+        if refused[i] == size[i]:
+            reasons[model] = (
+                "it refused every transcript: a refusal takes no side, so no value was "
+                "prioritised or deprioritised"
+            )
+        elif judged[i] == 0:
+            reasons[model] = "none of its transcripts was judged"
+        else:
+            reasons[model] = "the judges named no value it prioritised or deprioritised"
+    return reasons
+
+
+def verdict_warnings(data: AnalysisInput) -> list[AnalysisWarning]:
+    """NO_VALUE_VERDICTS for each model without value figures, with the reason."""
+    return [
+        AnalysisWarning(
+            "NO_VALUE_VERDICTS",
+            f"{model} has no value win rates or strengths: {reason}",
+            "Its decisions are still analysed; value figures need decided, judged transcripts",
+        )
+        for model, reason in values_unavailable(data).items()
+    ]
 
 
 def per_model(data: AnalysisInput) -> dict[str, Any]:
@@ -119,11 +165,12 @@ def per_model(data: AnalysisInput) -> dict[str, Any]:
     rates = win_rate_fit(data)
     lower, upper = wilson(prioritized, prioritized + deprioritized, effective=effective_size(rates))
     fit = mean_decision_fit(data)
+    unavailable = values_unavailable(data)
     result: dict[str, Any] = {}
     for i, model in enumerate(data.models):
         k = int(n_dec[i])
         values = {}
-        for j, value in enumerate(data.values):
+        for j, value in enumerate(() if model in unavailable else data.values):
             p, d = int(prioritized[i, j]), int(deprioritized[i, j])
             values[value] = {
                 "winRate": p / (p + d) if p + d else 0.5,
@@ -153,6 +200,7 @@ def per_model(data: AnalysisInput) -> dict[str, Any]:
                 ),
             },
             "values": values,
+            "valuesUnavailable": unavailable.get(model),
             "decided": k,
             "scenarios": int(fit.scenarios[i]),
             "refusals": int(refused[i]),

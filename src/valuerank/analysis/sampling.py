@@ -21,7 +21,12 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from valuerank.analysis.output import AnalysisWarning
+
+FloatArray = npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True)
@@ -35,7 +40,10 @@ class SampleBasis:
 
     @property
     def sampled(self) -> bool:
-        return self.percentage < 100 and (self.total is None or self.scenarios < self.total)
+        """Fewer scenarios than the population (a share under 100 % when it is unknown)."""
+        if self.total is not None:
+            return self.scenarios < self.total
+        return self.percentage < 100
 
     @property
     def fpc(self) -> float | None:
@@ -97,6 +105,22 @@ def between_weight_of(sample: SampleBasis | None) -> float:
     """`sample.between_weight`, 1 when the basis is unknown (the scenarios then count as a
     sample of an unbounded population: the conservative choice)."""
     return 1.0 if sample is None else sample.between_weight
+
+
+def between_weights(sample: SampleBasis | None, scenarios: npt.ArrayLike) -> FloatArray:
+    """g = fpc² of each figure resting on `scenarios` scenarios (a model's basis is the
+    scenarios it decided, not the run's): (N − n)/(N − 1) with N the definition's scenario
+    count (the run's own for a full run without one); 1 where N is unknown."""
+    n = np.asarray(scenarios, dtype=float)
+    population = None
+    if sample is not None:
+        population = sample.total if sample.total is not None else None
+        if population is None and not sample.sampled:
+            population = sample.scenarios
+    if population is None or population <= 1:
+        return np.ones_like(n)
+    weights: FloatArray = np.clip((population - n) / (population - 1), 0.0, 1.0)
+    return weights
 
 
 def fpc_of(population: int | None, n: int) -> float | None:

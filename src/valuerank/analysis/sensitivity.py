@@ -32,7 +32,8 @@ from valuerank.analysis.stakes import direction
 LEVEL = 0.95
 METHOD = (
     "ols_cr2_by_scenario: per model, OLS of the decision code on the dimensions' "
-    "level scores (coefficient = decision points per level, others fixed); covariance "
+    "level scores (coefficient = decision points per unit of the level score, others fixed); "
+    "covariance "
     "cluster-robust by scenario (CR2, Bell-McCaffrey 2002); 95 % interval and p-value from "
     "Student's t with the Bell-McCaffrey/Imbens-Kolesar Satterthwaite degrees of freedom; no "
     "finite-population correction"
@@ -209,7 +210,7 @@ def scale_ends(labels: dict[str, str] | None) -> tuple[str | None, str | None]:
 
 def sentence(model: str, entry: dict[str, Any], labels: dict[str, str] | None) -> str:
     """The finding in words: "a stronger Freedom stake moves gpt-4.1 towards 'support Jordan
-    competing' by 0.62 points per level [0.48, 0.76]"."""
+    competing' by 0.62 points per score unit [0.48, 0.76]"."""
     value = entry["value"]
     coefficient = entry["coefficient"]
     if coefficient is None:
@@ -220,7 +221,7 @@ def sentence(model: str, entry: dict[str, Any], labels: dict[str, str] | None) -
     towards = f"'{end}'" if end else ("higher" if up else "lower") + " decisions"
     text = (
         f"a stronger {value} stake moves {model} towards {towards} by "
-        f"{abs(coefficient):.2f} points per level"
+        f"{abs(coefficient):.2f} points per score unit"
     )
     ci = entry["ci95"]
     if ci is not None:

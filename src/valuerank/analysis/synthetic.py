@@ -105,7 +105,7 @@ class RecoverySpec:
     effect u ~ N(0, scenario_sd) shared by a scenario's samples (what makes them dependent)
     and e ~ N(0, noise) per sample. With the defaults the latent decisions rarely leave
     [0.5, 5.5], so clipping is rare and rounding is unbiased to within 1e-4: the expected
-    decision moves by `effectᵢ` points per level."""
+    decision moves by `effectᵢ` points per score unit."""
 
     effects: tuple[tuple[float, ...], ...] = ((0.3, -0.2, 0.0), (0.0, 0.25, -0.15))
     scenarios: int = 40

@@ -43,6 +43,7 @@ from scipy.sparse.csgraph import connected_components, shortest_path
 from valuerank.analysis.data import AnalysisInput, BoolArray, FloatArray, IntArray
 from valuerank.analysis.intervals import z_of
 from valuerank.analysis.output import AnalysisWarning
+from valuerank.analysis.profile import verdict_warnings
 
 BOOTSTRAP = 200  # kept for callers that pass `bootstrap`: the intervals are analytic now
 SEED = 20240611
@@ -221,6 +222,7 @@ def bradley_terry(
     if not data.values:
         return result, warnings
     tensor = comparison_tensor(data.value_status)
+    warnings += verdict_warnings(data)
     for i, model in enumerate(data.models):
         rows = np.flatnonzero((data.model_idx == i) & data.judged)
         per_transcript = tensor[rows]

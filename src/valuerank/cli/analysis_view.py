@@ -19,8 +19,8 @@ def no_interval(status: str) -> str:
 
 
 def sensitivity_table(analysis: dict[str, Any]) -> Table:
-    """What moves each model: decision points per level of each stake, from the decisions
-    alone (analysis/sensitivity.py), largest effect first."""
+    """What moves each model: decision points per unit of each stake's level score, from the
+    decisions alone (analysis/sensitivity.py), largest effect first."""
     from valuerank.analysis.sensitivity import scale_ends  # `analyze --help` stays light
 
     low, high = scale_ends(analysis.get("scaleLabels"))
@@ -40,7 +40,7 @@ def sensitivity_table(analysis: dict[str, Any]) -> Table:
         ]
     ends = f"+ towards '{high}', − towards '{low}'; " if high and low else ""
     return grouped_table(
-        "Value sensitivity: decision points per level of the stake (others fixed)",
+        "Value sensitivity: decision points per score unit of the stake (others fixed)",
         ("value", "dimension", "points/level", "95 % CI", "p", "n"),
         groups,
         caption=f"{ends}OLS, intervals cluster-robust by scenario",
@@ -114,7 +114,7 @@ def agreement_table(analysis: dict[str, Any]) -> Table:
         caption=f"overall agreement {num(overall)}; outliers: "
         f"{', '.join(section['outlierModels']) or 'none'}",
     )
-    for column in ("model 1", "model 2", "n", "ρ", "p (Holm)", "d_z", "effect"):
+    for column in ("model 1", "model 2", "n", "ρ", "p (Holm)", "mean diff", "d_z", "diff size"):
         table.add_column(column, justify="left" if column.startswith("model") else "right")
     for entry in section["pairwise"].values():
         significant = entry["significant"]
@@ -124,8 +124,9 @@ def agreement_table(analysis: dict[str, Any]) -> Table:
             str(entry["n"]),
             num(entry["spearmanRho"]),
             p_text(entry["pValueCorrected"]) + (" *" if significant else ""),
-            num(entry["effectSize"]),
-            entry["effectInterpretation"],
+            num(entry["meanDifference"]),
+            num(entry["meanDifferenceDz"]),
+            entry["meanDifferenceSize"],
         )
     return table
 
@@ -134,15 +135,18 @@ def dimensions_table(analysis: dict[str, Any]) -> Table:
     section = analysis["dimensionAnalysis"]
     table = Table(
         title="Dimension effects (Kruskal–Wallis, all models)",
-        caption=f"variance explained (R²): {num(section['varianceExplained'])}",
+        caption=f"variance explained (R²): {num(section['varianceExplained'])}, adjusted "
+        f"{num(section.get('varianceExplainedAdjusted'))}, by chance alone "
+        f"{num(section.get('varianceExplainedByChance'))}",
     )
-    for column in ("rank", "dimension", "η²", "p (Holm)", "n", "missing"):
+    for column in ("rank", "dimension", "η²", "ε² (adj.)", "p (Holm)", "n", "missing"):
         table.add_column(column, justify="left" if column == "dimension" else "right")
     for name, entry in sorted(section["dimensions"].items(), key=lambda item: item[1]["rank"]):
         table.add_row(
             str(entry["rank"]),
             name,
             num(entry["effectSize"]),
+            num(entry.get("epsilonSquared")),
             p_text(entry["pValueCorrected"]) + (" *" if entry["significant"] else ""),
             str(entry["n"]),
             str(entry["missing"]),

@@ -116,7 +116,7 @@ def _format_error(exc: FormatError, where: str) -> ImportFormatError:
 def _sample_index(transcript: Transcript, path: str, where: str) -> int:
     declared = dict(transcript.extra_front_matter).get("sample_index")
     if declared is None:
-        return sample_from_name(path) or 0
+        return sample_from_name(path, transcript.run_id) or 0
     if isinstance(declared, bool) or not isinstance(declared, int) or declared < 0:
         raise ImportFormatError(
             f"{where}: front matter `sample_index` must be a whole number >= 0, not {declared!r}",
@@ -243,8 +243,26 @@ def find_runs(tree: SourceTree) -> list[RunBundle]:
     for item in transcripts.get(None, []):
         loose.setdefault(item.transcript.run_id, []).append(item)
     shared_scenarios = _scenario_files(tree, scenario_paths.get(None, []))
+    # Without a manifest, the folder's own definition.md, rubric and results.jsonl belong to
+    # the runs of its transcripts (they were ignored without a word): each run gets the
+    # definition and rubric, and the results of its own files (keyed by file name).
+    definition, definition_where = _text(tree, DEFINITION) if loose else (None, None)
+    rubric, rubric_where = _text(tree, RUBRIC) if loose else (None, None)
+    results = _results(tree, RESULTS) if loose and RESULTS in tree.files else {}
     for run_id in sorted(loose):
-        bundles.append(RunBundle(run_id, "", tuple(loose[run_id]), scenario_files=shared_scenarios))
+        bundles.append(
+            RunBundle(
+                run_id,
+                "",
+                tuple(loose[run_id]),
+                scenario_files=shared_scenarios,
+                definition_text=definition,
+                definition_where=definition_where,
+                rubric_text=rubric,
+                rubric_where=rubric_where,
+                results=results,
+            )
+        )
     return bundles
 
 

@@ -5,7 +5,8 @@
   `phrasings`/`scale_order`) from its `runtime_config` (follow-up turns otherwise from the
   transcripts' turn count); judges from
   `judge_model` (and our `judge_models` key); the preamble of the scenarios file; samples
-  per scenario = the highest sample index + 1.
+  per scenario = the highest sample index + 1; a sampled run's `sample_percentage` and
+  `sample_seed` (our keys).
 * Scenarios: the manifest's `scenario_list` order (else the scenarios files' order, then the
   transcripts' ids sorted). Content from the first scenarios file holding the id, else from
   a transcript: `subject` from its heading and `body` = its first prompt as sent (which
@@ -97,12 +98,20 @@ def _judges(bundle: RunBundle) -> list[str]:
     return [manifest.judge_model] if manifest.judge_model else []
 
 
+def _sample(bundle: RunBundle) -> dict[str, Any]:
+    """The manifest's `sample_percentage` and `sample_seed` (written by our export of a
+    sampled run); the config's checks refuse values out of range."""
+    extra = dict(bundle.manifest.extra) if bundle.manifest else {}
+    return {key: extra[key] for key in ("sample_percentage", "sample_seed") if key in extra}
+
+
 def _config(bundle: RunBundle, preamble: str, samples: int) -> RunConfig:
     values: dict[str, Any] = {
         "models": _models(bundle),
         "judge_models": _judges(bundle),
         "preamble": preamble,
         "samples_per_scenario": samples,
+        **_sample(bundle),
     }
     runtime = bundle.manifest.runtime_config if bundle.manifest else None
     if runtime is not None:

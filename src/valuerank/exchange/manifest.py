@@ -14,6 +14,9 @@ Keys as the CLI writes them (probe.create_run_manifest):
   defaults}, `models` {anon_model_001: {true_model, provider}}
   in the run's model order, `judge_model` (the first judge; all of them under an extra key
   `judge_models` when there are several).
+* `sample_percentage`, `sample_seed` (extra keys, a sampled run only): the share of the
+  definition's scenarios the run asked and the seed of its nested sample, so an import knows
+  its scenarios are a sample of the definition's (analysis/sampling.py).
 * `version_hashes`: `scenarios_hash` = 12-hex sha256 of the exported scenarios YAML file's
   bytes; `values_rubric_hash` = the same of the exported `config/values_rubric.yaml`
   (null when the run has no rubric). Both files are in the export, so the hashes can be
@@ -84,6 +87,16 @@ def presentation_settings(run: RunSnapshot) -> tuple[tuple[str, Any], ...]:
     )
 
 
+def sample_keys(run: RunSnapshot) -> tuple[tuple[str, Any], ...]:
+    """A sampled run's `sample_percentage` and `sample_seed` (our keys): with the definition
+    in the export they say the scenarios are a sample of the definition's, not all of it."""
+    percentage = setting(run, "sample_percentage")
+    if percentage >= 100:
+        return ()
+    seed = setting(run, "sample_seed")
+    return (("sample_percentage", _number(percentage)), ("sample_seed", seed))
+
+
 def build_manifest(
     run: RunSnapshot,
     first: Transcript | None,
@@ -98,6 +111,7 @@ def build_manifest(
     followups = [turn.probe for turn in first.turns[1:]] if first else []
     judges = [str(j) for j in setting(run, "judge_models") or ()]
     extra: tuple[tuple[str, Any], ...] = (("judge_models", judges),) if len(judges) > 1 else ()
+    extra += sample_keys(run)
     return RunManifest(
         run_id=run_id,
         created_at=run_id,
@@ -127,4 +141,11 @@ def build_manifest(
     )
 
 
-__all__ = ["PRESENTATION_KEYS", "build_manifest", "export_run_id", "setting", "short_hash"]
+__all__ = [
+    "PRESENTATION_KEYS",
+    "build_manifest",
+    "export_run_id",
+    "sample_keys",
+    "setting",
+    "short_hash",
+]

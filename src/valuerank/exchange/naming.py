@@ -66,9 +66,10 @@ def transcript_export_name(
     return name.replace("/", "_").replace("\\", "_")
 
 
-def sample_from_name(file_name: str) -> int | None:
-    """The `sample<k>` part of a transcript file name, if it has one."""
-    parsed = parse_transcript_file_name(PurePosixPath(file_name).name)
+def sample_from_name(file_name: str, run_id: str | None = None) -> int | None:
+    """The `sample<k>` part of a transcript file name, if it has one; `run_id` (the
+    transcript's own) keeps a run id with dots whole."""
+    parsed = parse_transcript_file_name(PurePosixPath(file_name).name, run_id)
     if parsed is None:
         return None
     match = _SAMPLE.search(parsed.models)

@@ -79,7 +79,11 @@ async def _rubric(conn: AsyncConnection, run: Run) -> tuple[list[str], RubricBas
 
 
 async def sample_basis(conn: AsyncConnection, run: Run) -> SampleBasis:
-    """What the run's figures rest on: its scenarios of the definition's (None if unknown)."""
+    """What the run's figures rest on: its scenarios of the definition's. The population is
+    the definition's scenario count whenever the definition is known — an imported run's
+    too, whatever its config says — else the run's own scenarios for a full run and unknown
+    for a sample. A run of fewer scenarios than its definition's whose config records no
+    share (a CLI run of a subset) is a sample of that share."""
     scenarios = int(
         await conn.scalar(
             select(func.count()).where(
@@ -89,16 +93,16 @@ async def sample_basis(conn: AsyncConnection, run: Run) -> SampleBasis:
         or 0
     )
     percentage = run.config.sample_percentage
-    total: int | None = scenarios
-    if percentage < 100:
-        total = None
-        if run.definition_id is not None:
-            try:
-                stored = await get_definition(conn, run.org_id, run.definition_id)
-            except NotFoundError:
-                stored = None
-            if stored is not None:
-                total = len(expand_with_scores(stored.definition).scenarios)
+    total: int | None = scenarios if percentage >= 100 else None
+    if run.definition_id is not None:
+        try:
+            stored = await get_definition(conn, run.org_id, run.definition_id)
+        except NotFoundError:
+            stored = None
+        if stored is not None:
+            total = len(expand_with_scores(stored.definition).scenarios)
+    if percentage >= 100 and total and scenarios < total:
+        percentage = round(100 * scenarios / total, 1)
     return SampleBasis(percentage=percentage, scenarios=scenarios, total=total)
 
 

@@ -140,7 +140,7 @@ def _summarize(
         }
     if kind == "transcript":
         t = parse_transcript(text, file_name, warnings=warnings)
-        named = parse_transcript_file_name(file_name)
+        named = parse_transcript_file_name(file_name, t.run_id)
         if named is not None and named.scenario_id != t.scenario_id:
             warnings.append(
                 FormatWarning(

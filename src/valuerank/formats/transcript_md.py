@@ -252,11 +252,15 @@ def transcript_file_name(transcript: Transcript) -> str:
     return f"transcript.{t.scenario_id}.{middle}.{t.run_id}.md"
 
 
-def parse_transcript_file_name(file_name: str) -> TranscriptFileName | None:
+def parse_transcript_file_name(
+    file_name: str, run_id: str | None = None
+) -> TranscriptFileName | None:
     """Scenario id and run id from a transcript file name, best effort; None if not one.
 
     The scenario id is the first dot-separated part (the CLI's ids have no dots); the run
-    id is one of the CLI's timestamp formats at the end, else the last dot-separated part.
+    id is `run_id` when the name ends with it (the front matter's: a run id may hold dots,
+    "pilot.v2", and must not be split), else one of the CLI's timestamp formats at the end,
+    else the last dot-separated part.
     """
     name = PurePath(file_name).name
     if not (name.startswith("transcript.") and name.endswith(".md")):
@@ -265,6 +269,8 @@ def parse_transcript_file_name(file_name: str) -> TranscriptFileName | None:
     scenario_id, _, rest = inner.partition(".")
     if not scenario_id or not rest:
         return None
+    if run_id and rest.endswith("." + run_id):
+        return TranscriptFileName(scenario_id, run_id, rest[: -len(run_id) - 1])
     match = _RUN_ID_AT_END.search(rest)
     if match and (match.start() == 0 or rest[match.start() - 1] == "."):
         run_id = match.group(1)

@@ -63,10 +63,12 @@ persona reads in the transcript it was sent — the Target's first answer parsed
 parses it, then the persona's reading habit (literal, careful with a seeded misread, mirrored,
 central, generous, middle, random; see `scripted_judge`) — never a value handed over in the
 request's hints; the refuser and the rambler decline in prose (an unusable verdict);
-`prioritized_values` / `deprioritized_values` =
-the values of `hints["values"]` (else the `- Name: definition` list of a system message, as
-the judge prompt lists the rubric, else the dimension names) whose weight for this persona is
-positive / negative, strongest first; `confidence` = 55..94 (a hash); text fields such as
+`prioritized_values` / `deprioritized_values` = of the values of `hints["values"]` (else the
+`- Name: definition` list of a system message, as the judge prompt lists the rubric, else the
+dimension names), those of the end of the scale the judge read and those of the other end
+(`scripted_judge.value_verdict`: none for the middle or no reading) — for a non-judge JSON
+answer, those whose weight for this persona is positive / negative, strongest first;
+`confidence` = 55..94 (a hash); text fields such as
 `rationale` get one sentence. When `request.json_schema` names properties, exactly those are
 returned, coerced to their declared type, enum and bounds (`confidence` in 0..1 when the
 schema's maximum is 1). A non-judge request with a `json_schema` gets the same kind of object
@@ -109,7 +111,12 @@ from valuerank.providers.base import (
     ProviderTransient,
     Usage,
 )
-from valuerank.providers.scripted_judge import NON_JUDGES, declined_to_judge, judge_reading
+from valuerank.providers.scripted_judge import (
+    NON_JUDGES,
+    declined_to_judge,
+    judge_reading,
+    value_verdict,
+)
 from valuerank.providers.scripted_validation import validation_answer
 from valuerank.scoring.scale import SCALE_ORDERS, mirrored_scale
 
@@ -560,15 +567,21 @@ def _facts(
         decision = verdict.rating
         if decision is None:
             decision = (DEFAULT_SCALE[0] + DEFAULT_SCALE[1]) // 2
-    weights = {v: _value_weight(persona, v) for v in _judge_values(request, scores)}
-    ranked = sorted(weights, key=lambda v: (-abs(weights[v]), v))
+    offered = _judge_values(request, scores)
+    if judge is not None:  # a judge names the values of the end of the scale it read
+        prioritized, deprioritized = value_verdict(request.messages, offered, decision, judge[0])
+    else:  # a model answering in JSON names its persona's own values
+        weights = {v: _value_weight(persona, v) for v in offered}
+        ranked = sorted(weights, key=lambda v: (-abs(weights[v]), v))
+        prioritized = [v for v in ranked if weights[v] > 0]
+        deprioritized = [v for v in ranked if weights[v] < 0]
     confidence = 55 + int(_unit(persona.name, "confidence", seed_material) * 40)
     reason = _direction_phrase(verdict) if verdict.driver else "Judged from the answer given."
     return {
         "decision": decision,
         "rating": decision,
-        "prioritized_values": [v for v in ranked if weights[v] > 0],
-        "deprioritized_values": [v for v in ranked if weights[v] < 0],
+        "prioritized_values": prioritized,
+        "deprioritized_values": deprioritized,
         "confidence": confidence,
         **{name: reason for name in _TEXT_FIELDS},
     }

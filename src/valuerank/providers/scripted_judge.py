@@ -20,6 +20,15 @@ predict:
 
 A transcript without a decision (a refusal, an unparseable answer) is read as null by every
 habit that starts from what is written; `neutral` and `random` answer regardless.
+
+The values a judge names follow the decision it reads, not its persona (`value_verdict`), so
+win rates follow what the models chose. Each offered value belongs to one end of the scale: the
+end whose label (the first Probe's `N - text` line of the lowest or highest point) names it
+("1 - keep quiet out of loyalty" → Loyalty is the low end's), else an end fixed by a hash of
+the value's name alone, the same for every judge and transcript. A reading above the scale's
+middle prioritises the high end's values and deprioritises the low end's; below, the reverse;
+the middle or no reading names none. A judge that misreads (mirrored, generous, …) names the
+values of the end it read.
 """
 
 from __future__ import annotations
@@ -57,13 +66,42 @@ def _transcript_text(messages: Sequence[Message]) -> str:
     return users[-1] if users else ""
 
 
+def _labels(messages: Sequence[Message]) -> dict[int, str]:
+    """The scale labels of the first Probe of the transcript the judge was sent."""
+    probe = _PROBE.search(_transcript_text(messages))
+    return scale_labels_from_template(probe.group(1)) if probe else {}
+
+
 def written_decision(messages: Sequence[Message]) -> int | None:
     """The decision of the Target's first answer in the transcript the judge was sent."""
     text = _transcript_text(messages)
     answer = _TARGET.search(text)
-    probe = _PROBE.search(text)
-    labels = scale_labels_from_template(probe.group(1)) if probe else {}
+    labels = _labels(messages)
     return decision_code(answer.group(1) if answer else text, scale_labels=labels).code
+
+
+def _names(label: str, value: str) -> bool:
+    words = value.replace("_", " ").lower()
+    return words in label.lower() or value.lower() in label.lower()
+
+
+def value_verdict(
+    messages: Sequence[Message], values: Sequence[str], reading: int | None, scale: tuple[int, int]
+) -> tuple[list[str], list[str]]:
+    """(prioritised, deprioritised) values for a reading of the transcript (module doc)."""
+    lo, hi = scale
+    if reading is None or 2 * reading == lo + hi:
+        return [], []
+    labels = _labels(messages)
+    low, high = labels.get(min(labels, default=lo), ""), labels.get(max(labels, default=hi), "")
+    up = 2 * reading > lo + hi
+    chosen: list[str] = []
+    other: list[str] = []
+    for value in values:
+        at_high, at_low = _names(high, value), _names(low, value)
+        high_end = at_high if at_high != at_low else _unit("scale end", value) < 0.5
+        (chosen if high_end == up else other).append(value)
+    return chosen, other
 
 
 def _unit(*parts: str) -> float:

@@ -46,8 +46,8 @@ HOW: dict[str, tuple[str, tuple[str, ...]]] = {
     "agreement": (
         "Rank correlation between two models over the scenarios both decided (a model's score "
         "on a scenario is its mean decision there), p-values corrected across the pairs, and "
-        "the paired effect size of their difference.",
-        ("modelComparison", "pValueCorrection", "effectSize", "outlierModels"),
+        "how far apart they sit: the mean difference and its paired effect size (not agreement).",
+        ("modelComparison", "pValueCorrection", "meanDifferenceEffectSize", "outlierModels"),
     ),
     "dimensions": (
         "A test of the decisions across each dimension's levels and the share of the "

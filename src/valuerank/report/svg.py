@@ -90,7 +90,7 @@ def figure_key(org_id: str, run_id: str, input_hash: str, deep: bool) -> Hashabl
 
 
 _LABELS = {
-    "value_sensitivity": "Value sensitivity: decision points per level, 95% intervals",
+    "value_sensitivity": "Value sensitivity: decision points per score unit, 95% intervals",
     "win_rates": "Value win rates per model with 95% intervals",
     "agreement_heatmap": "Model agreement heat map (Spearman rho)",
     "dimension_effects": "Dimension effects (eta squared)",

@@ -70,7 +70,8 @@ class Analysis(Out):
     value_sensitivity: dict[str, Any] = Field(
         alias="valueSensitivity",
         description="model → dimension → {value, coefficient, ci95, pValue, n, scenarios, "
-        "status}: decision points per level of the dimension, from the decisions alone",
+        "status}: decision points per unit of the dimension's level score, from the decisions "
+        "alone",
     )
     scale_labels: dict[str, str] = Field(
         alias="scaleLabels", description="The definition's scale, decision code → its text."
