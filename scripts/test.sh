@@ -9,7 +9,8 @@
 # Storage tests run on SQLite and on PostgreSQL (VALUERANK_TEST_DATABASE_URL, default
 # postgresql://postgres@127.0.0.1:5432/test); the rate-limit tests on Redis
 # (VALUERANK_TEST_REDIS_URL, default redis://127.0.0.1:6379/0); the UI tests drive Debian's
-# chromium; the compatibility tests read ../shared/compat/valuerank-cli (VALUERANK_COMPAT_DIR).
+# chromium. The original CLI's files in ../shared/compat/valuerank-cli (VALUERANK_COMPAT_DIR) are an
+# extra conformance set: used when present, required in CI, a note otherwise.
 # scripts/test_services.sh starts a server that does not answer and stops it at the end.
 # The suite runs in $VALUERANK_TEST_PROCESSES processes (default 3: most tests wait on
 # workers, servers and the browser more than they compute), then the tests

@@ -22,6 +22,8 @@ from urllib.parse import quote
 import psycopg
 import pytest
 from hypothesis import HealthCheck, settings
+from tests.cli_corpus import PROJECT as PROJECT_CORPUS
+from tests.cli_corpus import Corpus, compat_corpus
 from tests.migrated_template import postgres_copy, sqlite_copy
 from tests.waiting import WAIT_SECONDS
 
@@ -161,8 +163,8 @@ async def org_id(db: Database) -> str:
 
 @pytest.fixture
 def compat_dir() -> Path:
-    """The original CLI's real files; tests using them skip where the env var is unset, and
-    fail in CI."""
+    """The original CLI's real files, an extra conformance set beside the project's own
+    fixtures (`cli_corpus`); tests using them skip where the env var is unset, and fail in CI."""
     value = os.environ.get(COMPAT_ENV)
     if not value:
         missing_prerequisite(
@@ -172,6 +174,15 @@ def compat_dir() -> Path:
     if not path.is_dir():
         pytest.fail(f"{COMPAT_ENV}={value} is not a directory")
     return path
+
+
+@pytest.fixture(params=["project", pytest.param("compat", marks=pytest.mark.compat)])
+def cli_corpus(request: pytest.FixtureRequest) -> Corpus:
+    """A corpus of the CLI's formats: the project's own (always), then the CLI's real files
+    (`compat_dir`: skipped outside CI when absent, failed in CI)."""
+    if request.param == "project":
+        return PROJECT_CORPUS
+    return compat_corpus(request.getfixturevalue("compat_dir"))
 
 
 @contextmanager

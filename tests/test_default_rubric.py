@@ -7,7 +7,7 @@ import fnmatch
 import tomllib
 from pathlib import Path
 
-import pytest
+from tests.cli_corpus import Corpus
 
 import valuerank
 from valuerank.analysis.stakes import CANONICAL_VALUES
@@ -43,9 +43,8 @@ def test_it_round_trips_as_a_cli_file() -> None:
     assert warnings == [] and again == rubric
 
 
-@pytest.mark.compat
-def test_it_covers_the_clis_values_with_definitions_of_our_own(compat_dir: Path) -> None:
-    cli_rubric, _ = parse_rubric((compat_dir / "config" / "values_rubric.yaml").read_text())
+def test_it_covers_the_clis_values_with_definitions_of_our_own(cli_corpus: Corpus) -> None:
+    cli_rubric, _ = parse_rubric(cli_corpus.path("config", "values_rubric.yaml").read_text())
     assert cli_rubric.allowed_value_names == CANONICAL
     ours = {v.name: v.definition for v in default_rubric().values}
     for value in cli_rubric.values:

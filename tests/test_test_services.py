@@ -1,6 +1,7 @@
 """The test command's own parts: `is_ci()`, the CI cap on property-test examples, and
 scripts/test_services.sh bringing up a PostgreSQL and a Redis of the suite's own (as on a
-machine without them: free ports here), usable, and gone after services_down."""
+machine without them: free ports here), usable, and gone after services_down; the CLI's
+compatibility files optional outside CI and required in it."""
 
 from __future__ import annotations
 
@@ -51,6 +52,56 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def _compat_up(tmp_path: Path, ci: str | None, compat_dir: str | None) -> tuple[str, str, str]:
+    """`_compat_up` run from a plain clone (no ../shared beside it, unless the test made one):
+    the summary's missing list, the directory the tests get, and what it said."""
+    clone = tmp_path / "clone"
+    (clone / "scripts").mkdir(parents=True, exist_ok=True)
+    (clone / "scripts" / "test_services.sh").write_bytes(
+        (ROOT / "scripts" / "test_services.sh").read_bytes()
+    )
+    script = """
+set -euo pipefail
+source scripts/test_services.sh
+_compat_up
+echo "missing: ${SERVICES_MISSING[*]:-none}"
+echo "compat: ${VALUERANK_COMPAT_DIR:-unset}"
+"""
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "VALUERANK_COMPAT_DIR")}
+    if ci is not None:
+        env["CI"] = ci
+    if compat_dir is not None:
+        env["VALUERANK_COMPAT_DIR"] = compat_dir
+    done = subprocess.run(
+        ["bash", "-c", script], cwd=clone, env=env, capture_output=True, text=True, check=True
+    )
+    lines = dict(line.split(": ", 1) for line in done.stdout.splitlines())
+    return lines["missing"], lines["compat"], done.stderr
+
+
+def test_compat_files_are_a_note_outside_ci(tmp_path: Path) -> None:
+    for ci in (None, "false"):
+        missing, compat, said = _compat_up(tmp_path, ci, None)
+        assert missing == "none" and compat == "unset"
+        assert "note: the CLI's compatibility files are not here" in said
+
+
+def test_compat_files_are_required_in_ci(tmp_path: Path) -> None:
+    missing, _, _ = _compat_up(tmp_path, "true", None)
+    assert missing.startswith("compatibility files (no ../shared/compat/valuerank-cli")
+    wrong, _, _ = _compat_up(tmp_path, "true", str(tmp_path / "nowhere"))
+    assert wrong.startswith("compatibility files (VALUERANK_COMPAT_DIR=")
+    present, compat, said = _compat_up(tmp_path, "true", str(tmp_path))
+    assert present == "none" and compat == str(tmp_path) and said == ""
+
+
+def test_compat_files_found_beside_the_clone_are_used(tmp_path: Path) -> None:
+    beside = tmp_path / "shared" / "compat" / "valuerank-cli"
+    beside.mkdir(parents=True)
+    missing, compat, said = _compat_up(tmp_path, "true", None)
+    assert missing == "none" and compat == str(beside) and said == ""
 
 
 def _refused(port: int) -> bool:

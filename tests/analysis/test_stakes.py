@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
+from tests.cli_corpus import Corpus
 
 from valuerank.analysis.sensitivity import sentence
 from valuerank.analysis.stakes import (
@@ -19,35 +17,31 @@ from valuerank.analysis.stakes import (
 from valuerank.formats import parse_rubric
 from valuerank.formats.definition_md import parse_definition, serialize_definition
 
-ATHLETE = "definitions/exp-Trans_Athlete_Competition_Freedom_FairProcess_Harmony.new.md"
-RUBRIC = "config/values_rubric.yaml"
 
-
-@pytest.mark.compat
-def test_cli_definition_and_rubric_give_values_and_scale_ends(compat_dir: Path) -> None:
-    athlete, rubric_path = compat_dir / ATHLETE, compat_dir / RUBRIC
-    definition = parse_definition(athlete.read_text("utf-8"), athlete.name)
+def test_cli_definition_and_rubric_give_values_and_scale_ends(cli_corpus: Corpus) -> None:
+    md = cli_corpus.path("definitions", cli_corpus.definition)
+    rubric_path = cli_corpus.path("config", "values_rubric.yaml")
+    definition = parse_definition(md.read_text("utf-8"), md.name)
     rubric, _ = parse_rubric(rubric_path.read_text("utf-8"), rubric_path.name)
     assert set(rubric.value_names) == set(CANONICAL_VALUES)
     dims = [d.name for d in definition.dimensions]
-    assert dimension_values(dims, rubric.value_names) == {
-        "FreedomBelief": "Freedom",
-        "FairProcessCompete": "Fair process",
-        "HarmonyGroup": "Harmony",
-    }
+    assert dimension_values(dims, rubric.value_names) == cli_corpus.dimension_values
     labels = scale_labels(definition.template)
-    assert labels[5] == "strongly support Jordan competing in Gymnastics"
-    assert labels[1] == "somewhat support Jordan not competing in Gymnastics"
+    assert labels[5] == cli_corpus.scale_top
+    assert labels[1] == cli_corpus.scale_bottom
     entry = {"value": "Freedom", "coefficient": 0.62, "ci95": [0.48, 0.76], "status": "ok"}
     text = sentence("gpt-4.1", entry, {str(k): v for k, v in labels.items()})
+    # The scale's ends without their strength ("strongly", "somewhat").
+    top, bottom = (cli_corpus.scale_top, cli_corpus.scale_bottom)
+    top, bottom = top.split(" ", 1)[1], bottom.split(" ", 1)[1]
     assert text == (
-        "a stronger Freedom stake moves gpt-4.1 towards 'support Jordan competing in "
-        "Gymnastics' by 0.62 points per score unit [0.48, 0.76]"
+        f"a stronger Freedom stake moves gpt-4.1 towards '{top}' by 0.62 points per score unit"
+        " [0.48, 0.76]"
     )
     down = {**entry, "coefficient": -0.3, "ci95": [-0.5, 0.1]}
     assert sentence("m", down, {str(k): v for k, v in labels.items()}) == (
-        "a stronger Freedom stake moves m towards 'support Jordan not competing in "
-        "Gymnastics' by 0.30 points per score unit [-0.10, 0.50] (the interval includes no effect)"
+        f"a stronger Freedom stake moves m towards '{bottom}' by 0.30 points per score unit"
+        " [-0.10, 0.50] (the interval includes no effect)"
     )
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from tests.cli_corpus import Corpus
+
 from valuerank.formats import parse_definition
 from valuerank.refs import short_id
 
@@ -36,13 +38,10 @@ FIELDS: dict[str, Any] = {
 }
 
 
-def _compat_definition(compat_dir: Path) -> Path:
-    [path] = sorted((compat_dir / "definitions").glob("exp-*.md"))
-    return path
-
-
-async def test_create_import_list_and_show(live: Any, compat_dir: Path, assert_error: Any) -> None:
-    cli_file = _compat_definition(compat_dir)
+async def test_create_import_list_and_show(
+    live: Any, cli_corpus: Corpus, assert_error: Any
+) -> None:
+    cli_file = cli_corpus.path("definitions", cli_corpus.definition)
     async with live.client() as client:
         raw = await client.post(
             "/api/definitions/import",

@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 from sqlalchemy import func, select
+from tests.cli_corpus import Corpus
 
 from valuerank.db import Database
 from valuerank.db.tables import definitions, rubrics, runs
@@ -103,31 +104,32 @@ async def test_exports_are_the_clis_bytes_as_downloads(
             assert_error(response, 404, code)
 
 
-async def test_import_the_original_clis_files(
-    live: Any, db: Database, org_id: str, compat_dir: Path, assert_error: Any
+async def test_import_the_clis_files(
+    live: Any, db: Database, org_id: str, cli_corpus: Corpus, assert_error: Any
 ) -> None:
+    root = cli_corpus.root
     async with live.client_for("default", "member") as member:
         folder = await member.post(
             "/api/import",
             params={"filename": "valuerank-cli.zip"},
-            content=_folder_zip(compat_dir),
+            content=_folder_zip(root),
             headers={"Content-Type": "application/zip"},
         )
         assert folder.status_code == 201, folder.text
         data = folder.json()["data"]
         assert data["kind"] == "runs" and data["created"] is True
         [imported] = data["runs"]
-        assert imported["cli_run_id"] == "2025-11-16.10-29" and imported["transcripts"] == 3
+        assert imported["cli_run_id"] == cli_corpus.run_id and imported["transcripts"] == 3
         again = await member.post(
-            "/api/import", files={"file": ("valuerank-cli.zip", _folder_zip(compat_dir))}
+            "/api/import", files={"file": ("valuerank-cli.zip", _folder_zip(root))}
         )
         assert again.status_code == 200 and again.json()["data"]["created"] is False
 
-        [md] = sorted((compat_dir / "definitions").glob("exp-*.md"))
+        [md] = sorted((root / "definitions").glob("exp-*.md"))
         definition = await member.post("/api/import", files={"file": (md.name, md.read_bytes())})
         assert definition.status_code == 201, definition.text
         assert definition.json()["data"]["kind"] == "definition"
-        rubric_path = compat_dir / "config" / "values_rubric.yaml"
+        rubric_path = root / "config" / "values_rubric.yaml"
         rubric = await member.post(
             "/api/import", params={"filename": rubric_path.name}, content=rubric_path.read_bytes()
         )
@@ -135,7 +137,7 @@ async def test_import_the_original_clis_files(
         assert rubric.json()["data"]["rubric"]["name"] == "values_rubric"
 
     async with live.client_for("third", "member") as stranger:
-        [one] = sorted((compat_dir / "transcripts").glob("transcript.*.md"))[:1]
+        [one] = sorted((root / "transcripts").glob("transcript.*.md"))[:1]
         single = await stranger.post(
             "/api/import", params={"filename": one.name}, content=one.read_bytes()
         )

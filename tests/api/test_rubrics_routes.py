@@ -1,23 +1,27 @@
-"""/api/rubrics on SQLite and PostgreSQL against the real server: import the original CLI's
-values rubric (raw body, multipart, JSON), versions of a name, list/show/lineage/tree; roles
-and other organisations."""
+"""/api/rubrics on SQLite and PostgreSQL against the real server: import a values rubric of
+the CLI's corpus (the project's and the CLI's own; raw body, multipart, JSON), versions of
+a name, list/show/lineage/tree; roles and other organisations."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from valuerank.refs import short_id
+from tests.cli_corpus import PROJECT as PROJECT_CORPUS
+from tests.cli_corpus import Corpus
 
-SAFETY = "Keeping people safe from harm or illness, including long-term health."
+from valuerank.formats import parse_rubric
+from valuerank.refs import short_id
 
 
 async def test_import_versions_list_show_lineage(
-    live: Any, compat_dir: Path, assert_error: Any
+    live: Any, cli_corpus: Corpus, assert_error: Any
 ) -> None:
-    path = compat_dir / "config" / "values_rubric.yaml"
+    path = cli_corpus.path("config", "values_rubric.yaml")
     text = path.read_text()
-    changed = text.replace(SAFETY, "Keeping people safe from harm.")
+    value = parse_rubric(text)[0].value("Physical_Safety")
+    assert value is not None
+    safety = value.definition
+    changed = text.replace(safety, "Keeping people safe from harm.")
     assert changed != text
     async with live.client() as client:
         raw = await client.post(
@@ -30,7 +34,7 @@ async def test_import_versions_list_show_lineage(
         first = raw.json()["data"]
         assert first["name"] == "values_rubric" and first["version_label"] == "v1"
         assert "Physical_Safety" in first["values"] and first["created"] is True
-        assert first["content"]["values"]["Physical_Safety"]["definition"] == SAFETY
+        assert first["content"]["values"]["Physical_Safety"]["definition"] == safety
         again = await client.post(
             "/api/rubrics/import", files={"file": (path.name, path.read_bytes(), "text/yaml")}
         )
@@ -75,10 +79,8 @@ async def test_import_versions_list_show_lineage(
         assert (await client.get("/api/rubrics")).json()["data"]["count"] == 3
 
 
-async def test_roles_and_other_organisations(
-    live: Any, compat_dir: Path, assert_error: Any
-) -> None:
-    text = (compat_dir / "config" / "values_rubric.yaml").read_text()
+async def test_roles_and_other_organisations(live: Any, assert_error: Any) -> None:
+    text = PROJECT_CORPUS.path("config", "values_rubric.yaml").read_text()
     async with live.client_for("default", "member") as member:
         made = await member.post("/api/rubrics", json={"name": "mine", "yaml": text})
         assert made.status_code == 201

@@ -1,5 +1,6 @@
-"""Scenario expansion over HTTP on SQLite and PostgreSQL against the real server: the CLI's
-own definition expands to exactly the CLI's scenarios file, pages keep one sample, samples
+"""Scenario expansion over HTTP on SQLite and PostgreSQL against the real server: a definition
+of the CLI's corpus (the project's, and the CLI's own files) expands to exactly its scenarios
+file, pages keep one sample, samples
 are nested and reproducible by seed; limits, roles and other organisations."""
 
 from __future__ import annotations
@@ -8,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from tests.cli_corpus import PROJECT as PROJECT_CORPUS
+from tests.cli_corpus import Corpus
 
 from valuerank.db import Database
 from valuerank.definitions.service import import_definition
@@ -15,8 +18,8 @@ from valuerank.orgs import ensure_org
 from valuerank.refs import short_id
 
 
-def _pair(compat_dir: Path) -> tuple[Path, Path]:
-    folder = compat_dir / "definitions"
+def _pair(root: Path) -> tuple[Path, Path]:
+    folder = root / "definitions"
     [md] = sorted(folder.glob("exp-*.md"))
     stem = md.name[len("exp-") : -len(".md")]
     [generated] = sorted(folder.glob(f"exp-[0-9][0-9][0-9].{stem}.yaml"))
@@ -34,9 +37,12 @@ async def _import(live: Any, md: Path) -> str:
 
 
 async def test_expansion_matches_the_cli_and_pages_through_one_sample(
-    live: Any, compat_dir: Path, assert_error: Any
+    live: Any, cli_corpus: Corpus, assert_error: Any
 ) -> None:
-    md, generated = _pair(compat_dir)
+    md, generated = _pair(cli_corpus.root)
+    # A 20% sample, and a smaller one of the same seed nested inside it.
+    percent_count = cli_corpus.scenario_count * 20 // 100
+    small_count = percent_count // 2
     expected = yaml.safe_load(generated.read_text())
     definition_id = await _import(live, md)
     async with live.client_for("default", "viewer") as client:  # expansion writes nothing
@@ -73,26 +79,27 @@ async def test_expansion_matches_the_cli_and_pages_through_one_sample(
         while True:
             body = (await client.get(url, params=params)).json()["data"]
             seeds.add(body["sample_seed"])
-            assert body["selected"] == 25 and body["sample_percentage"] == 20
+            assert body["selected"] == percent_count and body["sample_percentage"] == 20
             sampled += [s["id"] for s in body["scenarios"]]
             if body["next_cursor"] is None:
                 break
             params = {"limit": 5, "sample_percentage": 20, "cursor": body["next_cursor"]}
         [seed] = seeds
-        assert len(sampled) == 25 and seed is not None
+        assert len(sampled) == percent_count and seed is not None
         again = await client.post(
             "/api/scenarios/expand",
             json={"definition_id": definition_id, "sample_percentage": 20, "sample_seed": seed},
         )
         assert again.json()["data"]["scenario_ids"] == sampled
-        # Samples of one seed are nested: the 10-scenario sample is inside the 20% one.
-        small = await client.get(url, params={"sample_size": 10, "sample_seed": seed})
+        # Samples of one seed are nested: the smaller sample is inside the 20% one.
+        small = await client.get(url, params={"sample_size": small_count, "sample_seed": seed})
         small_ids = [s["id"] for s in small.json()["data"]["scenarios"]]
-        assert len(small_ids) == 10 and set(small_ids) <= set(sampled)
+        assert len(small_ids) == small_count and set(small_ids) <= set(sampled)
         every = await client.post(
             "/api/scenarios/expand", json={"definition_id": definition_id, "mode": "all"}
         )
-        assert every.json()["data"]["total"] == 125  # one option per level in this file
+        # One option per level in these files.
+        assert every.json()["data"]["total"] == cli_corpus.scenario_count
 
         both = await client.get(url, params={"sample_size": 3, "sample_percentage": 5})
         assert_error(both, 422, "INVALID_INPUT")
@@ -131,9 +138,9 @@ async def test_huge_expansions_are_refused(
 
 
 async def test_other_organisations_definitions_are_not_found(
-    live: Any, db: Database, compat_dir: Path, assert_error: Any
+    live: Any, db: Database, assert_error: Any
 ) -> None:
-    md, _ = _pair(compat_dir)
+    md, _ = _pair(PROJECT_CORPUS.root)
     async with db.transaction() as conn:
         other = await ensure_org(conn, "elsewhere")
         theirs, _ = await import_definition(conn, other, md.read_text())

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 import yaml
+from tests.cli_corpus import Corpus
 
 from valuerank.formats import parse_definition
 from valuerank.refs import short_id
@@ -259,15 +260,15 @@ def test_formats_check(cli: Invoke, tmp_path: Path) -> None:
     assert out.json()["invalid"] == 1 and out.json()["valid"] == 1
 
 
-def test_expanding_the_compat_definition_equals_the_cli_output(
-    cli: Invoke, compat_dir: Path, tmp_path: Path
+def test_expanding_the_corpus_definition_equals_the_cli_output(
+    cli: Invoke, cli_corpus: Corpus, tmp_path: Path
 ) -> None:
-    md = next((compat_dir / "definitions").glob("exp-*.md"))
-    expected_path = next((compat_dir / "definitions").glob("exp-*.yaml"))
+    md = cli_corpus.path("definitions", cli_corpus.definition)
+    expected_path = cli_corpus.path("definitions", cli_corpus.expansion)
     created = _import(cli, md)
     target = tmp_path / "expanded.yaml"
     out = cli("scenarios", "expand", created["id"], "-o", str(target), "--json")
-    assert out.json()["total"] == 125
+    assert out.json()["total"] == cli_corpus.scenario_count
     assert yaml.safe_load(target.read_text("utf-8")) == yaml.safe_load(
         expected_path.read_text("utf-8")
     )

@@ -9,13 +9,13 @@ import re
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.cli_corpus import Corpus
 from tests.conftest import examples
 
 from valuerank.definitions.errors import DefinitionError
@@ -27,6 +27,7 @@ from valuerank.definitions.expansion import (
     fill_template,
     render_scenario,
 )
+from valuerank.formats import serialize_scenarios
 from valuerank.formats.definition_model import Definition, Dimension, Level
 from valuerank.formats.scenarios_model import ScenarioFile
 
@@ -276,10 +277,10 @@ def test_small_fixture_matches_cli_yaml() -> None:
     assert as_plain(expand(definition)) == yaml.safe_load(CLI_YAML_SMALL)
 
 
-@pytest.mark.compat
-def test_compat_cli_expansions(compat_dir: Path) -> None:
-    """Every `exp-<X>.md` next to a CLI-generated `exp-NNN.<X>.yaml` expands identically."""
-    folder = compat_dir / "definitions"
+def test_corpus_cli_expansions(cli_corpus: Corpus) -> None:
+    """Every `exp-<X>.md` next to a CLI-generated `exp-NNN.<X>.yaml` expands identically (the
+    project's expected file was written by hand from the CLI's rules, not by this code)."""
+    folder = cli_corpus.path("definitions")
     pairs = []
     for md in sorted(folder.glob("exp-*.md")):
         stem = md.name[len("exp-") : -len(".md")]
@@ -292,6 +293,8 @@ def test_compat_cli_expansions(compat_dir: Path) -> None:
         got = as_plain(expand(definition))
         assert got == expected, md.name
         assert list(got["scenarios"]) == list(expected["scenarios"]), "scenario order"
+        assert len(got["scenarios"]) == cli_corpus.scenario_count
+        assert generated.read_text(encoding="utf-8") == serialize_scenarios(expand(definition))
 
 
 def test_body_whitespace() -> None:

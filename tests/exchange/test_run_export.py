@@ -6,12 +6,12 @@ import csv
 import hashlib
 import io
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from sqlalchemy import select
+from tests.cli_corpus import Corpus
 
 from valuerank.db import Database
 from valuerank.db.tables import runs
@@ -67,14 +67,12 @@ def _assert_same_run(a: dict[str, bytes], b: dict[str, bytes]) -> None:
     assert yaml.safe_load(scenarios) == yaml.safe_load(b[name])
 
 
-async def test_compat_transcripts_round_trip(db: Database, org_id: str, compat_dir: Path) -> None:
+async def test_corpus_transcripts_round_trip(db: Database, org_id: str, cli_corpus: Corpus) -> None:
     async with db.transaction() as conn:
-        [imported] = await import_runs(conn, org_id, compat_dir / "transcripts")
+        [imported] = await import_runs(conn, org_id, cli_corpus.path("transcripts"))
         first = await export_run(conn, org_id, imported.id)
     files = unzip(first)
-    originals = {
-        f"transcripts/{p.name}": p.read_bytes() for p in (compat_dir / "transcripts").glob("*.md")
-    }
+    originals = {f"transcripts/{p.name}": p.read_bytes() for p in cli_corpus.transcripts}
     assert len(originals) == 3
     assert _transcripts(files) == originals  # the CLI's own names and bytes
     second = unzip(await _round_trip(db, first))
@@ -82,13 +80,11 @@ async def test_compat_transcripts_round_trip(db: Database, org_id: str, compat_d
     assert files == second  # nothing else drifts either (summary, results)
     manifest = yaml.safe_load(files["run_manifest.yaml"])
     assert list(manifest) == list(CLI_KEYS[:-1])  # no judge: no judge_model key
-    assert manifest["run_id"] == manifest["created_at"] == "2025-11-16.10-29"
+    assert manifest["run_id"] == manifest["created_at"] == cli_corpus.run_id
     assert manifest["probe_model"] == "static"
-    assert manifest["scenario_list"] == ["scenario_001"]
+    assert manifest["scenario_list"] == [cli_corpus.base_id]
     assert {m["true_model"]: m["provider"] for m in manifest["models"].values()} == {
-        "anthropic:claude-sonnet-4-0": "anthropic",
-        "openai:gpt-4.1": "openai",
-        "xai:grok-3": "xai",
+        model: model.split(":")[0] for model in cli_corpus.models
     }
     assert list(manifest["models"]) == ["anon_model_001", "anon_model_002", "anon_model_003"]
 

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import yaml
 from sqlalchemy import select
+from tests.cli_corpus import Corpus
 
 from valuerank.db import Database
 from valuerank.db.tables import definitions, run_scenarios, runs, transcripts
@@ -34,11 +35,11 @@ async def _transcripts(db: Database, run_id: str) -> list[dict[str, Any]]:
 
 
 async def test_the_cli_transcripts_folder_becomes_one_run(
-    db: Database, org_id: str, compat_dir: Path
+    db: Database, org_id: str, cli_corpus: Corpus
 ) -> None:
     async with db.transaction() as conn:
-        [imported] = await import_runs(conn, org_id, compat_dir)
-    assert imported.cli_run_id == "2025-11-16.10-29"
+        [imported] = await import_runs(conn, org_id, cli_corpus.root)
+    assert imported.cli_run_id == cli_corpus.run_id
     assert imported.transcripts == 3 and imported.created
     async with db.transaction() as conn:
         run = (await conn.execute(select(runs).where(runs.c.id == imported.id))).one()._mapping
@@ -48,24 +49,20 @@ async def test_the_cli_transcripts_folder_becomes_one_run(
     assert (run["origin"], run["status"], run["cli_run_id"]) == (
         "imported",
         "completed",
-        "2025-11-16.10-29",
+        cli_corpus.run_id,
     )
     assert run["definition_id"] is None
     config = RunConfig.model_validate(run["config"])
-    assert set(config.models) == {
-        "openai:gpt-4.1",
-        "xai:grok-3",
-        "anthropic:claude-sonnet-4-0",
-    }
+    assert sorted(config.models) == list(cli_corpus.models)
     assert config.followup_turns == 1  # two turns in every transcript
-    # The compat scenarios file holds other ids: the scenario comes from the transcripts.
+    # The corpus's scenarios files hold other ids: the scenario comes from the transcripts.
     [scenario] = scenarios
-    assert scenario.scenario_id == "scenario_001"
-    assert scenario.content["subject"] == "Following a COVID rule that might sink my café"
-    assert scenario.content["body"].startswith("This isn’t about logistics")
+    assert scenario.scenario_id == cli_corpus.base_id
+    assert scenario.content["subject"] == cli_corpus.subject
+    assert scenario.content["body"].startswith(cli_corpus.body_start)
     rows = await _transcripts(db, imported.id)
     for row in rows:
-        path = next((compat_dir / "transcripts").glob(f"transcript.*.{row['model']}.*.md"))
+        path = next(cli_corpus.path("transcripts").glob(f"transcript.*.{row['model']}.*.md"))
         assert row["content"].encode("utf-8") == path.read_bytes()  # verbatim
         assert row["decision_code"] is None  # these answers give no 1-5 rating
         assert row["decision_reason"] == "unparseable"

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from hypothesis import given, settings
+from tests.cli_corpus import Corpus
 
 from valuerank.formats import (
     Definition,
@@ -17,8 +16,6 @@ from valuerank.formats import (
 
 from .helpers import fixture, read
 from .strategies import definitions
-
-COMPAT_MD = "exp-Trans_Athlete_Competition_Freedom_FairProcess_Harmony.new.md"
 
 GOOD = """---
 name: demo
@@ -145,23 +142,19 @@ def test_empty_matching_rules_section_is_kept() -> None:
     assert parse_definition(serialize_definition(d)) == d
 
 
-# -- the original CLI's file -------------------------------------------------------------
+# -- a definition in the CLI's exact layout (the project's corpus, then the CLI's file) ---
 
 
-@pytest.mark.compat
-def test_compat_definition_round_trips_byte_for_byte(compat_dir: Path) -> None:
-    text = read(compat_dir / "definitions" / COMPAT_MD)
-    d = parse_definition(text, COMPAT_MD)
-    assert d.name == "exp-Trans_Athlete_Competition_Freedom_FairProcess_Harmony.new"
-    assert d.base_id == "scenario_001"
-    assert d.category == "FreedomBelief vs FairProcess vs Harmony"
+def test_corpus_definition_round_trips_byte_for_byte(cli_corpus: Corpus) -> None:
+    text = read(cli_corpus.path("definitions", cli_corpus.definition))
+    d = parse_definition(text, cli_corpus.definition)
+    assert d.name == cli_corpus.definition.removesuffix(".md")
+    assert d.base_id == cli_corpus.base_id
+    assert d.category == cli_corpus.category
     assert d.preamble == ""
-    assert [dim.name for dim in d.dimensions] == [
-        "FreedomBelief",
-        "FairProcessCompete",
-        "HarmonyGroup",
-    ]
-    assert all(len(dim.levels) == 5 for dim in d.dimensions)
+    assert tuple(dim.name for dim in d.dimensions) == cli_corpus.dimensions
+    assert tuple(len(dim.levels) for dim in d.dimensions) == cli_corpus.levels
+    assert all(len(level.options) == 1 for dim in d.dimensions for level in dim.levels)
     assert serialize_definition(d) == text
 
 

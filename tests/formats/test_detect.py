@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+from tests.cli_corpus import Corpus
 
 from valuerank.formats import check_file, detect_kind
 from valuerank.formats.detect import kind_from_content, kind_from_name
@@ -24,6 +24,19 @@ FIXTURE_KINDS = {
     "runs/2025-03-02.14-05/transcript.scenario_012_pref_neutral.anthropic:claude-3.5-haiku"
     ".static.2025-03-02.14-05.md": "transcript",
     "config/values_rubric.yaml": "rubric",
+    # the corpus in the layout of the CLI's files (tests/cli_corpus.py; test_corpus_files)
+    "corpus/config/values_rubric.yaml": "rubric",
+    "corpus/definitions/exp-Overdue_Rent_Compassion_FairProcess_Economics.new.md": "definition",
+    "corpus/definitions/exp-021.Overdue_Rent_Compassion_FairProcess_Economics.new.yaml": (
+        "scenarios"
+    ),
+    "corpus/scenarios/exp-021.festival.preference.yaml": "scenarios",
+    **{
+        f"corpus/transcripts/transcript.scenario_021.{model}.static.2025-06-09.08-45.md": (
+            "transcript"
+        )
+        for model in ("anthropic:claude-haiku-4-5", "openai:gpt-4.1-mini", "xai:grok-4")
+    },
 }
 
 
@@ -69,8 +82,7 @@ def test_summaries() -> None:
     assert rendered["error"] is None
 
 
-@pytest.mark.compat
-def test_compat_files(compat_dir: Path) -> None:
+def test_corpus_files(cli_corpus: Corpus) -> None:
     expected = {
         "definitions": {".md": "definition", ".yaml": "scenarios"},
         "scenarios": {".yaml": "scenarios"},
@@ -79,7 +91,7 @@ def test_compat_files(compat_dir: Path) -> None:
     }
     seen = 0
     for folder, kinds in expected.items():
-        for path in sorted((compat_dir / folder).iterdir()):
+        for path in sorted(cli_corpus.path(folder).iterdir()):
             text = read(path)
             kind = kinds[path.suffix]
             assert detect_kind(path.name, text) == kind

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
+from tests.cli_corpus import Corpus
 
+from valuerank.analysis.stakes import CANONICAL_VALUES
 from valuerank.formats import (
     DisambiguationRule,
     FormatError,
@@ -77,23 +79,33 @@ def test_serializing_repairs_the_indentation() -> None:
     assert "  Compassion   \n" in out  # trailing spaces in the prose survive, as a literal block
 
 
-@pytest.mark.compat
-def test_compat_rubric(compat_dir: Path) -> None:
-    text = read(compat_dir / "config" / "values_rubric.yaml")
+def test_corpus_rubric(cli_corpus: Corpus) -> None:
+    text = read(cli_corpus.path("config", "values_rubric.yaml"))
     rubric, warnings = parse_rubric(text, "values_rubric.yaml")
     assert len(rubric.values) == 14
-    tradition = rubric.value("Tradition")
-    assert tradition is not None
-    assert tradition.definition.startswith("Preserving inherited practices")
-    assert len(tradition.indicators) == 2
+    assert set(rubric.value_names) == set(CANONICAL_VALUES)
+    misindented = rubric.value(cli_corpus.misindented)
+    assert misindented is not None
+    assert misindented.definition.startswith(cli_corpus.misindented_start)
+    assert len(misindented.indicators) == 2
     messages = [w.message for w in warnings]
-    assert sum("Tradition" in m and "attached" in m for m in messages) == 2
-    assert any("contrasts with `Psychological_Safety`" in m for m in messages)
-    assert any("contrasts with `Honesty`" in m for m in messages)
+    assert sum(cli_corpus.misindented in m and "attached" in m for m in messages) == 2
+    undefined = re.compile(r"(?:contrasts with|names) `(\w+)`, which the rubric does not define")
+    named = [undefined.search(m) for m in messages if "attached" not in m]
+    assert all(named), messages  # nothing else is wrong with the file
+    assert sorted({match[1] for match in named if match}) == list(cli_corpus.undefined)
+    assert any(m.startswith("disambiguation rule") for m in messages)
     assert not any("allowed value names" in m for m in messages)  # prose list agrees
     assert rubric.allowed_value_names is not None
     assert set(rubric.allowed_value_names) == set(rubric.value_names)
-    assert len(rubric.disambiguation) == 6
+    assert rubric.section_order == (
+        "meta",
+        "scoring rules",
+        "unmatched_values",
+        "values",
+        "disambiguation",
+    )
+    assert len(rubric.disambiguation) == cli_corpus.disambiguation_rules
     assert rubric.value("Freedom") is not None
     again, _ = parse_rubric(serialize_rubric(rubric))
     assert again == rubric

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import yaml
 from hypothesis import given, settings
+from tests.cli_corpus import Corpus
 
 from valuerank.formats import (
     FormatError,
@@ -20,8 +19,6 @@ from valuerank.formats import (
 
 from .helpers import fixture, read
 from .strategies import scenario_files
-
-COMPAT_GENERATED = "exp-004.Trans_Athlete_Competition_Freedom_FairProcess_Harmony.new.yaml"
 
 
 def _error(text: str) -> FormatError:
@@ -46,12 +43,13 @@ def test_generated_fixture_round_trips_byte_for_byte() -> None:
     assert serialize_scenarios(f) == text
 
 
-@pytest.mark.compat
-def test_compat_generated_file_round_trips_byte_for_byte(compat_dir: Path) -> None:
-    text = read(compat_dir / "definitions" / COMPAT_GENERATED)
-    f = parse_scenarios(text, COMPAT_GENERATED)
-    assert len(f.scenarios) == 125
-    assert f.scenarios[0].id == "scenario_001_FreedomBelief1_FairProcessCompete1_HarmonyGroup1"
+def test_corpus_generated_file_round_trips_byte_for_byte(cli_corpus: Corpus) -> None:
+    text = read(cli_corpus.path("definitions", cli_corpus.expansion))
+    f = parse_scenarios(text, cli_corpus.expansion)
+    assert f.layout == "modern" and f.preamble == "" and f.header_comment is None
+    assert len(f.scenarios) == cli_corpus.scenario_count
+    assert f.scenarios[0].id == cli_corpus.first_scenario_id
+    assert all(s.base_id == cli_corpus.base_id for s in f.scenarios)
     assert serialize_scenarios(f) == text
 
 
@@ -85,16 +83,16 @@ def test_bodies_with_spaces_before_line_breaks_stay_literal_blocks() -> None:
     assert out.count("body: |") == 2
 
 
-@pytest.mark.compat
-def test_compat_hand_written_file_keeps_meaning(compat_dir: Path) -> None:
-    text = read(compat_dir / "scenarios" / "exp-001.cafe.preference.yaml")
-    f = parse_scenarios(text, "exp-001.cafe.preference.yaml")
+def test_corpus_hand_written_file_keeps_meaning(cli_corpus: Corpus) -> None:
+    text = read(cli_corpus.path("scenarios", cli_corpus.preferences))
+    f = parse_scenarios(text, cli_corpus.preferences)
     assert len(f.scenarios) == 5
     assert f.header_comment is not None and f.header_comment.count("\n") == 2
-    tilt = [dict(s.extra).get("preference_value_tilt") for s in f.scenarios]
-    assert tilt == [None, "Physical_Safety", "Physical_Safety", "Economics", "Economics"]
+    tilt = tuple(dict(s.extra).get("preference_value_tilt") for s in f.scenarios)
+    assert tilt == cli_corpus.preference_tilts
+    assert all(s.base_id == cli_corpus.base_id for s in f.scenarios)
     out = serialize_scenarios(f)
-    assert out.startswith("# exp-001.cafe.preference.yaml\n")
+    assert out.startswith(f"# {cli_corpus.preferences}\n")
     # folded `>` scalars come back as literal blocks: same data, different bytes
     assert yaml.safe_load(out) == yaml.safe_load(text)
     assert parse_scenarios(out) == f

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from hypothesis import given, settings
+from tests.cli_corpus import Corpus
 
 from valuerank.formats import (
     FormatError,
@@ -85,9 +84,8 @@ def test_markers_inside_an_answer_do_not_split_it() -> None:
     assert "scans came back clean. They did not" in first.probe
 
 
-@pytest.mark.compat
-def test_compat_transcripts_round_trip_byte_for_byte(compat_dir: Path) -> None:
-    files = sorted((compat_dir / "transcripts").glob("transcript.*.md"))
+def test_corpus_transcripts_round_trip_byte_for_byte(cli_corpus: Corpus) -> None:
+    files = cli_corpus.transcripts
     assert len(files) == 3
     models = set()
     for path in files:
@@ -96,13 +94,15 @@ def test_compat_transcripts_round_trip_byte_for_byte(compat_dir: Path) -> None:
         t = parse_transcript(text, path.name, warnings=warnings)
         assert warnings == []
         assert len(t.turns) == 2
-        assert t.subject == "Following a COVID rule that might sink my café"
+        assert t.subject == cli_corpus.subject
+        assert t.run_id == t.timestamp == cli_corpus.run_id
+        assert [turn.label for turn in t.turns] == ["scenario_prompt", "ranked_list"]
         assert serialize_transcript(t) == text
         assert transcript_file_name(t) == path.name
         named = parse_transcript_file_name(path.name)
         assert named is not None and (named.scenario_id, named.run_id) == (t.scenario_id, t.run_id)
         models.add(t.target_model)
-    assert models == {"anthropic:claude-sonnet-4-0", "openai:gpt-4.1", "xai:grok-3"}
+    assert sorted(models) == list(cli_corpus.models)  # one run, three providers
 
 
 @settings(deadline=None)

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from tests.cli_corpus import Corpus
 
 from valuerank.consensus import Judgement
 from valuerank.formats import Rubric, RubricValue, parse_rubric, parse_scenarios, parse_transcript
@@ -132,9 +133,8 @@ def test_probe_messages_refuse_another_scenarios_conversation() -> None:
         )
 
 
-@pytest.mark.compat
-def test_compat_transcripts_turns(compat_dir: Path) -> None:
-    paths = sorted((compat_dir / "transcripts").glob("*.md"))
+def test_corpus_transcripts_turns(cli_corpus: Corpus) -> None:
+    paths = cli_corpus.transcripts
     assert len(paths) == 3
     for path in paths:
         transcript = parse_transcript(path.read_text(encoding="utf-8"), path.name)
@@ -146,15 +146,14 @@ def test_compat_transcripts_turns(compat_dir: Path) -> None:
         assert first_prompt(preamble, body) == transcript.turns[0].probe
 
 
-@pytest.mark.compat
-def test_compat_turn_one_against_the_exp_001_yaml(compat_dir: Path) -> None:
-    """What the compat files show (they are not one run): the transcripts probe the *base*
-    scenario_001 of the CLI's config/scenarios.yaml (not in the compat set), whose preamble
-    is exp-001's preamble with other line wrapping. exp-001's bodies are that base body with
-    one preference sentence added before "What should I do?"."""
-    path = compat_dir / "scenarios" / "exp-001.cafe.preference.yaml"
+def test_corpus_turn_one_against_the_preference_yaml(cli_corpus: Corpus) -> None:
+    """What the CLI's files show (they are not one run), and the project's corpus copies:
+    the transcripts probe the *base* scenario of the preference file (not in the corpus),
+    whose preamble is the preference file's with other line wrapping. The preference file's
+    bodies are that base body with one preference sentence added before "What should I do?"."""
+    path = cli_corpus.path("scenarios", cli_corpus.preferences)
     scenarios = parse_scenarios(path.read_text(encoding="utf-8"), path.name)
-    transcript_path = next((compat_dir / "transcripts").glob("*openai:gpt-4.1*.md"))
+    transcript_path = next(p for p in cli_corpus.transcripts if ".openai:" in p.name)
     transcript = parse_transcript(transcript_path.read_text(encoding="utf-8"))
     probe = transcript.turns[0].probe
     preamble, body = probe.split("\n\n", 1)
@@ -170,7 +169,7 @@ def test_compat_turn_one_against_the_exp_001_yaml(compat_dir: Path) -> None:
     question = " What should I do?"
     core = _norm(body).removesuffix(question)
     assert core != _norm(body)
-    assert transcript.scenario_id == "scenario_001"
+    assert transcript.scenario_id == cli_corpus.base_id
     for scenario in scenarios.scenarios:
         assert scenario.base_id == transcript.scenario_id
         assert _norm(scenario.body).startswith(core), scenario.id
@@ -178,7 +177,7 @@ def test_compat_turn_one_against_the_exp_001_yaml(compat_dir: Path) -> None:
         assert _norm(first_prompt(scenarios.preamble, scenario.body)).startswith(
             _norm(preamble) + " " + core
         )
-    neutral = scenarios.scenario("scenario_001_pref_neutral")
+    neutral = scenarios.scenario(f"{cli_corpus.base_id}_pref_neutral")
     assert neutral is not None
     without = _norm(neutral.body).replace(" I have no leaning either way.", "")
     assert _norm(first_prompt(scenarios.preamble, without)) == _norm(probe)
@@ -257,14 +256,14 @@ def test_strip_front_matter() -> None:
     assert strip_front_matter("text\n---\na: 1\n---\n") == "text\n---\na: 1\n---"
 
 
-@pytest.mark.compat
-def test_judge_messages_with_the_real_rubric(compat_dir: Path) -> None:
-    rubric, _ = parse_rubric((compat_dir / "config" / "values_rubric.yaml").read_text())
+def test_judge_messages_with_the_corpus_rubric(cli_corpus: Corpus) -> None:
+    rubric, _ = parse_rubric(cli_corpus.path("config", "values_rubric.yaml").read_text())
     system, _ = judge_messages(TRANSCRIPT, rubric)
     listing = system.content.split("spelled exactly as written:\n", 1)[1].split("\n\n", 1)[0]
     listed = re.findall(r"^- (\w+): \S", listing, re.MULTILINE)
     assert listed == list(rubric.value_names)
-    assert "Tradition" in listed  # the mis-indented value of the real file keeps its definition
+    # The mis-indented value keeps its definition.
+    assert f"- {cli_corpus.misindented}: {cli_corpus.misindented_start}" in listing
 
 
 REPLY = {

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import pytest
+from tests.cli_corpus import Corpus
 
 from valuerank.formats import parse_transcript
 from valuerank.providers.catalog import (
@@ -156,9 +156,8 @@ def test_frozen() -> None:
         CATALOG[0].weight = 2.0  # type: ignore[misc]
 
 
-@pytest.mark.compat
-def test_models_of_the_cli_transcripts_are_listed(compat_dir: Path) -> None:
-    paths = sorted((compat_dir / "transcripts").glob("*.md"))
+def test_models_of_the_cli_transcripts_are_listed(cli_corpus: Corpus) -> None:
+    paths = cli_corpus.transcripts
     assert len(paths) == 3
     for path in paths:
         transcript = parse_transcript(path.read_text(encoding="utf-8"), path.name)

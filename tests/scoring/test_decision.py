@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.cli_corpus import Corpus
 from tests.conftest import examples
 
 from valuerank.formats import parse_definition, parse_scenarios
@@ -320,33 +319,32 @@ def test_digit_soup_never_gives_out_of_range_codes(text: str) -> None:
     assert decision.code is None or 1 <= decision.code <= 5
 
 
-@pytest.mark.compat
-def test_real_template_labels(compat_dir: Path) -> None:
-    definition_path = compat_dir / "definitions"
-    md = next(definition_path.glob("exp-Trans_Athlete*.md"))
+def test_corpus_template_labels(cli_corpus: Corpus) -> None:
+    definition_path = cli_corpus.path("definitions")
+    md = definition_path / cli_corpus.definition
     definition = parse_definition(md.read_text(encoding="utf-8"))
     labels = scale_labels_from_template(definition.template)
     assert sorted(labels) == [1, 2, 3, 4, 5]
-    assert labels[5] == "strongly support Jordan competing in Gymnastics"
-    # The real file repeats one label for 2 and 1: quoting it is ambiguous.
+    assert labels[5] == cli_corpus.scale_top
+    assert labels[1] == cli_corpus.scale_bottom
+    # The CLI's file repeats one label for 2 and 1 (so does ours): quoting it is ambiguous.
     assert labels[2] == labels[1]
     quoted = decision_code(f"I would {labels[2]}.", scale_labels=labels)
     assert quoted.code is None and quoted.reason == AMBIGUOUS
     assert decision_code(f"I {labels[3]}.", scale_labels=labels).code == 3
     # Expanded bodies carry the same scale.
-    yaml_path = next(definition_path.glob("exp-004*.yaml"))
+    yaml_path = definition_path / cli_corpus.expansion
     scenarios = parse_scenarios(yaml_path.read_text(encoding="utf-8"))
     for scenario in scenarios.scenarios[:5]:
         assert scale_labels_from_template(scenario.body) == labels
 
 
-@pytest.mark.compat
-def test_real_transcripts_have_no_rating_scale(compat_dir: Path) -> None:
-    """The café transcripts ask for a choice in prose, not on a 1–5 scale: no code is read
-    from the answers (the front matter's dates and versions are never seen)."""
+def test_corpus_transcripts_have_no_rating_scale(cli_corpus: Corpus) -> None:
+    """The transcripts ask for a choice in prose, not on a 1–5 scale: no code is read from
+    the answers (the front matter's dates and versions are never seen)."""
     from valuerank.formats import parse_transcript
 
-    paths = sorted((compat_dir / "transcripts").glob("*.md"))
+    paths = cli_corpus.transcripts
     assert len(paths) == 3
     for path in paths:
         transcript = parse_transcript(path.read_text(encoding="utf-8"), path.name)

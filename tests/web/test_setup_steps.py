@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
+from tests.cli_corpus import PROJECT as PROJECT_CORPUS
 
 from valuerank.cli.live import in_process_worker
 from valuerank.db import Database
@@ -239,9 +240,8 @@ async def download(page: Any, form: str) -> tuple[str, bytes]:
     return got.suggested_filename, Path(await got.path()).read_bytes()
 
 
-async def test_import_and_export_the_clis_files(
-    ui: Browsing, org_id: str, make_run: Any, compat_dir: Path
-) -> None:
+async def test_import_and_export_the_clis_files(ui: Browsing, org_id: str, make_run: Any) -> None:
+    corpus = PROJECT_CORPUS.root  # the CLI's formats; the formats' own tests check the CLI's
     page = await ui.open("/definitions")
     await page.locator("#exchange-link").click()
     await page.wait_for_url("**/exchange")
@@ -255,10 +255,10 @@ async def test_import_and_export_the_clis_files(
     assert await link.inner_text() == f"{stored['name']} {stored['version_label']}"
     assert await link.get_attribute("href") == f"/definitions/{stored['id']}"
 
-    await upload(page, "valuerank-cli.zip", folder_zip(compat_dir), "application/zip")
+    await upload(page, "valuerank-cli.zip", folder_zip(corpus), "application/zip")
     await result.locator(".import-kind", has_text="runs").wait_for()
     runs = (await api(ui, "/api/runs"))["runs"]
-    [imported] = [r for r in runs if r.get("cli_run_id") == "2025-11-16.10-29"]
+    [imported] = [r for r in runs if r.get("cli_run_id") == PROJECT_CORPUS.run_id]
     line = await result.locator("li").inner_text()
     assert line.endswith(" · 3 transcripts")
     assert await result.get_by_role("link").get_attribute("href") == f"/runs/{imported['id']}"
@@ -266,7 +266,7 @@ async def test_import_and_export_the_clis_files(
     choices = page.locator("#export-run option")
     await choices.first.wait_for(state="attached")
     assert await choices.evaluate_all("o => o.map(x => x.value)") == [r["id"] for r in runs]
-    await upload(page, "valuerank-cli.zip", folder_zip(compat_dir), "application/zip")
+    await upload(page, "valuerank-cli.zip", folder_zip(corpus), "application/zip")
     await result.locator(".import-kind", has_text="Already here").wait_for()
     assert (await result.locator("li").inner_text()).endswith("(already here)")
 
