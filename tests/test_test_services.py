@@ -42,9 +42,10 @@ def test_is_ci(monkeypatch: pytest.MonkeyPatch, value: str | None, expected: boo
 
 def test_no_profile_has_a_per_example_deadline() -> None:
     """A property test is never failed for being slow on a loaded machine, in CI or not."""
-    assert settings.default.deadline is None
+    assert settings.default is not None and settings.default.deadline is None
     for name in ("ci", "dev"):
-        assert settings.get_profile(name).deadline is None, name
+        profile = settings.get_profile(name)
+        assert profile is not None and profile.deadline is None, name
 
 
 def test_examples_are_capped_only_in_the_ci_profile() -> None:

@@ -5,6 +5,8 @@ the means and the df are G − 1)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -60,7 +62,7 @@ def test_unbalanced_clusters_and_a_cluster_that_pins_a_parameter() -> None:
 
 def _brute_force_cr2(
     y: np.ndarray, design: np.ndarray, groups: np.ndarray, level: float
-) -> tuple[np.ndarray, ...]:
+) -> tuple[Any, ...]:
     """CR2 and the Imbens–Kolesár df written from their definitions, with every n × n matrix
     formed: A_g = (I − H_gg)^(−1/2) per cluster, V = B (Σ X_g' A_g e_g e_g' A_g X_g) B, and
     df = (Σλ)² / Σλ², λ the eigenvalues of G'G with G's column g = (I − H)_{·g} A_g X_g B e_j."""

@@ -4,6 +4,8 @@ coefficient of 0 or an interval that touches 0."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -12,7 +14,7 @@ from valuerank.analysis.sensitivity import fit_one, sentence
 LABELS = {"1": "strongly oppose the plan", "5": "strongly support the plan"}
 
 
-def _entry(coefficient: float | None, ci: list[float] | None, status: str = "ok") -> dict:
+def _entry(coefficient: float | None, ci: list[float] | None, status: str = "ok") -> dict[str, Any]:
     return {"value": "Freedom", "coefficient": coefficient, "ci95": ci, "status": status}
 
 
@@ -24,6 +26,7 @@ def test_an_interval_needs_one_scenario_more_than_coefficients() -> None:
     (estimate,), withheld = fit_one(decisions, levels[:, None], groups)
     assert withheld is None
     assert estimate.lower is not None and estimate.upper is not None
+    assert estimate.coefficient is not None
     assert estimate.lower < estimate.coefficient < estimate.upper
     assert estimate.p_value is not None
     (estimate,), withheld = fit_one(decisions[:4], levels[:4, None], groups[:4])

@@ -360,11 +360,11 @@ def test_no_client_and_every_forwarding_header_are_not_this_machine() -> None:
     headers = [(b"host", b"127.0.0.1:8000")]
     assert not is_local_request({"type": "http", "client": None, "headers": headers})
     assert is_local_request({"type": "http", "client": ("127.0.0.1", 1), "headers": headers})
-    for name in (b"forwarded", b"x-forwarded-for", b"x-forwarded-host", b"x-real-ip"):
+    for header in (b"forwarded", b"x-forwarded-for", b"x-forwarded-host", b"x-real-ip"):
         # Even one naming loopback: a proxy on this machine relays someone else.
-        relayed = [*headers, (name, b"127.0.0.1")]
+        relayed = [*headers, (header, b"127.0.0.1")]
         scope = {"type": "http", "client": ("127.0.0.1", 1), "headers": relayed}
-        assert not is_local_request(scope), name
+        assert not is_local_request(scope), header
     for name in ("::ffff:192.0.2.9", "[::ffff:192.0.2.9]", "::ffff:10.0.0.1", "::ffff:0.0.0.0"):
         assert not is_loopback_host(name), name
     assert is_loopback_host("[::ffff:127.0.0.1]") and is_loopback_host(" LOCALHOST ")

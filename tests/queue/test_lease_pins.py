@@ -5,7 +5,7 @@ of a delayed retry."""
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from valuerank.queue import (
     EventType,
@@ -38,7 +38,7 @@ async def test_a_heartbeat_sets_the_lease_to_now_plus_its_length(kit: Kit) -> No
     assert timedelta(seconds=235) < longer - shorter <= timedelta(seconds=240)
 
 
-async def _last_event(kit: Kit) -> tuple[str, dict]:
+async def _last_event(kit: Kit) -> tuple[str, dict[str, Any]]:
     event = (await kit.events())[-1]
     return str(getattr(event.type, "value", event.type)), event.data
 

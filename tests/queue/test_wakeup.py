@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 import pytest
-from tests.waiting import wait_until_async
+from tests.waiting import wait_until_async, worker_idle
 
 from valuerank.db import Database
 from valuerank.db import listen as db_listen
@@ -79,26 +79,6 @@ async def _start_delay(kit: Kit, started: Started, kind: str | None = None) -> f
     return started.at[job_id] - committed
 
 
-async def _until_idle(worker: Worker, woken_above: int = -1) -> None:
-    """Until the worker has heard more than `woken_above` notices, is listening, runs no
-    job and waits for its next wake-up (its loop is the one waiter on `_wake`, which nothing
-    has set since: every wake-up so far has been served by a claim)."""
-    wakeup = worker.wakeup
-    assert wakeup is not None
-
-    def idle() -> bool:
-        wake = worker._wake
-        return (
-            wakeup.woken > woken_above
-            and wakeup.listener.connected.is_set()
-            and worker.in_flight == 0
-            and not wake.is_set()
-            and bool(wake._waiters)  # type: ignore[attr-defined]
-        )
-
-    await wait_until_async(idle, what="the worker to be idle, waiting for a wake-up")
-
-
 @asynccontextmanager
 async def _idle_worker(kit: Kit, started: Started) -> AsyncIterator[Worker]:
     """A worker polling every 30 s, listening, and idle (its catch-up claim done)."""
@@ -112,7 +92,7 @@ async def _idle_worker(kit: Kit, started: Started) -> AsyncIterator[Worker]:
     assert worker.wakeup is not None
     task = asyncio.create_task(worker.run_forever())
     try:
-        await _until_idle(worker)  # the claim its connection woke has been made
+        await worker_idle(worker)  # the claim its connection woke has been made
         yield worker
     finally:
         worker.stop()
@@ -168,7 +148,7 @@ async def test_an_idle_worker_starts_new_jobs_long_before_its_poll(kit: Kit) -> 
     async with _idle_worker(kit, started) as worker:
         for _ in range(3):  # each after the worker went idle again
             assert await _start_delay(kit, started) < FAST_ENOUGH
-            await _until_idle(worker)
+            await worker_idle(worker)
         assert worker.wakeup is not None and worker.wakeup.woken >= 3
     assert set(started.runs.values()) == {1}
 
@@ -182,7 +162,7 @@ async def test_resuming_a_paused_run_wakes_the_idle_worker(kit: Kit) -> None:
         assert worker.wakeup is not None
         woken = worker.wakeup.woken
         job_id, _ = await _enqueue(kit, started.kind)  # wakes it, but the run is paused
-        await _until_idle(worker, woken_above=woken)  # woken, claimed nothing, idle again
+        await worker_idle(worker, woken_above=woken)  # woken, claimed nothing, idle again
         assert job_id not in started.at
         async with kit.db.transaction(immediate=True) as conn:
             await resume_partition(conn, kit.org_id, "run-1")
@@ -217,7 +197,7 @@ async def test_after_its_listen_connection_is_killed_the_worker_catches_up_at_on
         new_pid = await _listen_pid(kit.db, worker)
         assert new_pid not in (None, old_pid)
 
-        await _until_idle(worker)
+        await worker_idle(worker)
         assert await _start_delay(kit, started) < FAST_ENOUGH  # NOTIFY heard again
     assert set(started.runs.values()) == {1}  # no job ran twice
     for job_id in started.at:
