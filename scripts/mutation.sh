@@ -7,6 +7,7 @@
 #   bash scripts/mutation.sh cluster_robust sampling      # the modules named
 #   bash scripts/mutation.sh --list                       # the modules and their tests
 #   MUTATION_JOBS=2 bash scripts/mutation.sh decision     # parallel mutants (default 1)
+#   MUTATION_KEEP=1 bash scripts/mutation.sh lease        # keep the copies, to inspect
 #
 # Each module runs in a scratch copy of src/ and tests/ (mutmut writes `mutants/` beside
 # them), with only that module mutated and only its tests run, so the worktree is never
@@ -20,7 +21,8 @@ PY="${PYTHON:-$root/.venv/bin/python}"
 MUTMUT_VERSION="$(sed -n 's/^mutmut==\([0-9.]*\).*/\1/p' constraints.txt)"
 JOBS="${MUTATION_JOBS:-1}"
 
-# module name → "source file|test paths" (the tests that pin it; they must not need a server)
+# module name → "source file|test paths" (the tests that pin it; the queue's and auth's use
+# the test databases, as in the suite)
 declare -A MODULES=(
   [decision]="src/valuerank/scoring/decision.py|tests/scoring"
   [consensus]="src/valuerank/consensus/consensus.py|tests/consensus"
@@ -54,7 +56,11 @@ if ! "$PY" -c "import mutmut" 2>/dev/null; then
 fi
 
 scratch="$(mktemp -d "${TMPDIR:-/tmp}/valuerank-mutation.XXXXXX")"
-trap 'rm -rf "$scratch"' EXIT
+if [ -n "${MUTATION_KEEP:-}" ]; then
+  echo "copies kept in $scratch"
+else
+  trap 'rm -rf "$scratch"' EXIT
+fi
 summary=()
 for name in "$@"; do
   spec="${MODULES[$name]:-}"
@@ -96,7 +102,7 @@ EOF
   summary+=("$line")
   echo "$line"
   if grep -q survived "$work/survivors.txt" 2>/dev/null; then
-    echo "   survivors (see one: cd into a copy and run mutmut show NAME):"
+    echo "   survivors (MUTATION_KEEP=1, then \`mutmut show NAME\` in $work shows one):"
     grep survived "$work/survivors.txt" | sed 's/^/     /'
   fi
 done
