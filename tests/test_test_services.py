@@ -12,6 +12,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from hypothesis import settings
 from tests.conftest import CI_MAX_EXAMPLES, HYPOTHESIS_PROFILE, examples, is_ci
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,6 +39,14 @@ def test_is_ci(monkeypatch: pytest.MonkeyPatch, value: str | None, expected: boo
     else:
         monkeypatch.setenv("CI", value)
     assert is_ci() is expected
+
+
+def test_no_profile_has_a_per_example_deadline() -> None:
+    """A property test is never failed for being slow on a loaded machine, in CI or not."""
+    assert settings.default is not None and settings.default.deadline is None
+    for name in ("ci", "dev"):
+        profile = settings.get_profile(name)
+        assert profile is not None and profile.deadline is None, name
 
 
 def test_examples_are_capped_only_in_the_ci_profile() -> None:

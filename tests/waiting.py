@@ -23,6 +23,7 @@ import pytest
 
 if TYPE_CHECKING:  # tests/conftest.py imports this module: it stays light
     from valuerank.db import Database
+    from valuerank.queue import Worker
     from valuerank.runs.progress import RunReport
 
 # Below pytest-timeout's 300 s (pyproject.toml), so that a hang fails with `what` and the last
@@ -168,3 +169,21 @@ async def run_report_when(
         wake=wake,
         interval=interval,
     )
+
+
+async def worker_idle(worker: Worker, *, woken_above: int = -1) -> None:
+    """Until `worker.run_forever()` is idle: no job running and its loop waiting for a wake-up
+    that nothing has set since (every wake-up so far served by a claim); on PostgreSQL also
+    listening, having heard more than `woken_above` NOTIFYs. (The worker shows no such state:
+    this reads its private wake-up event, the one its loop waits on.)"""
+    wakeup = worker.wakeup
+
+    def idle() -> bool:
+        wake: asyncio.Event = worker._wake
+        if wakeup is not None and not (
+            wakeup.woken > woken_above and wakeup.listener.connected.is_set()
+        ):
+            return False
+        return worker.in_flight == 0 and not wake.is_set() and bool(wake._waiters)
+
+    await wait_until_async(idle, what=f"worker {worker.worker_id} idle, waiting for a wake-up")

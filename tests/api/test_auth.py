@@ -330,6 +330,46 @@ def test_what_counts_as_this_machine() -> None:
     assert not same_origin(scope("x", "127.0.0.1:8000", (b"origin", b"http://evil.example")))
 
 
+@pytest.mark.parametrize(
+    ("client", "host", "local"),
+    [
+        # A dual-stack server sees IPv4 clients as IPv4-mapped IPv6 addresses.
+        ("::ffff:192.0.2.9", "127.0.0.1:8000", False),
+        ("::ffff:192.0.2.9", "[::1]:8000", False),
+        ("::ffff:127.0.0.1", "127.0.0.1:8000", True),
+        ("::ffff:7f00:1", "localhost:8000", True),  # the same address in hexadecimal
+        ("::ffff:0:7f00:1", "127.0.0.1", False),  # IPv4-translated, not mapped: not loopback
+        ("::1", "[::1]", True),
+        ("::1", "::1", True),  # a bare IPv6 Host (no port) is read whole
+        ("::1", "[::ffff:192.0.2.9]:8000", False),
+        ("::1", "[::ffff:127.0.0.1]:8000", True),
+        ("127.0.0.1", "localhost.:8000", False),
+        ("127.0.0.1", "127.0.0.1.evil.example", False),
+        ("127.0.0.1", "app.localhost:8000", True),
+        ("127.0.0.1", "", False),  # no Host header
+        ("192.0.2.9", "localhost", False),
+        ("unknown", "localhost", False),
+    ],
+)
+def test_ipv4_mapped_and_bracketed_addresses(client: str, host: str, local: bool) -> None:
+    scope = {"type": "http", "client": (client, 5000), "headers": [(b"host", host.encode())]}
+    assert is_local_request(scope) is local
+
+
+def test_no_client_and_every_forwarding_header_are_not_this_machine() -> None:
+    headers = [(b"host", b"127.0.0.1:8000")]
+    assert not is_local_request({"type": "http", "client": None, "headers": headers})
+    assert is_local_request({"type": "http", "client": ("127.0.0.1", 1), "headers": headers})
+    for header in (b"forwarded", b"x-forwarded-for", b"x-forwarded-host", b"x-real-ip"):
+        # Even one naming loopback: a proxy on this machine relays someone else.
+        relayed = [*headers, (header, b"127.0.0.1")]
+        scope = {"type": "http", "client": ("127.0.0.1", 1), "headers": relayed}
+        assert not is_local_request(scope), header
+    for name in ("::ffff:192.0.2.9", "[::ffff:192.0.2.9]", "::ffff:10.0.0.1", "::ffff:0.0.0.0"):
+        assert not is_loopback_host(name), name
+    assert is_loopback_host("[::ffff:127.0.0.1]") and is_loopback_host(" LOCALHOST ")
+
+
 @sqlite_only
 async def test_public_read_prefixes_open_reads_only(
     live: Live, live_server: Any, assert_error: Any, make_run: Any

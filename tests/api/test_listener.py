@@ -44,6 +44,18 @@ async def _pause(db: Database, org_id: str, run_id: str, paused: bool) -> float:
     return time.monotonic()
 
 
+async def _streams_waiting(waker: Any, count: int) -> None:
+    """Until `count` streams are subscribed and none has a wake-up left unserved: each has
+    armed its subscription before reading, so a NOTIFY from now on can only reach it by
+    waking it (the set of subscriptions is the listener's own: nothing else shows it)."""
+
+    def waiting() -> bool:
+        subscriptions = list(waker._subscriptions)
+        return len(subscriptions) == count and not any(s.woken.is_set() for s in subscriptions)
+
+    await wait_until_async(waiting, what=f"{count} streams waiting on the listener")
+
+
 async def test_notify_wakes_streams_long_before_the_poll(
     live: Any, db: Database, org_id: str, make_run: Any, sse_messages: Any
 ) -> None:
@@ -59,7 +71,7 @@ async def test_notify_wakes_streams_long_before_the_poll(
         assert (await _recv(ws, 10))["type"] == "subscribed"
         assert (await _recv(up, 10))["type"] == "subscribed"
         await asyncio.wait_for(waker.connected.wait(), 10)
-        await asyncio.sleep(0.5)  # the streams have read once and wait now (30 s poll)
+        await _streams_waiting(waker, 2)  # they have read once and wait now (long poll)
 
         written = await _pause(db, org_id, run.id, True)
         message = await _recv(ws, FAST_ENOUGH)
@@ -84,7 +96,7 @@ async def test_notify_wakes_streams_long_before_the_poll(
             return waker.backend_pid not in (None, old_pid)
 
         await wait_until_async(reconnected, what="the listener to reconnect")
-        await asyncio.sleep(0.5)  # the wake-up of the reconnect has been served
+        await _streams_waiting(waker, 2)  # the wake-up of the reconnect has been served
         written = await _pause(db, org_id, run.id, False)
         assert (await _recv(ws, FAST_ENOUGH))["type"] == "run_resumed"
         assert time.monotonic() - written < FAST_ENOUGH
@@ -94,7 +106,7 @@ async def test_notify_wakes_streams_long_before_the_poll(
         async with client.stream("GET", url, params={"after": 2}) as response:
             messages = sse_messages(response)
             assert (await asyncio.wait_for(anext(messages), 10))["event"] == "status"
-            await asyncio.sleep(0.5)
+            await _streams_waiting(waker, 3)
             written = await _pause(db, org_id, run.id, True)
             async with asyncio.timeout(FAST_ENOUGH):
                 seen = [await anext(messages), await anext(messages)]

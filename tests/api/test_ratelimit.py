@@ -104,7 +104,11 @@ async def test_each_client_and_class_has_its_limit(
             for _ in range(5):  # /api/models shares the models class with the seed's path
                 assert (await admin.get("/api/models")).status_code == 200
             _assert_limited(await admin.get("/api/assumptions/models"), assert_error)
-        # Wrong credentials count against the address: guessing is throttled too.
+        # A request with no credential is not a guess: refused 401, never counted…
+        async with limited.client(token=None) as anonymous:
+            for _ in range(5):
+                assert_error(await anonymous.get("/api/runs"), 401, "UNAUTHORIZED")
+        # …while a wrong Bearer token counts against the address: the 4th guess is a 429.
         async with limited.client(token="vrt_" + "z" * 43) as guesser:
             for _ in range(3):
                 assert_error(await guesser.get("/api/runs"), 401, "UNAUTHORIZED")

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import update
-from tests.waiting import WAIT_SECONDS
+from tests.waiting import WAIT_SECONDS, wait_until_async
 
 from valuerank.db import Database
 from valuerank.db.tables import runs
@@ -105,9 +105,14 @@ async def test_event_stream_live_then_resumed(
     url = f"/api/runs/{run.id}/events/stream"
 
     async def act() -> None:
-        """Write events through the services while the stream is open."""
-        for step in (service.pause_run, service.resume_run, service.cancel_run):
-            await asyncio.sleep(0.2)
+        """Write events through the services while the stream is open, each once the stream
+        has delivered the one before (live, not read back at the end)."""
+        for n, step in enumerate((service.pause_run, service.resume_run, service.cancel_run)):
+
+            def delivered(n: int = n) -> bool:
+                return bool(sum(m["event"] == "message" for m in seen) >= n)
+
+            await wait_until_async(delivered, what=f"event {n} delivered live")
             async with db.transaction() as conn:
                 await step(conn, org_id, run.id)
 

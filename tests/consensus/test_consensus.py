@@ -404,3 +404,20 @@ def test_agreed_decision_is_one_a_judge_gave(judges: list[Judgement]) -> None:
     for judge, vote in zip(judges, result.consensus.votes, strict=True):
         if judge.decision == result.decision:
             assert vote.outcome is V
+
+
+def test_a_value_named_by_exactly_half_the_weight_is_no_majority() -> None:
+    """More than half, as the docstring says: 70 of 140 is not enough, 71 of 141 is."""
+    half = decision_consensus(
+        [Judgement("a", 3, 70, prioritized_values=("Freedom",)), Judgement("b", 3, 70)]
+    )
+    assert half.prioritized_values == () and half.prioritized_union == ("Freedom",)
+    more = decision_consensus(
+        [Judgement("a", 3, 71, deprioritized_values=("Freedom",)), Judgement("b", 3, 70)]
+    )
+    assert more.deprioritized_values == ("Freedom",)
+    # A judge reading no decision still weighs in the total.
+    with_null = decision_consensus(
+        [Judgement("a", 3, 70, prioritized_values=("Freedom",)), Judgement("b", None, 70)]
+    )
+    assert with_null.prioritized_values == ()

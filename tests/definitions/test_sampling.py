@@ -14,7 +14,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.conftest import examples
 
-from valuerank.definitions.sampling import item_id, rank_order, sample, sample_size
+from valuerank.definitions.sampling import (
+    MAX_DRAWN_SEED,
+    draw_seed,
+    item_id,
+    rank_order,
+    sample,
+    sample_count,
+    sample_size,
+)
 from valuerank.formats.scenarios_model import Scenario
 
 IDS_20 = [f"scenario_{i:03d}" for i in range(1, 21)]
@@ -227,3 +235,30 @@ def test_size_determinism_and_order(
     rnd.shuffle(shuffled)
     assert set(sample(shuffled, percentage, seed)) == set(chosen)
     assert rank_order(ids, seed)[:expected_k] == sorted(chosen, key=rank_order(ids, seed).index)
+
+
+def test_sample_count_is_the_rank_order_prefix_in_input_order() -> None:
+    ids = [f"s{i:02d}" for i in range(20)]
+    ranked = rank_order(ids, 7)
+    for count in (1, 5, 19, 20):
+        chosen = sample_count(ids, count, 7)
+        assert chosen == [i for i in ids if i in ranked[:count]]
+    # The same nested samples as `sample`: 25 % of 20 is the first 5 in rank order.
+    assert sample_count(ids, 5, 7) == sample(ids, 25, 7)
+    assert sample_count(ids, 50, 7) == ids  # more than there are: all of them
+    assert sample_count([], 3, 7) == []
+    assert sample_count(ids, 3, "7") == sample_count(ids, 3, 7)
+
+
+@pytest.mark.parametrize("count", [0, -1, True, 2.0, "3", None])
+def test_sample_count_refuses_a_count_below_one_or_not_an_integer(count: Any) -> None:
+    with pytest.raises(ValueError, match="count must be an integer >= 1"):
+        sample_count(["a", "b"], count, 1)
+
+
+def test_draw_seed_is_a_fresh_seed_every_json_reader_holds() -> None:
+    seeds = {draw_seed() for _ in range(200)}
+    assert all(isinstance(s, int) and 0 <= s <= MAX_DRAWN_SEED for s in seeds)
+    assert MAX_DRAWN_SEED == 2**31 - 1
+    assert len(seeds) > 190  # drawn afresh, not a constant or a small set
+    assert max(seeds) > 2**24  # spread over the range, not only its start

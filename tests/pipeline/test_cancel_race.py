@@ -10,7 +10,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 from tests.waiting import wait_until_async
 
 import valuerank
@@ -29,6 +29,23 @@ DEMO = Path(valuerank.__file__).parent / "demo" / "exp-demo-whistleblower.md"
 # A slow heartbeat: the worker must not see the cancel (and stop the handler) before the
 # probe has finished, which is the race being reproduced.
 SLOW_BEAT = QueueSettings(poll_seconds=0.02, heartbeat_seconds=30, burst_wait_seconds=0)
+
+
+async def _blocked_behind(db: Database, pid: int) -> None:
+    """Until a session waits for a lock that the session `pid` holds (here: the cancel,
+    after its first sweep, waiting for the partition row)."""
+
+    async def waiting() -> int:
+        async with db.engine.connect() as other:
+            found = await other.scalar(
+                text(
+                    "SELECT count(*) FROM pg_stat_activity WHERE :pid = ANY(pg_blocking_pids(pid))"
+                ),
+                {"pid": pid},
+            )
+            return int(found or 0)
+
+    await wait_until_async(waiting, what=f"a session blocked behind backend {pid}")
 
 
 async def _started_run(db: Database, org_id: str) -> str:
@@ -147,7 +164,8 @@ async def test_a_job_enqueued_while_the_cancel_runs_is_cancelled_too(
     async with db.transaction(immediate=True) as conn:
         late = await enqueue(conn, spec("late"))  # not committed: holds the partition row
         cancelling = asyncio.create_task(cancel())
-        await asyncio.sleep(0.5)  # the cancel's first sweep runs and waits for the row
+        if db.url.dialect == "postgresql":  # SQLite: the cancel waits its turn whatever
+            await _blocked_behind(db, await conn.scalar(text("SELECT pg_backend_pid()")))
     await asyncio.wait_for(cancelling, 30)
     async with db.transaction() as conn:
         status = await conn.scalar(select(jobs.c.status).where(jobs.c.id == late.job_id))

@@ -10,12 +10,12 @@ from __future__ import annotations
 import asyncio
 import importlib
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from tests.waiting import run_report_when
 
 import valuerank
 from valuerank.db import Database
@@ -24,7 +24,6 @@ from valuerank.pipeline.calls import ProviderPool
 from valuerank.pipeline.context import PipelineContext
 from valuerank.pipeline.handlers import register_pipeline_handlers
 from valuerank.pipeline.launch import launch_run
-from valuerank.pipeline.run_status import watch_report
 from valuerank.providers.base import CompletionRequest, Message, MissingCredential
 from valuerank.providers.catalog import (
     CATALOG,
@@ -226,10 +225,7 @@ async def test_a_run_is_checked_estimated_and_probed_through_a_registered_adapte
     task = asyncio.create_task(worker.run_forever())
     run_id = launched.created.run.id
     try:
-        deadline = time.monotonic() + 60
-        while not (report := await watch_report(db, org_id, run_id)).run.status.terminal:
-            assert time.monotonic() < deadline, report.to_dict()
-            await asyncio.sleep(0.05)
+        report = await run_report_when(db, org_id, run_id)
     finally:
         worker.stop()
         await task

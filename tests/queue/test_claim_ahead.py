@@ -98,9 +98,7 @@ async def test_jobs_waiting_past_their_first_heartbeat_are_handed_back(kit: Kit)
     async def handler(job: Job) -> Any:
         order.append(job.id)
         if job.id == block:  # until the worker has handed back what waits behind it
-            async with asyncio.timeout(WAIT_SECONDS):
-                while worker.stats.released == 0:
-                    await asyncio.sleep(0.01)
+            await wait_until_async(lambda: worker.stats.released, what="a job handed back")
 
     settings = kit.settings.model_copy(update={"heartbeat_seconds": 0.2})
     worker = Worker(kit.db, settings=settings, concurrency=1, handlers={"echo": handler})

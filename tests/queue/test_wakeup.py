@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 import pytest
-from tests.waiting import wait_until_async
+from tests.waiting import wait_until_async, worker_idle
 
 from valuerank.db import Database
 from valuerank.db import listen as db_listen
@@ -92,8 +92,7 @@ async def _idle_worker(kit: Kit, started: Started) -> AsyncIterator[Worker]:
     assert worker.wakeup is not None
     task = asyncio.create_task(worker.run_forever())
     try:
-        await asyncio.wait_for(worker.wakeup.listener.connected.wait(), 30)
-        await asyncio.sleep(0.3)  # the claim its connection woke has been made: idle now
+        await worker_idle(worker)  # the claim its connection woke has been made
         yield worker
     finally:
         worker.stop()
@@ -149,7 +148,7 @@ async def test_an_idle_worker_starts_new_jobs_long_before_its_poll(kit: Kit) -> 
     async with _idle_worker(kit, started) as worker:
         for _ in range(3):  # each after the worker went idle again
             assert await _start_delay(kit, started) < FAST_ENOUGH
-            await asyncio.sleep(0.2)
+            await worker_idle(worker)
         assert worker.wakeup is not None and worker.wakeup.woken >= 3
     assert set(started.runs.values()) == {1}
 
@@ -159,9 +158,11 @@ async def test_resuming_a_paused_run_wakes_the_idle_worker(kit: Kit) -> None:
     started = Started()
     async with kit.db.transaction(immediate=True) as conn:
         await pause_partition(conn, kit.org_id, "run-1")
-    async with _idle_worker(kit, started):
+    async with _idle_worker(kit, started) as worker:
+        assert worker.wakeup is not None
+        woken = worker.wakeup.woken
         job_id, _ = await _enqueue(kit, started.kind)  # wakes it, but the run is paused
-        await asyncio.sleep(0.3)
+        await worker_idle(worker, woken_above=woken)  # woken, claimed nothing, idle again
         assert job_id not in started.at
         async with kit.db.transaction(immediate=True) as conn:
             await resume_partition(conn, kit.org_id, "run-1")
@@ -196,7 +197,7 @@ async def test_after_its_listen_connection_is_killed_the_worker_catches_up_at_on
         new_pid = await _listen_pid(kit.db, worker)
         assert new_pid not in (None, old_pid)
 
-        await asyncio.sleep(0.3)  # idle again
+        await worker_idle(worker)
         assert await _start_delay(kit, started) < FAST_ENOUGH  # NOTIFY heard again
     assert set(started.runs.values()) == {1}  # no job ran twice
     for job_id in started.at:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, select, update
-from tests.waiting import WAIT_SECONDS
+from tests.waiting import WAIT_SECONDS, worker_idle
 
 from valuerank.db.tables import jobs
 from valuerank.orgs import ensure_org
@@ -204,7 +204,7 @@ async def test_run_forever_picks_up_new_work(kit: Kit) -> None:
 
     worker = Worker(kit.db, settings=kit.settings, concurrency=2, handlers={"echo": handler})
     run = asyncio.create_task(worker.run_forever())
-    await asyncio.sleep(0.05)  # idle, polling
+    await worker_idle(worker)  # polling, or (PostgreSQL) listening
     await kit.put(3)
 
     await asyncio.wait_for(all_done.wait(), WAIT_SECONDS)

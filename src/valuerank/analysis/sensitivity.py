@@ -226,7 +226,7 @@ def sentence(model: str, entry: dict[str, Any], labels: dict[str, str] | None) -
     ci = entry["ci95"]
     if ci is not None:
         lo, hi = (ci[0], ci[1]) if up else (-ci[1], -ci[0])
-        text += f" [{lo:.2f}, {hi:.2f}]"
+        text += f" [{lo:z.2f}, {hi:z.2f}]"  # z: a mirrored 0 is not "-0.00"
         if lo <= 0 <= hi:
             text += " (the interval includes no effect)"
     return text
