@@ -23,13 +23,15 @@ from valuerank.analysis.output import AnalysisWarning, clean
 from valuerank.analysis.profile import contested, per_model, sample_warnings, visualization
 from valuerank.analysis.profile import mean_method as _mean_method
 from valuerank.analysis.profile import win_rate_method as _win_rate_method
+from valuerank.analysis.robustness import METHOD as ROBUSTNESS_METHOD
+from valuerank.analysis.robustness import robustness
 from valuerank.analysis.sampling import basis_warnings
 from valuerank.analysis.sensitivity import METHOD as SENSITIVITY_METHOD
 from valuerank.analysis.sensitivity import value_sensitivity
 
 # Bump whenever a figure would come out differently: cached analyses of another version are
 # recomputed.
-CODE_VERSION = "1.3.0"
+CODE_VERSION = "1.4.0"
 ALPHA = 0.05
 
 VARIANTS = (
@@ -84,6 +86,7 @@ def methods_used(data: AnalysisInput, alpha: float) -> dict[str, Any]:
         "varianceExplained": "ols_r2_categorical",
         "outlierModels": "modified_z_mad",
         "valueSensitivity": SENSITIVITY_METHOD,
+        "robustness": ROBUSTNESS_METHOD,
         "contestedVariance": "population_ddof0_over_decided_transcripts",
         "alpha": alpha,
         "codeVersion": CODE_VERSION,
@@ -151,6 +154,7 @@ def analyze_basic(
     agreement, agreement_warnings = model_agreement(data.models, cells, alpha)
     dimensions, dimension_warnings = dimension_analysis(data, alpha)
     sensitivity, sensitivity_warnings = value_sensitivity(data)
+    robust, robustness_warnings = robustness(data)
     warnings = [
         *input_warnings(data),
         *judged_value_warnings(data),
@@ -158,10 +162,13 @@ def analyze_basic(
         *agreement_warnings,
         *dimension_warnings,
         *sensitivity_warnings,
+        *robustness_warnings,
     ]
     result = {
         # First: what moves each model, from the decisions alone (no judges needed).
         "valueSensitivity": sensitivity,
+        # Next: how far those figures survive the wording and the scale's order.
+        "robustness": robust,
         "scaleLabels": {str(code): text for code, text in sorted(data.scale_labels.items())},
         "perModel": profile,
         "modelAgreement": agreement,

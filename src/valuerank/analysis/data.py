@@ -5,6 +5,13 @@ unparseable), why there is none, and — when judges ran — the values their co
 answer prioritised (+1) or deprioritised (-1). Scenario-level facts (name, dimension levels)
 sit in per-scenario arrays indexed by `scenario_idx`. Everything downstream is vectorised over
 these arrays; building them is the only place that walks rows one by one.
+
+The scenario unit is the level *combination* (definitions/presentation.py): a run that asks a
+scenario in several phrasings or with its scale reversed gives repeats of one unit, like its
+samples, and each transcript records how it was asked in `order` (0 as written, 1 reversed;
+its decision is already mapped back to the definition's direction) and `phrasing` (an index
+into `phrasings`, ``""`` the first phrasing). A run without presentations has every
+transcript at 0 and 0, and its units are its scenario ids, as before.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ import numpy.typing as npt
 
 from valuerank.analysis.judged import RubricBasis
 from valuerank.analysis.sampling import SampleBasis
+from valuerank.definitions.presentation import combination_of, phrasing_of, presentation_of
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.intp]
@@ -63,6 +71,29 @@ class AnalysisInput:
     scale_labels: Mapping[int, str] = field(default_factory=dict)
     # The values rubric the judges read (None: none), for why no value was judged.
     rubric: RubricBasis | None = None
+    # How each transcript was asked (module docstring); None: all as written, first phrasing.
+    order: Int8Array | None = None  # (transcripts,): 0 as written, 1 reversed
+    phrasing: IntArray | None = None  # (transcripts,): index into `phrasings`
+    phrasings: tuple[str, ...] = ("",)
+
+    def __post_init__(self) -> None:
+        n = self.n
+        if self.order is None:
+            object.__setattr__(self, "order", np.zeros(n, dtype=np.int8))
+        if self.phrasing is None:
+            object.__setattr__(self, "phrasing", np.zeros(n, dtype=np.intp))
+
+    @property
+    def orders(self) -> Int8Array:
+        """`order`, never None (filled in `__post_init__`)."""
+        assert self.order is not None
+        return self.order
+
+    @property
+    def phrasing_idx(self) -> IntArray:
+        """`phrasing`, never None (filled in `__post_init__`)."""
+        assert self.phrasing is not None
+        return self.phrasing
 
     @property
     def n(self) -> int:
@@ -101,6 +132,8 @@ class AnalysisInput:
             outcome=self.outcome[rows],
             value_status=self.value_status[rows],
             judged=self.judged[rows],
+            order=self.orders[rows],
+            phrasing=self.phrasing_idx[rows],
         )
 
     @classmethod
@@ -123,7 +156,8 @@ class AnalysisInput:
     ) -> AnalysisInput:
         """Arrays from per-transcript columns. `scenarios` describes every scenario id used
         (others get their id as name and no levels); `judged[i]` says whether transcript i
-        has a consensus (its value lists are then meaningful, empty or not)."""
+        has a consensus (its value lists are then meaningful, empty or not). Scenario ids
+        are run scenario ids: presentations of one combination become one unit."""
         n = len(models)
         for name, column in (("scenario_ids", scenario_ids), ("decisions", decisions)):
             if len(column) != n:
@@ -131,9 +165,20 @@ class AnalysisInput:
         if len(reasons) != n:
             raise ValueError(f"reasons has {len(reasons)} items for {n} transcripts")
         model_names, model_idx = np.unique(np.asarray(models, dtype=object), return_inverse=True)
-        all_ids = sorted(set(scenario_ids) | set(scenarios))
+        scenarios, unit_of = _combinations(scenarios, set(scenario_ids))
+        all_ids = sorted(set(unit_of.values()) | set(scenarios))
         index_of = {sid: i for i, sid in enumerate(all_ids)}
-        scenario_idx = np.fromiter((index_of[s] for s in scenario_ids), dtype=np.intp, count=n)
+        scenario_idx = np.fromiter(
+            (index_of[unit_of[s]] for s in scenario_ids), dtype=np.intp, count=n
+        )
+        order = np.fromiter(
+            (presentation_of(s)[1] == "reversed" for s in scenario_ids), dtype=np.int8, count=n
+        )
+        phrasings = tuple(sorted({phrasing_of(s) for s in scenario_ids} | {""}))
+        phrasing_index = {key: i for i, key in enumerate(phrasings)}
+        phrasing = np.fromiter(
+            (phrasing_index[phrasing_of(s)] for s in scenario_ids), dtype=np.intp, count=n
+        )
         decision = np.array([np.nan if d is None else float(d) for d in decisions], dtype=float)
         if np.any((decision < SCALE[0]) | (decision > SCALE[1])):
             raise ValueError(f"decision codes must be {SCALE[0]}..{SCALE[1]} or None")
@@ -172,7 +217,25 @@ class AnalysisInput:
             dimension_values=dict(dimension_values or {}),
             scale_labels=dict(scale_labels or {}),
             rubric=rubric,
+            order=order,
+            phrasing=phrasing,
+            phrasings=phrasings,
         )
+
+
+def _combinations(
+    scenarios: Mapping[str, ScenarioInfo], used: Collection[str]
+) -> tuple[dict[str, ScenarioInfo], dict[str, str]]:
+    """(the info of each combination, the combination of each run scenario id used). A
+    combination takes the info of its as-written first phrasing when the run has it, else of
+    its first presentation in id order (every presentation has the combination's levels)."""
+    unit_of = {sid: combination_of(sid) for sid in sorted(set(scenarios) | set(used))}
+    merged: dict[str, ScenarioInfo] = {}
+    for sid, unit in unit_of.items():
+        info = scenarios.get(sid)
+        if info is not None and (unit not in merged or sid == unit):
+            merged[unit] = info
+    return merged, unit_of
 
 
 def _value_status(

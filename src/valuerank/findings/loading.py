@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import numpy as np
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.analysis import CODE_VERSION, AnalysisInput, SampleBasis, ScenarioInfo, stakes
@@ -29,6 +29,7 @@ from valuerank.analysis.judged import RubricBasis
 from valuerank.db.streaming import stream_rows
 from valuerank.db.tables import judgments, rubrics, run_scenarios, transcripts
 from valuerank.definitions.expansion import expand_with_scores
+from valuerank.definitions.presentation import combination_of
 from valuerank.definitions.service import get_definition
 from valuerank.errors import NotFoundError
 from valuerank.findings.kept import KeptPerEngine
@@ -71,14 +72,13 @@ async def _rubric(conn: AsyncConnection, run: Run) -> tuple[list[str], RubricBas
 
 async def sample_basis(conn: AsyncConnection, run: Run) -> SampleBasis:
     """What the run's figures rest on: its scenarios of the definition's (None if unknown)."""
-    scenarios = int(
-        await conn.scalar(
-            select(func.count()).where(
-                run_scenarios.c.org_id == run.org_id, run_scenarios.c.run_id == run.id
-            )
+    # Phrasings and scale orders of one level combination are one scenario of the sample.
+    ids = await conn.scalars(
+        select(run_scenarios.c.scenario_id).where(
+            run_scenarios.c.org_id == run.org_id, run_scenarios.c.run_id == run.id
         )
-        or 0
     )
+    scenarios = len({combination_of(sid) for sid in ids})
     percentage = run.config.sample_percentage
     total: int | None = scenarios
     if percentage < 100:
