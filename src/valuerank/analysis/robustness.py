@@ -14,14 +14,18 @@
   an adjusted R² (1 − residual mean square / within-scenario mean square: pure sampling
   noise gives ≈ 0, not the share chance gives); `largestDifference`, per scenario the largest
   gap between its phrasings' mean decisions, averaged over scenarios, with the scenario where
-  it is largest. Intervals of the share and the gap: percentile bootstrap by scenario.
+  it is largest. Intervals of the share and the gap: percentile bootstrap by scenario (the
+  share's covered 0 in 90 % of 150 simulated runs without a wording effect, 40 scenarios:
+  read it as descriptive); the share's p-value is the nested F-test of the phrasing within
+  scenarios (scenario, then scenario × phrasing).
 * `consistency`: the share of scenarios (asked at least twice) whose decisions all lie within
   one point — across orders, phrasings and samples — with Wilson's interval over scenarios;
   each scenario's Shannon entropy (bits) of its decision codes, their mean, and the most
   inconsistent scenarios (largest spread, then entropy).
 * `ranking`: ranking.py.
 
-ORDER_BIAS / WORDING_SENSITIVE when an effect's 95 % interval excludes zero.
+ORDER_BIAS when the order effect's 95 % interval excludes zero, WORDING_SENSITIVE when the
+phrasing shift's does (one test each, so a persona without bias is flagged ≈ 5 % of runs).
 """
 
 from __future__ import annotations
@@ -45,7 +49,8 @@ METHOD = {
     "orderEffect": "paired_t_over_scenarios: per scenario mean(as written) - mean(reversed) "
     "of the mapped decision, t interval and p over the scenarios decided in both orders",
     "phrasingEffect": "shift: paired t over scenarios (other phrasings - first); "
-    "varianceShare: adjusted within-scenario eta^2 of the phrasing; largestDifference: mean "
+    "varianceShare: adjusted within-scenario eta^2 of the phrasing, p from the nested F-test "
+    "(scenario, then scenario x phrasing); largestDifference: mean "
     "over scenarios of the max-min phrasing means; intervals: 1000 seeded scenario-bootstrap "
     "replicates (percentile)",
     "consistency": "share of scenarios asked >= 2 times whose decisions span <= 1 point, "
@@ -148,12 +153,18 @@ def phrasing_effect(
         )
         mean_gap = total[:, 4] / groups
     share_ci = _percentiles(share[1:])
+    # F-test of the phrasing within scenarios (nested: scenario, then scenario × phrasing).
+    df_phrasing, df_residual = total[0, 1] - k, total[0, 0] - total[0, 1]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        f = ((total[0, 2] - total[0, 3]) / df_phrasing) / (total[0, 3] / df_residual)
+    p_share = _finite(stats.f.sf(f, df_phrasing, df_residual)) if df_residual > 0 else None
     widest = int(np.argmax(np.where(several, np.nan_to_num(gap), -1.0)))
     return {
         "shift": shift,
         "varianceShare": {
             "value": _finite(share[0]),
             "ci95": share_ci,
+            "pValue": p_share,
             "scenarios": k,
         },
         "largestDifference": {
@@ -254,10 +265,7 @@ def robustness(data: AnalysisInput) -> tuple[dict[str, Any], list[AnalysisWarnin
         }
         if order is not None and _excludes_zero(order["ci95"]):
             biased.append(f"{model} ({order['value']:+.2f} points)")
-        if phrasing is not None and (
-            _excludes_zero(phrasing["shift"]["ci95"])
-            or _excludes_zero(phrasing["varianceShare"]["ci95"])
-        ):
+        if phrasing is not None and _excludes_zero(phrasing["shift"]["ci95"]):
             worded.append(model)
     return result, robustness_warnings(biased, worded)
 
