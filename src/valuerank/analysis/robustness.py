@@ -3,13 +3,15 @@
 `robustness[model]`, from the decisions mapped back to the definition's direction
 (data.py: `order`, `phrasing`; the scenario unit is the level combination):
 
-* `orderEffect`: the mean over scenarios of (mean as written − mean reversed), over the
-  scenarios decided in both orders: a paired difference, so its t interval over the
+* `orderEffect`: the mean over scenarios of (mean as written − mean reversed) — within each
+  phrasing, averaged over the scenario's phrasings asked both ways —, over the scenarios
+  decided in both orders: a paired difference, so its t interval over the
   scenarios' differences is the estimate clustered by scenario. Positive: a pull towards the
   higher number *shown* (a persona pulled b points up the shown scale gives 2b on an
   unclipped scale). Null, with the reason, when one order was asked.
 * `phrasingEffect`: `shift`, the mean over scenarios of (mean of the other phrasings − mean
-  of the first), paired like the order effect; `varianceShare`, the share of the
+  of the first), within each order and averaged over the orders, paired like the order
+  effect; `varianceShare`, the share of the
   within-scenario decision variance the phrasing explains, adjusted for the cells' sizes like
   an adjusted R² (1 − residual mean square / within-scenario mean square: pure sampling
   noise gives ≈ 0, not the share chance gives); `largestDifference`, per scenario the largest
@@ -66,12 +68,29 @@ NO_PAIRED_PHRASINGS = "no scenario was decided in two phrasings"
 NO_REPEATS = "every scenario was asked once: there is nothing to be consistent with"
 
 
-def _by_scenario(groups: IntArray, y: FloatArray, mask: BoolArray, size: int) -> FloatArray:
-    """Mean of `y` per scenario over the rows in `mask`; NaN where none."""
-    counts = np.bincount(groups[mask], minlength=size)
-    sums = np.bincount(groups[mask], weights=y[mask], minlength=size)
+def presentation_means(data: AnalysisInput, rows: BoolArray) -> FloatArray:
+    """(scenarios, phrasings, 2 orders): the mean decision of each presentation over the
+    decided transcripts in `rows`; NaN where none."""
+    decided = rows & data.decided
+    shape = (len(data.scenarios), len(data.phrasings), 2)
+    cell = np.ravel_multi_index(
+        (data.scenario_idx[decided], data.phrasing_idx[decided], data.orders[decided]), shape
+    )
+    size = int(np.prod(shape))
+    counts = np.bincount(cell, minlength=size)
+    sums = np.bincount(cell, weights=data.decision[decided], minlength=size)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+        means = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+    return means.reshape(shape)
+
+
+def _nanmean(x: FloatArray, axis: int) -> FloatArray:
+    """`np.nanmean` without its warning on all-NaN slices (they stay NaN)."""
+    have = ~np.isnan(x)
+    total = np.where(have, x, 0.0).sum(axis=axis)
+    count = have.sum(axis=axis)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, total / np.maximum(count, 1), np.nan)
 
 
 def paired_effect(differences: FloatArray) -> dict[str, Any]:
@@ -89,21 +108,21 @@ def order_effect(data: AnalysisInput, rows: BoolArray) -> tuple[dict[str, Any] |
     """The order effect over the decided transcripts in `rows`; (None, reason) when absent."""
     if np.unique(data.orders[rows]).size < 2:
         return None, NO_ORDERS
-    decided = rows & data.decided
-    size = len(data.scenarios)
-    written = _by_scenario(data.scenario_idx, data.decision, decided & (data.orders == 0), size)
-    turned = _by_scenario(data.scenario_idx, data.decision, decided & (data.orders == 1), size)
-    both = ~np.isnan(written) & ~np.isnan(turned)
+    # Paired within each phrasing, then averaged over the scenario's phrasings: a phrasing
+    # asked in one order only cannot pass for an order effect.
+    means = presentation_means(data, rows)
+    per_scenario = _nanmean(means[:, :, 0] - means[:, :, 1], axis=1)
+    both = ~np.isnan(per_scenario)
     if not both.any():
         return None, NO_PAIRED_ORDERS
-    return paired_effect(written[both] - turned[both]), None
+    return paired_effect(per_scenario[both]), None
 
 
 def _phrasing_stats(
     g: IntArray, p: IntArray, y: FloatArray, size: int, phrasings: int
 ) -> tuple[FloatArray, ...]:
     """Per scenario: (transcripts, phrasing cells, within-scenario SS, residual SS, largest
-    gap between phrasing means, first-phrasing mean, other-phrasings mean)."""
+    gap between phrasing means)."""
     cell = g * phrasings + p
     n_cell = np.bincount(cell, minlength=size * phrasings).reshape(size, phrasings)
     s_cell = np.bincount(cell, weights=y, minlength=size * phrasings).reshape(size, phrasings)
@@ -112,8 +131,6 @@ def _phrasing_stats(
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = s_cell.sum(axis=1) / n
         cell_mean = np.where(n_cell > 0, s_cell / np.maximum(n_cell, 1), np.nan)
-        first = cell_mean[:, 0]
-        others = s_cell[:, 1:].sum(axis=1) / n_cell[:, 1:].sum(axis=1)
     within = q_cell.sum(axis=1) - n * np.nan_to_num(mean) ** 2
     residual = (q_cell - np.where(n_cell > 0, s_cell**2 / np.maximum(n_cell, 1), 0.0)).sum(axis=1)
     with np.errstate(invalid="ignore"):
@@ -121,7 +138,7 @@ def _phrasing_stats(
             cell_mean, axis=1, initial=np.inf
         )
     cells = (n_cell > 0).sum(axis=1).astype(float)
-    return n, cells, np.maximum(within, 0), np.maximum(residual, 0), gap, first, others
+    return n, cells, np.maximum(within, 0), np.maximum(residual, 0), gap
 
 
 def phrasing_effect(
@@ -133,14 +150,19 @@ def phrasing_effect(
     decided = rows & data.decided
     units, g = np.unique(data.scenario_idx[decided], return_inverse=True)
     g = g.reshape(-1)
-    n, cells, within, residual, gap, first, others = _phrasing_stats(
+    n, cells, within, residual, gap = _phrasing_stats(
         g, data.phrasing_idx[decided], data.decision[decided], units.size, len(data.phrasings)
     )
     several = cells >= 2  # scenarios decided in two phrasings or more
     if not several.any():
         return None, NO_PAIRED_PHRASINGS
-    paired = several & ~np.isnan(first) & ~np.isnan(others)
-    shift = paired_effect(others[paired] - first[paired])
+    # Shift: paired within each order (other phrasings' mean − the first's), then averaged
+    # over the scenario's orders.
+    means = presentation_means(data, rows)
+    others = _nanmean(means[:, 1:, :], axis=1)
+    per_scenario = _nanmean(others - means[:, 0, :], axis=1)
+    paired = ~np.isnan(per_scenario)
+    shift = paired_effect(per_scenario[paired])
     # Only scenarios with several phrasings carry phrasing variance; sums per replicate.
     stack = np.column_stack([n, cells, within, residual, np.nan_to_num(gap)])[several]
     k = int(several.sum())

@@ -1,0 +1,138 @@
+"""A run asked in both scale orders and two phrasings, stored (SQLite and PostgreSQL) through
+the run's own writers and analysed by the service the API uses: presentations of a scenario
+are one unit, and `analysis.robustness` finds the order and phrasing effects written in."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from sqlalchemy import select
+
+import valuerank
+from valuerank.db import Database
+from valuerank.db.tables import run_scenarios
+from valuerank.definitions.presentation import presented_id
+from valuerank.definitions.service import import_definition
+from valuerank.findings.analyses import run_analysis
+from valuerank.formats.transcript_md import Transcript, Turn
+from valuerank.runs.config import RunConfig
+from valuerank.runs.records import (
+    RunScenario,
+    TranscriptRecord,
+    insert_run_scenarios,
+    insert_transcript,
+)
+from valuerank.runs.service import Run, create_run
+
+DEMO = Path(valuerank.__file__).parent / "demo" / "exp-demo-whistleblower.md"
+MODEL = "scripted:utilitarian"
+
+
+def reworded(scenario_id: str) -> str:
+    """The id of the second phrasing of the scenario's Harm level."""
+    return re.sub(r"(_Harm\d)", r"\1o2", scenario_id, count=1)
+
+
+async def presented_run(db: Database, org_id: str) -> tuple[Run, list[str]]:
+    """The demo's scenarios, each also reversed and reworded (as written): as written the
+    model answers 4; reversed (mapped back) 3 on even scenarios, 4 on odd ones; reworded 5 on
+    every third scenario, 4 on the others."""
+    async with db.transaction() as conn:
+        stored, _ = await import_definition(conn, org_id, DEMO.read_text())
+        run = (await create_run(conn, org_id, stored.version.id, RunConfig(models=(MODEL,)))).run
+        rows = (
+            await conn.execute(
+                select(
+                    run_scenarios.c.scenario_id,
+                    run_scenarios.c.content,
+                    run_scenarios.c.dimension_scores,
+                )
+                .where(run_scenarios.c.run_id == run.id)
+                .order_by(run_scenarios.c.position)
+            )
+        ).all()
+        base = [row.scenario_id for row in rows]
+        extra = [
+            RunScenario(sid, len(base) + k, dict(row.content), dict(row.dimension_scores))
+            for k, (row, sid) in enumerate(
+                (row, new)
+                for row in rows
+                for new in (presented_id(row.scenario_id, "reversed"), reworded(row.scenario_id))
+            )
+        ]
+        assert await insert_run_scenarios(conn, org_id, run.id, extra) == 2 * len(base)
+        answers = []
+        for j, sid in enumerate(base):
+            answers += [(sid, 4), (presented_id(sid, "reversed"), 3 if j % 2 == 0 else 4)]
+            answers.append((reworded(sid), 5 if j % 3 == 0 else 4))
+        for sid, code in answers:
+            record = TranscriptRecord(
+                transcript=Transcript(
+                    run_id=run.cli_run_id,
+                    scenario_id=sid,
+                    target_model=MODEL,
+                    subject="presented",
+                    turns=(Turn(1, "scenario", "Decide.", f"Rating: {code}"),),
+                ),
+                model=MODEL,
+                sample_index=0,
+                decision_code=code,
+                decision_reason=None,
+            )
+            assert await insert_transcript(conn, org_id, run.id, record) is not None
+    return run, base
+
+
+async def test_the_analysis_reports_the_order_and_phrasing_effects_of_a_stored_run(
+    db: Database, org_id: str
+) -> None:
+    run, base = await presented_run(db, org_id)
+    analysis = (await run_analysis(db, org_id, run.id)).analysis
+    assert list(analysis)[:2] == ["valueSensitivity", "robustness"]
+    assert analysis["meta"]["scenarios"] == len(base)  # combinations, not presentations
+    assert analysis["sample"]["scenarios"] == len(base)
+    entry = analysis["robustness"][MODEL]
+    order = entry["orderEffect"]
+    even = (len(base) + 1) // 2
+    assert order["n"] == len(base)
+    assert order["value"] == round(even / len(base), 6)
+    assert order["ci95"][0] > 0  # a pull towards the higher number shown
+    assert "ORDER_BIAS" in {w["code"] for w in analysis["warnings"]}
+    shift = entry["phrasingEffect"]["shift"]
+    # Asked as written only, the other phrasing is paired with the first's as-written 4.
+    third = (len(base) + 2) // 3
+    assert shift["n"] == len(base)
+    assert shift["value"] == round(third / len(base), 6)
+    assert "WORDING_SENSITIVE" in {w["code"] for w in analysis["warnings"]}
+    consistency = entry["consistency"]
+    assert consistency["scenarios"] == len(base)
+    # Only scenarios j % 6 == 0 span 3..5 (two points); the others lie within one point.
+    assert consistency["agreeing"] == len(base) - (len(base) + 5) // 6
+    assert entry["consistency"]["mostInconsistent"][0]["scenarioId"] in base
+    assert analysis["methodsUsed"]["robustness"]["orderEffect"].startswith("paired_t")
+
+
+async def test_a_run_asked_one_way_reports_why_there_is_no_order_effect(
+    db: Database, org_id: str
+) -> None:
+    async with db.transaction() as conn:
+        stored, _ = await import_definition(conn, org_id, DEMO.read_text())
+        run = (await create_run(conn, org_id, stored.version.id, RunConfig(models=(MODEL,)))).run
+        record = TranscriptRecord(
+            transcript=Transcript(
+                run_id=run.cli_run_id,
+                scenario_id="scenario_demo_001_Tenure1_Harm1_Cost1",
+                target_model=MODEL,
+                subject="one way",
+                turns=(Turn(1, "scenario", "Decide.", "Rating: 2"),),
+            ),
+            model=MODEL,
+            sample_index=0,
+            decision_code=2,
+            decision_reason=None,
+        )
+        await insert_transcript(conn, org_id, run.id, record)
+    entry = (await run_analysis(db, org_id, run.id)).analysis["robustness"][MODEL]
+    assert entry["orderEffect"] is None
+    assert entry["reasons"]["orderEffect"] == "only one scale order was asked"
