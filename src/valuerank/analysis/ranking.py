@@ -12,8 +12,8 @@ A model's values are ranked two ways, whichever the run supports:
 Each replicate draws the model's scenarios with replacement (the scenario is the unit: its
 samples, phrasings and orders go together) and recomputes every value's figure from
 per-scenario sums, so 1,000 replicates are a few matrix products: the win rates from the
-per-scenario verdict counts, the fit from per-scenario X'X and X'y (a batched pseudo-inverse,
-so a resample in which a column is constant does not fail). A value's rank in a replicate is
+per-scenario verdict counts, the fit from per-scenario X'X and X'y (a batched solve, the
+pseudo-inverse when a resample leaves a column constant). A value's rank in a replicate is
 1 + the number of values strictly ahead of it (ties share the better rank); its interval is
 the 2.5 and 97.5 percentiles of those ranks; P(A above B) is the share of replicates with A
 ahead, ties counting half. Seeded: the same run gives the same figures.
@@ -21,6 +21,7 @@ ahead, ties counting half. Seeded: the same run gives the same figures.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -71,8 +72,22 @@ def rank_summary(
     }
 
 
-def _weights(scenarios: int, rng: np.random.Generator, replicates: int) -> FloatArray:
-    return resample_weights(scenarios, replicates, rng)
+@functools.lru_cache(maxsize=4)
+def _weights(scenarios: int, seed: int, replicates: int) -> FloatArray:
+    """The resamples of `scenarios` scenarios: the same for every model (and ranking) with as
+    many scenarios, so they are drawn once per analysis."""
+    weights = resample_weights(scenarios, replicates, np.random.default_rng(seed))
+    weights.flags.writeable = False
+    return weights
+
+
+def _solve(gram: FloatArray, cross: FloatArray) -> FloatArray:
+    """Least-squares coefficients of each replicate; the pseudo-inverse only when some
+    resample leaves a column constant (singular)."""
+    try:
+        return np.linalg.solve(gram, cross[..., None])[..., 0]
+    except np.linalg.LinAlgError:
+        return np.einsum("rij,rj->ri", np.linalg.pinv(gram), cross)
 
 
 def win_rate_ranking(
@@ -87,11 +102,11 @@ def win_rate_ranking(
     if judged_values.size < 2 or scenarios < 2:
         return None
     status = status[:, judged_values]
-    onehot = np.zeros((scenarios, groups.size))
-    onehot[groups, np.arange(groups.size)] = 1.0
-    pri = onehot @ (status > 0).astype(float)  # (scenarios, values)
-    dep = onehot @ (status < 0).astype(float)
-    weights = _weights(scenarios, np.random.default_rng(seed), replicates)
+    pri = np.zeros((scenarios, judged_values.size))  # verdicts per scenario and value
+    dep = np.zeros_like(pri)
+    np.add.at(pri, groups, (status > 0).astype(float))
+    np.add.at(dep, groups, (status < 0).astype(float))
+    weights = _weights(scenarios, seed, replicates)
     draws = win(weights @ pri, weights @ dep)
     estimate = win(pri.sum(axis=0), dep.sum(axis=0))
     names = [data.values[j] for j in judged_values.tolist()]
@@ -125,10 +140,8 @@ def sensitivity_ranking(
     np.add.at(gram, groups, np.einsum("ni,nj->nij", design, design).reshape(-1, k * k))
     cross = np.zeros((scenarios, k))
     np.add.at(cross, groups, design * y[:, None])
-    weights = _weights(scenarios, np.random.default_rng(seed), replicates)
-    fits = np.einsum(
-        "rij,rj->ri", np.linalg.pinv((weights @ gram).reshape(-1, k, k)), weights @ cross
-    )
+    weights = _weights(scenarios, seed, replicates)
+    fits = _solve((weights @ gram).reshape(-1, k, k), weights @ cross)
     columns = slice(1, 1 + len(varying))
     draws = np.abs(fits[:, columns])
     estimate = np.abs(np.linalg.lstsq(design, y, rcond=None)[0][columns])
