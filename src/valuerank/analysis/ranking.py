@@ -85,9 +85,10 @@ def _solve(gram: FloatArray, cross: FloatArray) -> FloatArray:
     """Least-squares coefficients of each replicate; the pseudo-inverse only when some
     resample leaves a column constant (singular)."""
     try:
-        return np.linalg.solve(gram, cross[..., None])[..., 0]
+        solved = np.linalg.solve(gram, cross[..., None])[..., 0]
     except np.linalg.LinAlgError:
-        return np.einsum("rij,rj->ri", np.linalg.pinv(gram), cross)
+        solved = np.einsum("rij,rj->ri", np.linalg.pinv(gram), cross)
+    return np.asarray(solved, dtype=float)
 
 
 def win_rate_ranking(
