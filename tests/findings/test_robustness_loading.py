@@ -4,84 +4,15 @@ are one unit, and `analysis.robustness` finds the order and phrasing effects wri
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
+from tests.presented_seeding import DEMO, MODEL, presented_run
 
-from sqlalchemy import select
-
-import valuerank
 from valuerank.db import Database
-from valuerank.db.tables import run_scenarios
-from valuerank.definitions.presentation import presented_id
 from valuerank.definitions.service import import_definition
 from valuerank.findings.analyses import run_analysis
 from valuerank.formats.transcript_md import Transcript, Turn
 from valuerank.runs.config import RunConfig
-from valuerank.runs.records import (
-    RunScenario,
-    TranscriptRecord,
-    insert_run_scenarios,
-    insert_transcript,
-)
-from valuerank.runs.service import Run, create_run
-
-DEMO = Path(valuerank.__file__).parent / "demo" / "exp-demo-whistleblower.md"
-MODEL = "scripted:utilitarian"
-
-
-def reworded(scenario_id: str) -> str:
-    """The id of the second phrasing of the scenario's Harm level."""
-    return re.sub(r"(_Harm\d)", r"\1o2", scenario_id, count=1)
-
-
-async def presented_run(db: Database, org_id: str) -> tuple[Run, list[str]]:
-    """The demo's scenarios, each also reversed and reworded (as written): as written the
-    model answers 4; reversed (mapped back) 3 on even scenarios, 4 on odd ones; reworded 5 on
-    every third scenario, 4 on the others."""
-    async with db.transaction() as conn:
-        stored, _ = await import_definition(conn, org_id, DEMO.read_text())
-        run = (await create_run(conn, org_id, stored.version.id, RunConfig(models=(MODEL,)))).run
-        rows = (
-            await conn.execute(
-                select(
-                    run_scenarios.c.scenario_id,
-                    run_scenarios.c.content,
-                    run_scenarios.c.dimension_scores,
-                )
-                .where(run_scenarios.c.run_id == run.id)
-                .order_by(run_scenarios.c.position)
-            )
-        ).all()
-        base = [row.scenario_id for row in rows]
-        extra = [
-            RunScenario(sid, len(base) + k, dict(row.content), dict(row.dimension_scores))
-            for k, (row, sid) in enumerate(
-                (row, new)
-                for row in rows
-                for new in (presented_id(row.scenario_id, "reversed"), reworded(row.scenario_id))
-            )
-        ]
-        assert await insert_run_scenarios(conn, org_id, run.id, extra) == 2 * len(base)
-        answers = []
-        for j, sid in enumerate(base):
-            answers += [(sid, 4), (presented_id(sid, "reversed"), 3 if j % 2 == 0 else 4)]
-            answers.append((reworded(sid), 5 if j % 3 == 0 else 4))
-        for sid, code in answers:
-            record = TranscriptRecord(
-                transcript=Transcript(
-                    run_id=run.cli_run_id,
-                    scenario_id=sid,
-                    target_model=MODEL,
-                    subject="presented",
-                    turns=(Turn(1, "scenario", "Decide.", f"Rating: {code}"),),
-                ),
-                model=MODEL,
-                sample_index=0,
-                decision_code=code,
-                decision_reason=None,
-            )
-            assert await insert_transcript(conn, org_id, run.id, record) is not None
-    return run, base
+from valuerank.runs.records import TranscriptRecord, insert_transcript
+from valuerank.runs.service import create_run
 
 
 async def test_the_analysis_reports_the_order_and_phrasing_effects_of_a_stored_run(
@@ -111,6 +42,12 @@ async def test_the_analysis_reports_the_order_and_phrasing_effects_of_a_stored_r
     assert consistency["agreeing"] == len(base) - (len(base) + 5) // 6
     assert entry["consistency"]["mostInconsistent"][0]["scenarioId"] in base
     assert analysis["methodsUsed"]["robustness"]["orderEffect"].startswith("paired_t")
+    # The judges always prefer Physical_Safety: first in every resample of the scenarios.
+    ranked = entry["ranking"]["winRate"]
+    assert [v["value"] for v in ranked["values"]] == ["Physical_Safety", "Economics", "Loyalty"]
+    assert ranked["values"][0]["ci95"] == [1, 1]
+    assert ranked["pAbove"]["Physical_Safety"]["Loyalty"] == 1.0
+    assert ranked["scenarios"] == len(base)
 
 
 async def test_a_run_asked_one_way_reports_why_there_is_no_order_effect(
