@@ -42,7 +42,7 @@ from valuerank.analysis.intervals import mean_interval, percentile_interval, wil
 from valuerank.analysis.output import AnalysisWarning
 from valuerank.analysis.paired import resample_weights
 from valuerank.analysis.ranking import METHOD as RANKING_METHOD
-from valuerank.analysis.ranking import ranking
+from valuerank.analysis.ranking import rankings
 
 REPLICATES = 1000
 SEED = 20261208
@@ -264,6 +264,7 @@ def robustness(data: AnalysisInput) -> tuple[dict[str, Any], list[AnalysisWarnin
     result: dict[str, Any] = {}
     biased: list[str] = []
     worded: list[str] = []
+    ranked = rankings(data)
     for i, model in enumerate(data.models):
         rows = data.model_idx == i
         order, why_order = order_effect(data, rows)
@@ -282,7 +283,7 @@ def robustness(data: AnalysisInput) -> tuple[dict[str, Any], list[AnalysisWarnin
             "orderEffect": order,
             "phrasingEffect": phrasing,
             "consistency": agreed,
-            "ranking": ranking(data, i),
+            "ranking": ranked[i],
             "reasons": reasons,
         }
         if order is not None and _excludes_zero(order["ci95"]):
