@@ -11,7 +11,7 @@ import statsmodels.formula.api as smf
 from scipy import stats
 
 from valuerank.analysis.basic import analyze_basic
-from valuerank.analysis.data import AnalysisInput, ScenarioInfo
+from valuerank.analysis.data import AnalysisInput
 from valuerank.analysis.ranking import sensitivity_ranking, win_rate_ranking
 from valuerank.analysis.robustness import (
     NO_ORDERS,
@@ -31,30 +31,6 @@ from valuerank.analysis.synthetic_presentation import (
 
 def _codes(data: AnalysisInput) -> set[str]:
     return {w.code for w in robustness(data)[1]}
-
-
-def test_presentations_of_one_combination_are_one_scenario_unit() -> None:
-    info = ScenarioInfo("Harm two", {"Harm": 2.0, "Cost": 1.0})
-    data = AnalysisInput.build(
-        models=["m"] * 4,
-        scenario_ids=["s_Harm2_Cost1", "s_Harm2_Cost1-reversed", "s_Harm2o2_Cost1", "t_Harm1"],
-        decisions=[4, 3, 5, 1],
-        reasons=[None] * 4,
-        scenarios={
-            "s_Harm2_Cost1": info,
-            "s_Harm2_Cost1-reversed": info,
-            "s_Harm2o2_Cost1": ScenarioInfo("Harm two, reworded", info.levels),
-        },
-    )
-    assert data.scenarios == ("s_Harm2_Cost1", "t_Harm1")
-    assert data.scenario_names == ("Harm two", "t_Harm1")  # the as-written first phrasing's
-    assert data.scenario_idx.tolist() == [0, 0, 0, 1]
-    assert data.orders.tolist() == [0, 1, 0, 0]
-    assert data.phrasings == ("", "Harm2o2")
-    assert data.phrasing_idx.tolist() == [0, 0, 1, 0]
-    assert data.levels[0].tolist() == [1.0, 2.0]  # Cost, Harm
-    kept = data.only_models({"m"})
-    assert kept.orders.tolist() == [0, 1, 0, 0]
 
 
 def test_a_known_order_effect_is_recovered_and_matches_a_paired_t_test() -> None:

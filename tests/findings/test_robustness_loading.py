@@ -6,13 +6,52 @@ from __future__ import annotations
 
 from tests.presented_seeding import DEMO, MODEL, presented_run
 
+from valuerank.analysis import AnalysisInput, ScenarioInfo
 from valuerank.db import Database
 from valuerank.definitions.service import import_definition
 from valuerank.findings.analyses import run_analysis
+from valuerank.findings.loading import by_combination
 from valuerank.formats.transcript_md import Transcript, Turn
 from valuerank.runs.config import RunConfig
 from valuerank.runs.records import TranscriptRecord, insert_transcript
 from valuerank.runs.service import create_run
+
+
+def test_presentations_of_one_combination_are_one_scenario_unit() -> None:
+    info = ScenarioInfo("Harm two", {"Harm": 2.0, "Cost": 1.0})
+    ids = ["s_Harm2_Cost1", "s_Harm2_Cost1-reversed", "s_Harm2o2_Cost1", "t_Harm1"]
+    asked = by_combination(
+        ids,
+        {
+            "s_Harm2o2_Cost1": ScenarioInfo("Harm two, reworded", info.levels),
+            "s_Harm2_Cost1-reversed": info,
+            "s_Harm2_Cost1": info,
+        },
+    )
+    assert asked.units == ["s_Harm2_Cost1"] * 3 + ["t_Harm1"]
+    assert asked.orders == [0, 1, 0, 0]
+    assert asked.phrasings == ["", "", "Harm2o2", ""]
+    data = AnalysisInput.build(
+        models=["m"] * 4,
+        scenario_ids=asked.units,
+        decisions=[4, 3, 5, 1],
+        reasons=[None] * 4,
+        scenarios=asked.scenarios,
+        orders=asked.orders,
+        phrasings=asked.phrasings,
+    )
+    assert data.scenarios == ("s_Harm2_Cost1", "t_Harm1")
+    assert data.scenario_names == ("Harm two", "t_Harm1")  # the as-written first phrasing's
+    assert data.scenario_idx.tolist() == [0, 0, 0, 1]
+    assert data.orders.tolist() == [0, 1, 0, 0]
+    assert data.phrasings == ("", "Harm2o2")
+    assert data.phrasing_idx.tolist() == [0, 0, 1, 0]
+    assert data.levels[0].tolist() == [1.0, 2.0]  # Cost, Harm
+    kept = data.only_models({"m"})
+    assert kept.orders.tolist() == [0, 1, 0, 0] and kept.phrasing_idx.tolist() == [0, 0, 1, 0]
+    # Without presentations: the ids are the units, as before.
+    plain = by_combination(["a", "b"], {"a": info})
+    assert plain.units == ["a", "b"] and plain.orders == [0, 0] and plain.phrasings == ["", ""]
 
 
 async def test_the_analysis_reports_the_order_and_phrasing_effects_of_a_stored_run(

@@ -6,12 +6,12 @@ answer prioritised (+1) or deprioritised (-1). Scenario-level facts (name, dimen
 sit in per-scenario arrays indexed by `scenario_idx`. Everything downstream is vectorised over
 these arrays; building them is the only place that walks rows one by one.
 
-The scenario unit is the level *combination* (definitions/presentation.py): a run that asks a
-scenario in several phrasings or with its scale reversed gives repeats of one unit, like its
-samples, and each transcript records how it was asked in `order` (0 as written, 1 reversed;
-its decision is already mapped back to the definition's direction) and `phrasing` (an index
-into `phrasings`, ``""`` the first phrasing). A run without presentations has every
-transcript at 0 and 0, and its units are its scenario ids, as before.
+The scenario unit is the level *combination*: a run that asks a scenario in several phrasings
+or with its scale reversed gives repeats of one unit, like its samples (the loader,
+findings/loading.py, maps run scenario ids to combinations), and each transcript records how
+it was asked in `order` (0 as written, 1 reversed; its decision is already mapped back to the
+definition's direction) and `phrasing` (an index into `phrasings`, ``""`` the first
+phrasing). A run without presentations has every transcript at 0 and 0, as before.
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ import numpy.typing as npt
 
 from valuerank.analysis.judged import RubricBasis
 from valuerank.analysis.sampling import SampleBasis
-from valuerank.definitions.presentation import combination_of, phrasing_of, presentation_of
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.intp]
@@ -153,11 +152,14 @@ class AnalysisInput:
         dimension_values: Mapping[str, str] | None = None,
         scale_labels: Mapping[int, str] | None = None,
         rubric: RubricBasis | None = None,
+        orders: Sequence[int] | None = None,
+        phrasings: Sequence[str] | None = None,
     ) -> AnalysisInput:
         """Arrays from per-transcript columns. `scenarios` describes every scenario id used
         (others get their id as name and no levels); `judged[i]` says whether transcript i
-        has a consensus (its value lists are then meaningful, empty or not). Scenario ids
-        are run scenario ids: presentations of one combination become one unit."""
+        has a consensus (its value lists are then meaningful, empty or not). `orders[i]`
+        (0 as written, 1 reversed) and `phrasings[i]` (``""`` the first) say how transcript i
+        was asked; None: all as written, in the first phrasing."""
         n = len(models)
         for name, column in (("scenario_ids", scenario_ids), ("decisions", decisions)):
             if len(column) != n:
@@ -165,20 +167,16 @@ class AnalysisInput:
         if len(reasons) != n:
             raise ValueError(f"reasons has {len(reasons)} items for {n} transcripts")
         model_names, model_idx = np.unique(np.asarray(models, dtype=object), return_inverse=True)
-        scenarios, unit_of = _combinations(scenarios, set(scenario_ids))
-        all_ids = sorted(set(unit_of.values()) | set(scenarios))
+        all_ids = sorted(set(scenario_ids) | set(scenarios))
         index_of = {sid: i for i, sid in enumerate(all_ids)}
-        scenario_idx = np.fromiter(
-            (index_of[unit_of[s]] for s in scenario_ids), dtype=np.intp, count=n
-        )
-        order = np.fromiter(
-            (presentation_of(s)[1] == "reversed" for s in scenario_ids), dtype=np.int8, count=n
-        )
-        phrasings = tuple(sorted({phrasing_of(s) for s in scenario_ids} | {""}))
-        phrasing_index = {key: i for i, key in enumerate(phrasings)}
-        phrasing = np.fromiter(
-            (phrasing_index[phrasing_of(s)] for s in scenario_ids), dtype=np.intp, count=n
-        )
+        scenario_idx = np.fromiter((index_of[s] for s in scenario_ids), dtype=np.intp, count=n)
+        order = np.zeros(n, dtype=np.int8) if orders is None else np.asarray(orders, np.int8)
+        keys = [""] * n if phrasings is None else list(phrasings)
+        if order.shape != (n,) or len(keys) != n:
+            raise ValueError(f"orders and phrasings need {n} items, one per transcript")
+        phrasing_keys = tuple(sorted(set(keys) | {""}))
+        phrasing_index = {key: i for i, key in enumerate(phrasing_keys)}
+        phrasing = np.fromiter((phrasing_index[k] for k in keys), dtype=np.intp, count=n)
         decision = np.array([np.nan if d is None else float(d) for d in decisions], dtype=float)
         if np.any((decision < SCALE[0]) | (decision > SCALE[1])):
             raise ValueError(f"decision codes must be {SCALE[0]}..{SCALE[1]} or None")
@@ -219,23 +217,8 @@ class AnalysisInput:
             rubric=rubric,
             order=order,
             phrasing=phrasing,
-            phrasings=phrasings,
+            phrasings=phrasing_keys,
         )
-
-
-def _combinations(
-    scenarios: Mapping[str, ScenarioInfo], used: Collection[str]
-) -> tuple[dict[str, ScenarioInfo], dict[str, str]]:
-    """(the info of each combination, the combination of each run scenario id used). A
-    combination takes the info of its as-written first phrasing when the run has it, else of
-    its first presentation in id order (every presentation has the combination's levels)."""
-    unit_of = {sid: combination_of(sid) for sid in sorted(set(scenarios) | set(used))}
-    merged: dict[str, ScenarioInfo] = {}
-    for sid, unit in unit_of.items():
-        info = scenarios.get(sid)
-        if info is not None and (unit not in merged or sid == unit):
-            merged[unit] = info
-    return merged, unit_of
 
 
 def _value_status(

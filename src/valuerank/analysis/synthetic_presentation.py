@@ -5,11 +5,11 @@ x = 3 + Σ effectᵢ·(levelᵢ − mid) + u_scenario (+ `wording_bias` for an a
 + e per transcript. Asked as written it answers round(x + b), clipped to the 1–5 scale: a pull
 of b = `position_bias` points towards the higher number *shown*. Asked reversed, the shown
 scale runs the other way, so it answers round(6 − x + b) on the shown numbers, which maps
-back (definitions/presentation.map_decision) to 6 − that: as written minus reversed of the
-mapped decision is 2b where nothing is clipped, less near the ends. `true_effects` gives the
-design's expected order effect and phrasing shift with the clipping, by integrating the
-rounding analytically (E[clip(round(z))] = 1 + Σₜ P(z > t), t = 1.5 … 4.5) over many
-scenario draws.
+back (as definitions/presentation.map_decision does for a run) to 6 − that: as written
+minus reversed of the mapped decision is 2b where nothing is clipped, less near the ends.
+`true_effects` gives the design's expected order effect and phrasing shift with the
+clipping, by integrating the rounding analytically (E[clip(round(z))] = 1 + Σₜ P(z > t),
+t = 1.5 … 4.5) over many scenario draws.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import numpy as np
 from scipy import stats
 
 from valuerank.analysis.data import AnalysisInput, FloatArray, ScenarioInfo
-from valuerank.definitions.presentation import map_decision, presented_id
 
 THRESHOLDS = np.array([1.5, 2.5, 3.5, 4.5])
 
@@ -43,11 +42,9 @@ class PresentationSpec:
     seed: int = 1
 
 
-def scenario_id(j: int, levels: FloatArray, phrasing: int) -> str:
-    """`S007_Dim12_Dim23`, with `o<k>` after the first dimension for phrasing k ≥ 2."""
+def scenario_id(j: int, levels: FloatArray) -> str:
+    """`S007_Dim12_Dim23`: the combination id (the scenario unit) of scenario j."""
     parts = [f"Dim{k + 1}{int(level)}" for k, level in enumerate(levels)]
-    if phrasing > 1:
-        parts[0] += f"o{phrasing}"
     return "_".join([f"S{j:03d}", *parts])
 
 
@@ -59,37 +56,39 @@ def _latent(spec: PresentationSpec, levels: FloatArray, shared: FloatArray) -> F
 def presentation_run(spec: PresentationSpec = PresentationSpec()) -> AnalysisInput:
     rng = np.random.default_rng(spec.seed)
     dims = len(spec.effects)
-    models, ids, decisions = [], [], []
+    models, ids, decisions, orders, phrasings = [], [], [], [], []
     scenarios: dict[str, ScenarioInfo] = {}
-    orders = ("as-written", "reversed") if spec.both_orders else ("as-written",)
+    asked = (0, 1) if spec.both_orders else (0,)
     levels = rng.integers(1, spec.levels + 1, size=(spec.scenarios, dims)).astype(float)
     for m in range(spec.models):
         latent = _latent(spec, levels, rng.normal(0, spec.scenario_sd, spec.scenarios))
         for j in range(spec.scenarios):
+            sid = scenario_id(j, levels[j])
+            scenarios[sid] = ScenarioInfo(
+                name=f"Scenario {j}", levels={f"Dim{d + 1}": levels[j, d] for d in range(dims)}
+            )
             for k in range(1, spec.phrasings + 1):
-                base = scenario_id(j, levels[j], k)
-                info = ScenarioInfo(
-                    name=f"Scenario {j}", levels={f"Dim{d + 1}": levels[j, d] for d in range(dims)}
-                )
                 x = latent[j] + (spec.wording_bias if k > 1 else 0.0)
-                for order in orders:
-                    sid = presented_id(base, order)  # type: ignore[arg-type]
-                    scenarios[sid] = info
+                for order in asked:
                     noise = rng.normal(0, spec.noise, spec.samples)
-                    if order == "as-written":
+                    if order == 0:
                         codes = np.clip(np.floor(x + spec.position_bias + noise + 0.5), 1, 5)
-                    else:
+                    else:  # answered on the reversed scale, mapped back: 6 − shown
                         shown = np.clip(np.floor(6 - x + spec.position_bias + noise + 0.5), 1, 5)
-                        codes = np.array([map_decision(int(c), 1, 5) for c in shown])
+                        codes = 6 - shown
                     models += [f"model-{m}"] * spec.samples
                     ids += [sid] * spec.samples
                     decisions += [int(c) for c in codes]
+                    orders += [order] * spec.samples
+                    phrasings += ["" if k == 1 else f"Dim1o{k}"] * spec.samples
     return AnalysisInput.build(
         models=models,
         scenario_ids=ids,
         decisions=decisions,
         reasons=[None] * len(decisions),
         scenarios=scenarios,
+        orders=orders,
+        phrasings=phrasings,
     )
 
 

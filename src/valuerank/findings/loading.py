@@ -2,9 +2,11 @@
 
 Reads the run's transcripts (model, scenario, sample, decision code and reason, the judges'
 consensus), its frozen scenarios (name, dimension levels), its judgments and the rubric's
-values, and says what the run rests on when it is a sample. The input hash is the sha256 of
-all of that in a canonical order, plus the analysis code version: the same inputs always
-hash the same, and any new transcript, judgment or changed scenario changes it.
+values, and says what the run rests on when it is a sample. A scenario asked in several
+phrasings or scale orders is one scenario unit, its level combination (`by_combination`).
+The input hash is the sha256 of all of that in a canonical order, plus the analysis code
+version: the same inputs always hash the same, and any new transcript, judgment or changed
+scenario changes it.
 
 A loaded run is kept in memory (per database engine, the last `KEPT_RUNS`) under the run's
 `inputs_version` (findings/kept.py): a page that compares or pools runs reads each run's
@@ -29,7 +31,7 @@ from valuerank.analysis.judged import RubricBasis
 from valuerank.db.streaming import stream_rows
 from valuerank.db.tables import judgments, rubrics, run_scenarios, transcripts
 from valuerank.definitions.expansion import expand_with_scores
-from valuerank.definitions.presentation import combination_of
+from valuerank.definitions.presentation import combination_of, phrasing_of, presentation_of
 from valuerank.definitions.service import get_definition
 from valuerank.errors import NotFoundError
 from valuerank.findings.kept import KeptPerEngine
@@ -186,6 +188,38 @@ class _Columns:
         self.judged.append(isinstance(row.consensus, dict))
 
 
+@dataclass(frozen=True)
+class Presentations:
+    """Run scenario ids as the analysis takes them: the combination each transcript answers
+    (its scenario unit), how it was asked, and each combination's description."""
+
+    units: list[str]
+    orders: list[int]  # 0 as written, 1 reversed
+    phrasings: list[str]  # "" the first phrasing
+    scenarios: dict[str, ScenarioInfo]
+
+
+def by_combination(scenario_ids: list[str], scenarios: dict[str, ScenarioInfo]) -> Presentations:
+    """Phrasings and scale orders of one level combination as one scenario unit
+    (definitions/presentation.py). A combination takes the description of its as-written
+    first phrasing when the run has it, else of its first presentation in id order (every
+    presentation has the combination's levels). A run without presentations is unchanged."""
+    unit_of = {sid: combination_of(sid) for sid in sorted(set(scenarios) | set(scenario_ids))}
+    merged: dict[str, ScenarioInfo] = {}
+    for sid, unit in unit_of.items():
+        info = scenarios.get(sid)
+        if info is not None and (unit not in merged or sid == unit):
+            merged[unit] = info
+    # Parsed once per id, not per transcript (a run has far fewer ids than transcripts).
+    how = {sid: (presentation_of(sid)[1] == "reversed", phrasing_of(sid)) for sid in unit_of}
+    return Presentations(
+        units=[unit_of[sid] for sid in scenario_ids],
+        orders=[int(how[sid][0]) for sid in scenario_ids],
+        phrasings=[how[sid][1] for sid in scenario_ids],
+        scenarios=merged,
+    )
+
+
 KEPT_RUNS = 16
 _kept: KeptPerEngine[LoadedRun] = KeptPerEngine(KEPT_RUNS)
 
@@ -268,12 +302,13 @@ async def read_run(conn: AsyncConnection, run: Run) -> LoadedRun:
     )
     async for r in stream_rows(conn, judgment_query):
         digest.put([*r[:3], list(r[3]), list(r[4]), float(r[5])])
+    asked = by_combination(columns.scenario_ids, scenarios)
     data = AnalysisInput.build(
         models=columns.models,
-        scenario_ids=columns.scenario_ids,
+        scenario_ids=asked.units,
         decisions=columns.decisions,
         reasons=columns.reasons,
-        scenarios=scenarios,
+        scenarios=asked.scenarios,
         prioritized=columns.prioritized,
         deprioritized=columns.deprioritized,
         judged=columns.judged,
@@ -282,6 +317,8 @@ async def read_run(conn: AsyncConnection, run: Run) -> LoadedRun:
         dimension_values=meaning.dimension_values,
         scale_labels=meaning.scale_labels,
         rubric=rubric,
+        orders=asked.orders,
+        phrasings=asked.phrasings,
     )
     for value in vars(data).values():  # kept and shared between readers: none may write
         if isinstance(value, np.ndarray):
