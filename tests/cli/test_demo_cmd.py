@@ -34,10 +34,11 @@ def test_demo_runs_a_sampled_run_and_reports_per_model(cli: Invoke) -> None:
     assert out.exit_code == 0, out.stderr
     data = out.json()
     assert data["status"] == "completed" and data["synthetic"] is True
-    assert data["progress"]["completed"] == data["progress"]["total"] == 8  # 15 % of 27 × 2
+    # 15 % of 27 scenarios, each asked in both scale orders, × 2 models
+    assert data["progress"]["completed"] == data["progress"]["total"] == 16
     results = {r["model"]: r for r in data["results"]}
-    assert results["scripted:utilitarian"]["decided"] == 4
-    assert results["scripted:refuser"]["refusals"] == 4
+    assert results["scripted:utilitarian"]["decided"] == 8
+    assert results["scripted:refuser"]["refusals"] == 8
     # The completed run was analysed by its own job before the demo went on.
     assert data["analysed"] is True
     # …and its value sensitivities are part of the report (4 scenarios: no intervals yet).
@@ -47,7 +48,13 @@ def test_demo_runs_a_sampled_run_and_reports_per_model(cli: Invoke) -> None:
         "Harm": "Physical safety",
         "Cost": "Economics",
     }
-    assert all(e["n"] == 4 for e in stakes.values())
+    # 4 scenarios, each decided in both orders (8 transcripts), the order a covariate
+    assert all((e["scenarios"], e["n"]) == (4, 8) for e in stakes.values())
+    # No position bias in a scripted persona: the two orders agree exactly.
+    order = data["robustness"]["scripted:utilitarian"]["orderEffect"]
+    assert (order["value"], order["n"]) == (0.0, 4)
+    entropy = data["robustness"]["scripted:utilitarian"]["consistency"]["entropy"]
+    assert all(str(bits) == "0.0" for bits in entropy["perScenario"].values())
     assert all(
         e["coefficient"] is None for e in data["valueSensitivity"]["scripted:refuser"].values()
     )
@@ -74,14 +81,15 @@ def test_demo_with_its_default_models_runs_the_local_model_through_the_pipeline(
     data = out.json()
     assert data["models"] == list(DEMO_MODELS)
     assert data["status"] == "completed", data
-    assert data["progress"]["completed"] == data["progress"]["total"] == 12  # 15 % of 27 × 3
+    # 15 % of 27 scenarios, each asked in both scale orders, × 3 models
+    assert data["progress"]["completed"] == data["progress"]["total"] == 24
     assert data["sample_seed"] is not None  # drawn, stored and shown
     results = {r["model"]: r for r in data["results"]}
     local = results["local:gemma3-270m"]
     assert local["synthetic"] is False  # a real model answered, not a script
-    assert local["transcripts"] == 4
+    assert local["transcripts"] == 8
     # Every answer was parsed into a decision or recorded as a refusal: none lost on the way.
-    assert local["decided"] + local["refusals"] == 4
+    assert local["decided"] + local["refusals"] == 8
     assert sum(local["decision_counts"].values()) == local["decided"]
 
 

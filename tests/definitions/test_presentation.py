@@ -112,5 +112,6 @@ def test_a_decision_is_read_on_the_scale_shown_and_mapped_back_with_its_reason()
     assert by_label.code == 5
     assert presented_decision("Rating: 2", BODY, "as-written").code == 2
     refused = presented_decision("I can't choose a side here.", shown, "reversed")
-    assert refused.code is None and refused.reason.endswith("(asked reversed)")
+    # A refusal stays a refusal, whichever order it was asked in (the figures count it so).
+    assert refused.code is None and refused.reason == "refusal"
     assert len(presented_decision("Rating: 2", shown, "reversed", limit=30).reason) == 30

@@ -31,6 +31,8 @@ from valuerank.analysis.profile import (
 )
 from valuerank.analysis.profile import mean_method as _mean_method
 from valuerank.analysis.profile import win_rate_method as _win_rate_method
+from valuerank.analysis.robustness import METHOD as ROBUSTNESS_METHOD
+from valuerank.analysis.robustness import robustness
 from valuerank.analysis.sampling import basis_warnings
 from valuerank.analysis.sensitivity import METHOD as SENSITIVITY_METHOD
 from valuerank.analysis.sensitivity import value_sensitivity
@@ -97,6 +99,7 @@ def methods_used(data: AnalysisInput, alpha: float) -> dict[str, Any]:
         "outlierModels": "modified_z_mad",
         "valueSensitivity": SENSITIVITY_METHOD,
         "judgeAgreement": JUDGE_AGREEMENT_METHOD,
+        "robustness": ROBUSTNESS_METHOD,
         "contestedVariance": "population_ddof0_over_decided_transcripts",
         "alpha": alpha,
         "codeVersion": CODE_VERSION,
@@ -165,6 +168,7 @@ def analyze_basic(
     agreement, agreement_warnings = model_agreement(data.models, cells, alpha)
     dimensions, dimension_warnings = dimension_analysis(data, alpha)
     sensitivity, sensitivity_warnings = value_sensitivity(data)
+    robust, robustness_warnings = robustness(data)
     warnings = [
         *input_warnings(data),
         *judged_value_warnings(data),
@@ -173,10 +177,13 @@ def analyze_basic(
         *agreement_warnings,
         *dimension_warnings,
         *sensitivity_warnings,
+        *robustness_warnings,
     ]
     result = {
         # First: what moves each model, from the decisions alone (no judges needed).
         "valueSensitivity": sensitivity,
+        # Next: how far those figures survive the wording and the scale's order.
+        "robustness": robust,
         "scaleLabels": {str(code): text for code, text in sorted(data.scale_labels.items())},
         "perModel": profile,
         "modelAgreement": agreement,

@@ -5,6 +5,13 @@ unparseable), why there is none, and — when judges ran — the values their co
 answer prioritised (+1) or deprioritised (-1). Scenario-level facts (name, dimension levels)
 sit in per-scenario arrays indexed by `scenario_idx`. Everything downstream is vectorised over
 these arrays; building them is the only place that walks rows one by one.
+
+The scenario unit is the level *combination*: a run that asks a scenario in several phrasings
+or with its scale reversed gives repeats of one unit, like its samples (the loader,
+findings/loading.py, maps run scenario ids to combinations), and each transcript records how
+it was asked in `order` (0 as written, 1 reversed; its decision is already mapped back to the
+definition's direction) and `phrasing` (an index into `phrasings`, ``""`` the first
+phrasing). A run without presentations has every transcript at 0 and 0, as before.
 """
 
 from __future__ import annotations
@@ -66,6 +73,29 @@ class AnalysisInput:
     rubric: RubricBasis | None = None
     # Each judge's and person's own reading per transcript (None: nobody read one).
     readings: JudgeReadings | None = None
+    # How each transcript was asked (module docstring); None: all as written, first phrasing.
+    order: Int8Array | None = None  # (transcripts,): 0 as written, 1 reversed
+    phrasing: IntArray | None = None  # (transcripts,): index into `phrasings`
+    phrasings: tuple[str, ...] = ("",)
+
+    def __post_init__(self) -> None:
+        n = self.n
+        if self.order is None:
+            object.__setattr__(self, "order", np.zeros(n, dtype=np.int8))
+        if self.phrasing is None:
+            object.__setattr__(self, "phrasing", np.zeros(n, dtype=np.intp))
+
+    @property
+    def orders(self) -> Int8Array:
+        """`order`, never None (filled in `__post_init__`)."""
+        assert self.order is not None
+        return self.order
+
+    @property
+    def phrasing_idx(self) -> IntArray:
+        """`phrasing`, never None (filled in `__post_init__`)."""
+        assert self.phrasing is not None
+        return self.phrasing
 
     @property
     def n(self) -> int:
@@ -105,6 +135,8 @@ class AnalysisInput:
             value_status=self.value_status[rows],
             judged=self.judged[rows],
             readings=None,  # the readings of every model's transcripts: not filtered here
+            order=self.orders[rows],
+            phrasing=self.phrasing_idx[rows],
         )
 
     @classmethod
@@ -125,10 +157,14 @@ class AnalysisInput:
         scale_labels: Mapping[int, str] | None = None,
         rubric: RubricBasis | None = None,
         readings: JudgeReadings | None = None,
+        orders: Sequence[int] | None = None,
+        phrasings: Sequence[str] | None = None,
     ) -> AnalysisInput:
         """Arrays from per-transcript columns. `scenarios` describes every scenario id used
         (others get their id as name and no levels); `judged[i]` says whether transcript i
-        has a consensus (its value lists are then meaningful, empty or not)."""
+        has a consensus (its value lists are then meaningful, empty or not). `orders[i]`
+        (0 as written, 1 reversed) and `phrasings[i]` (``""`` the first) say how transcript i
+        was asked; None: all as written, in the first phrasing."""
         n = len(models)
         for name, column in (("scenario_ids", scenario_ids), ("decisions", decisions)):
             if len(column) != n:
@@ -139,6 +175,13 @@ class AnalysisInput:
         all_ids = sorted(set(scenario_ids) | set(scenarios))
         index_of = {sid: i for i, sid in enumerate(all_ids)}
         scenario_idx = np.fromiter((index_of[s] for s in scenario_ids), dtype=np.intp, count=n)
+        order = np.zeros(n, dtype=np.int8) if orders is None else np.asarray(orders, np.int8)
+        keys = [""] * n if phrasings is None else list(phrasings)
+        if order.shape != (n,) or len(keys) != n:
+            raise ValueError(f"orders and phrasings need {n} items, one per transcript")
+        phrasing_keys = tuple(sorted(set(keys) | {""}))
+        phrasing_index = {key: i for i, key in enumerate(phrasing_keys)}
+        phrasing = np.fromiter((phrasing_index[k] for k in keys), dtype=np.intp, count=n)
         decision = np.array([np.nan if d is None else float(d) for d in decisions], dtype=float)
         if np.any((decision < SCALE[0]) | (decision > SCALE[1])):
             raise ValueError(f"decision codes must be {SCALE[0]}..{SCALE[1]} or None")
@@ -181,6 +224,9 @@ class AnalysisInput:
             scale_labels=dict(scale_labels or {}),
             rubric=rubric,
             readings=readings,
+            order=order,
+            phrasing=phrasing,
+            phrasings=phrasing_keys,
         )
 
 

@@ -4,11 +4,12 @@ Per model, one least-squares fit of the decision code on every dimension's level
 an intercept) over the model's decided transcripts whose scenarios have every dimension the
 model saw. A dimension's `coefficient` is the change of the expected decision, in points of
 the definition's scale, for a one-level increase of that dimension's score, the others held
-fixed. The samples of one scenario share the scenario and are not independent, so the
-covariance is cluster-robust by scenario: CR2 with Bell–McCaffrey degrees of freedom
-(`cluster_robust.py`), which holds its coverage with few scenarios where CR1 with t(G − 1)
-did not. The bench study `bench/value_sensitivity.py` checks the 95 % intervals' coverage by
-parameter recovery.
+fixed. When both scale orders were asked, the order (0 as written, 1 reversed) is one more
+column, so a position bias does not leak into the coefficients. The samples of one scenario
+share the scenario and are not independent, so the covariance is cluster-robust by scenario:
+CR2 with Bell–McCaffrey degrees of freedom (`cluster_robust.py`), which holds its coverage
+with few scenarios where CR1 with t(G − 1) did not. The bench study
+`bench/value_sensitivity.py` checks the 95 % intervals' coverage by parameter recovery.
 
 Degenerate input gives null figures and a warning, never an exception: a dimension with one
 level among the model's transcripts (`constant`), dimensions whose scores are collinear
@@ -147,8 +148,11 @@ def value_sensitivity(
         scenarios = int(np.unique(groups).size)
         estimates = [Estimate(None, None, None, None, NO_DATA)] * len(data.dimensions)
         if n and seen:
-            fitted, withheld = fit_one(data.decision[rows], levels[np.ix_(rows, seen)], groups)
-            for j, estimate in zip(seen, fitted, strict=True):
+            # The scale order as a covariate: constant (one order asked) it drops out of the
+            # fit, so a run asked one way is fitted exactly as before.
+            scores = np.column_stack([levels[np.ix_(rows, seen)], data.orders[rows]])
+            fitted, withheld = fit_one(data.decision[rows], scores, groups)
+            for j, estimate in zip(seen, fitted[: len(seen)], strict=True):
                 estimates[j] = estimate
             if withheld == "few":
                 flagged["few"].append(f"{model} ({scenarios} scenarios)")

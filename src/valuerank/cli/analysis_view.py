@@ -10,6 +10,7 @@ from rich.table import Table
 from valuerank.cli.analysis_deep_view import print_deep
 from valuerank.cli.analysis_format import grouped_table, interval_text, num, p_text
 from valuerank.cli.judge_agreement_view import print_judge_agreement
+from valuerank.cli.robustness_view import ranks_table, robustness_table
 from valuerank.refs import short_id
 
 
@@ -183,6 +184,11 @@ def print_analysis(console: Console, analysis: dict[str, Any]) -> None:
         console.print(sensitivity_table(analysis))
         for line in sensitivity_lines(analysis, limit=0):
             console.print(f"  {line}", soft_wrap=True)
+    if analysis.get("robustness"):
+        console.print(robustness_table(analysis))
+        ranks = ranks_table(analysis)
+        if ranks is not None:
+            console.print(ranks)
     tables = [models_table(analysis)]
     if analysis["meta"].get("values"):
         tables.append(win_rates_table(analysis))

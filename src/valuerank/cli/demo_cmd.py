@@ -4,7 +4,8 @@ Imports the bundled example definition, runs a sampled run against the embedded 
 (and two synthetic scripted personas, labelled as such, so the table has contrast), shows a
 live progress bar with the jobs running in this process, waits for the analysis a completed
 run gets (the `analyze:basic` job its last step enqueues), prints the per-model results and
-the value sensitivities (what moves each model, from its decisions alone), and starts the
+the value sensitivities (what moves each model, from its decisions alone) with each model's
+order effect and value ranks with intervals beside its results, and starts the
 server with the URL of the run's analysis page to open.
 """
 
@@ -54,11 +55,12 @@ async def wait_for_analysis(db: Database, run_id: str, *, timeout: float) -> boo
 
 
 async def demo_sensitivity(db: Database, org_id: str, run_id: str) -> dict[str, Any]:
-    """The analysis' value sensitivities and scale (stored by the run's analysis job)."""
+    """The analysis' value sensitivities, robustness and scale (stored by the run's analysis
+    job)."""
     from valuerank.findings.analyses import run_analysis
 
     analysis = (await run_analysis(db, org_id, run_id)).analysis
-    return {key: analysis.get(key) for key in ("valueSensitivity", "scaleLabels")}
+    return {key: analysis.get(key) for key in ("valueSensitivity", "robustness", "scaleLabels")}
 
 
 def landing_path(run_id: str, analysed: bool) -> str:
@@ -95,6 +97,8 @@ def demo(
                     sample_percentage=sample_percentage,
                     followup_turns=0,
                     max_tokens=max_tokens,
+                    # Both orders: the printed table separates a value from a position bias.
+                    scale_order="both",
                 )
                 launched = await launch_run(conn, org_id, stored.version.id, config, name="demo")
             run_id = launched.created.run.id
@@ -113,7 +117,7 @@ def demo(
                 results = await model_results(conn, org_id, run_id)
             sensitivity = await demo_sensitivity(db, org_id, run_id) if analysed else {}
             if not as_json:
-                console.print(results_table(results))
+                console.print(results_table(results, robustness=sensitivity.get("robustness")))
                 if final.run.summary:
                     console.print(final.run.summary)
                 if sensitivity:
@@ -148,6 +152,7 @@ def demo(
                 **report_json(final, results),
                 "analysed": analysed,
                 "valueSensitivity": sensitivity.get("valueSensitivity"),
+                "robustness": sensitivity.get("robustness"),
             }
 
     data = run(_go(), as_json=as_json)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -129,18 +129,39 @@ async def wait_for_run(
                 )
 
 
-def results_table(results: list[ModelResult], title: str = "Results per model") -> Table:
-    """One row per model; decisions 1–5 as counts. Synthetic (scripted) models are starred."""
+def results_table(
+    results: list[ModelResult],
+    title: str = "Results per model",
+    robustness: Mapping[str, Any] | None = None,
+) -> Table:
+    """One row per model; decisions 1–5 as counts. Synthetic (scripted) models are starred.
+    With the analysis' `robustness`, also each model's order effect (when both orders were
+    asked) and its values' ranks with 95 % intervals (robustness_view)."""
+    from valuerank.cli.robustness_view import order_effect_text, ranks_text
+
+    extra = robustness or {}
+    with_order = any(e.get("orderEffect") for e in extra.values())
+    with_ranks = any(ranks_text(e) for e in extra.values())
     table = Table(title=title, caption="* synthetic: a scripted persona, no real model")
     table.add_column("model", no_wrap=True)
     for column in ("n", "decided", "refused", "mean", "1 2 3 4 5", "$"):
         table.add_column(column, justify="right")
+    if with_order:
+        table.add_column("order effect", justify="right")
+    if with_ranks:
+        table.add_column("value ranks [95 % CI]")
     for r in results:
         mean = "–" if r.mean_decision is None else f"{r.mean_decision:.2f}"
         counts = " ".join(str(r.decision_counts.get(k, 0)) for k in range(1, 6))
         cost = "–" if r.cost_usd is None else f"{r.cost_usd:.4f}"
         name = f"{r.model} *" if r.synthetic else r.model
-        table.add_row(name, str(r.transcripts), str(r.decided), str(r.refusals), mean, counts, cost)
+        cells = [name, str(r.transcripts), str(r.decided), str(r.refusals), mean, counts, cost]
+        entry = extra.get(r.model, {})
+        if with_order:
+            cells.append(order_effect_text(entry) if entry else "–")
+        if with_ranks:
+            cells.append(ranks_text(entry) or "–")
+        table.add_row(*cells)
     return table
 
 

@@ -130,14 +130,15 @@ def shown_range(shown: str) -> tuple[int, int]:
 def presented_decision(answer: str, shown: str, order: ScaleOrder, *, limit: int = 200) -> Decision:
     """The decision of `answer` to a prompt that showed `shown` in `order`, in the
     definition's direction: read on the shown scale's labels, then mapped back when the scale
-    was reversed (its reason says so: ``… (asked reversed: answered 2)``), the reason cut to
+    was reversed (a decided answer's reason says so: ``… (asked reversed: answered 2)``; the
+reason of no decision, a category such as ``refusal``, is left alone), the reason cut to
     `limit` characters. The probe and the import both decide through here."""
     decision = decision_code(answer, scale_labels=scale_labels_from_template(shown) or None)
     if order == "as-written":
         return replace(decision, reason=decision.reason[:limit])
     if decision.code is None:
-        note = " (asked reversed)"
-        return replace(decision, reason=decision.reason[: limit - len(note)] + note)
+        # Why there is none (`refusal`, …) is a category the figures count: kept as it is.
+        return replace(decision, reason=decision.reason[:limit])
     note = f" (asked reversed: answered {decision.code})"
     return replace(
         decision,

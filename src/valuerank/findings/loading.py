@@ -2,9 +2,11 @@
 
 Reads the run's transcripts (model, scenario, sample, decision code and reason, the judges'
 consensus), its frozen scenarios (name, dimension levels), its judgments and the rubric's
-values, and says what the run rests on when it is a sample. The input hash is the sha256 of
-all of that in a canonical order, plus the analysis code version: the same inputs always
-hash the same, and any new transcript, judgment or changed scenario changes it.
+values, and says what the run rests on when it is a sample. A scenario asked in several
+phrasings or scale orders is one scenario unit, its level combination (`by_combination`).
+The input hash is the sha256 of all of that in a canonical order, plus the analysis code
+version: the same inputs always hash the same, and any new transcript, judgment or changed
+scenario changes it.
 
 A loaded run is kept in memory (per database engine, the last `KEPT_RUNS`) under the run's
 `inputs_version` (findings/kept.py): a page that compares or pools runs reads each run's
@@ -21,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import numpy as np
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.analysis import CODE_VERSION, AnalysisInput, SampleBasis, ScenarioInfo, stakes
@@ -37,6 +39,7 @@ from valuerank.db.tables import (
     users,
 )
 from valuerank.definitions.expansion import expand_with_scores
+from valuerank.definitions.presentation import combination_of, phrasing_of, presentation_of
 from valuerank.definitions.service import get_definition
 from valuerank.errors import NotFoundError
 from valuerank.findings.kept import KeptPerEngine
@@ -84,14 +87,13 @@ async def sample_basis(conn: AsyncConnection, run: Run) -> SampleBasis:
     too, whatever its config says — else the run's own scenarios for a full run and unknown
     for a sample. A run of fewer scenarios than its definition's whose config records no
     share (a CLI run of a subset) is a sample of that share."""
-    scenarios = int(
-        await conn.scalar(
-            select(func.count()).where(
-                run_scenarios.c.org_id == run.org_id, run_scenarios.c.run_id == run.id
-            )
+    # Phrasings and scale orders of one level combination are one scenario of the sample.
+    ids = await conn.scalars(
+        select(run_scenarios.c.scenario_id).where(
+            run_scenarios.c.org_id == run.org_id, run_scenarios.c.run_id == run.id
         )
-        or 0
     )
+    scenarios = len({combination_of(sid) for sid in ids})
     percentage = run.config.sample_percentage
     total: int | None = scenarios if percentage >= 100 else None
     if run.definition_id is not None:
@@ -219,7 +221,40 @@ async def _human_readings(
     async for r in stream_rows(conn, query):
         digest.put([r[0], r[1], list(r[2]), list(r[3])])
         reader = human_reader(r.email)
-        readers.add(r.transcript_id, r.scenario_id, reader, list(r[2]), list(r[3]), human=True)
+        unit = combination_of(r.scenario_id)
+        readers.add(r.transcript_id, unit, reader, list(r[2]), list(r[3]), human=True)
+
+
+@dataclass(frozen=True)
+class Presentations:
+    """Run scenario ids as the analysis takes them: the combination each transcript answers
+    (its scenario unit), how it was asked, and each combination's description."""
+
+    units: list[str]
+    orders: list[int]  # 0 as written, 1 reversed
+    phrasings: list[str]  # "" the first phrasing
+    scenarios: dict[str, ScenarioInfo]
+
+
+def by_combination(scenario_ids: list[str], scenarios: dict[str, ScenarioInfo]) -> Presentations:
+    """Phrasings and scale orders of one level combination as one scenario unit
+    (definitions/presentation.py). A combination takes the description of its as-written
+    first phrasing when the run has it, else of its first presentation in id order (every
+    presentation has the combination's levels). A run without presentations is unchanged."""
+    unit_of = {sid: combination_of(sid) for sid in sorted(set(scenarios) | set(scenario_ids))}
+    merged: dict[str, ScenarioInfo] = {}
+    for sid, unit in unit_of.items():
+        info = scenarios.get(sid)
+        if info is not None and (unit not in merged or sid == unit):
+            merged[unit] = info
+    # Parsed once per id, not per transcript (a run has far fewer ids than transcripts).
+    how = {sid: (presentation_of(sid)[1] == "reversed", phrasing_of(sid)) for sid in unit_of}
+    return Presentations(
+        units=[unit_of[sid] for sid in scenario_ids],
+        orders=[int(how[sid][0]) for sid in scenario_ids],
+        phrasings=[how[sid][1] for sid in scenario_ids],
+        scenarios=merged,
+    )
 
 
 KEPT_RUNS = 16
@@ -289,7 +324,7 @@ async def read_run(conn: AsyncConnection, run: Run) -> LoadedRun:
         )
         columns.add(row, *values)
         if isinstance(row.consensus, dict):
-            readers.add_consensus(row.id, row.scenario_id, *values)
+            readers.add_consensus(row.id, combination_of(row.scenario_id), *values)
         digest.put(_transcript_key(row, *values))
     digest.put("judgments")
     judgment_query = (
@@ -308,14 +343,16 @@ async def read_run(conn: AsyncConnection, run: Run) -> LoadedRun:
     )
     async for r in stream_rows(conn, judgment_query):
         digest.put([*r[:3], list(r[3]), list(r[4]), float(r[5])])
-        readers.add(r.transcript_id, r.scenario_id, r.judge_model, list(r[3]), list(r[4]))
+        unit = combination_of(r.scenario_id)  # clustered by scenario unit, as every figure
+        readers.add(r.transcript_id, unit, r.judge_model, list(r[3]), list(r[4]))
     await _human_readings(conn, run, digest, readers)
+    asked = by_combination(columns.scenario_ids, scenarios)
     data = AnalysisInput.build(
         models=columns.models,
-        scenario_ids=columns.scenario_ids,
+        scenario_ids=asked.units,
         decisions=columns.decisions,
         reasons=columns.reasons,
-        scenarios=scenarios,
+        scenarios=asked.scenarios,
         prioritized=columns.prioritized,
         deprioritized=columns.deprioritized,
         judged=columns.judged,
@@ -325,6 +362,8 @@ async def read_run(conn: AsyncConnection, run: Run) -> LoadedRun:
         scale_labels=meaning.scale_labels,
         rubric=rubric,
         readings=readers.build(),
+        orders=asked.orders,
+        phrasings=asked.phrasings,
     )
     for value in vars(data).values():  # kept and shared between readers: none may write
         if isinstance(value, np.ndarray):

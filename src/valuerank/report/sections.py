@@ -290,10 +290,18 @@ def caveats(
     return found
 
 
+def _described(value: Any) -> str:
+    """A method's description; a group of them (`robustness: {orderEffect: …}`) one per
+    part, `name: description; …`."""
+    if isinstance(value, Mapping):
+        return "; ".join(f"{k}: {v}" for k, v in value.items())
+    return str(value)
+
+
 def methods(used: Mapping[str, Any]) -> tuple[list[tuple[str, str]], list[str]]:
     """`methodsUsed` as (name, description) pairs and the list of deliberate variants."""
     pairs = [
-        (key, "–" if value is None else str(value))
+        (key, "–" if value is None else _described(value))
         for key, value in sorted(used.items())
         if key != "variants"
     ]
