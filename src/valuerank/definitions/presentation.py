@@ -131,7 +131,7 @@ def presented_decision(answer: str, shown: str, order: ScaleOrder, *, limit: int
     """The decision of `answer` to a prompt that showed `shown` in `order`, in the
     definition's direction: read on the shown scale's labels, then mapped back when the scale
     was reversed (a decided answer's reason says so: ``… (asked reversed: answered 2)``; the
-reason of no decision, a category such as ``refusal``, is left alone), the reason cut to
+    reason of no decision, a category such as ``refusal``, is left alone), the reason cut to
     `limit` characters. The probe and the import both decide through here."""
     decision = decision_code(answer, scale_labels=scale_labels_from_template(shown) or None)
     if order == "as-written":
