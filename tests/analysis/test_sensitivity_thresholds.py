@@ -68,39 +68,40 @@ def test_a_zero_standard_error_gives_no_interval() -> None:
             0.0,
             [-0.2, 0.3],
             "a stronger Freedom stake moves m towards 'support the plan' by 0.00 points per "
-            "level [-0.20, 0.30] (the interval includes no effect)",
+            "score unit [-0.20, 0.30] (the interval includes no effect)",
         ),
         # An interval whose end is exactly 0 includes no effect…
         (
             0.4,
             [0.0, 0.8],
             "a stronger Freedom stake moves m towards 'support the plan' by 0.40 points per "
-            "level [0.00, 0.80] (the interval includes no effect)",
+            "score unit [0.00, 0.80] (the interval includes no effect)",
         ),
         # …one that stops short of it does not.
         (
             0.4,
             [0.001, 0.8],
             "a stronger Freedom stake moves m towards 'support the plan' by 0.40 points per "
-            "level [0.00, 0.80]",
+            "score unit [0.00, 0.80]",
         ),
         # A negative coefficient is a move towards the lower end, its interval mirrored.
         (
             -0.4,
             [-0.8, 0.0],
             "a stronger Freedom stake moves m towards 'oppose the plan' by 0.40 points per "
-            "level [0.00, 0.80] (the interval includes no effect)",
+            "score unit [0.00, 0.80] (the interval includes no effect)",
         ),
         (
             -0.4,
             [-0.7, -0.1],
             "a stronger Freedom stake moves m towards 'oppose the plan' by 0.40 points per "
-            "level [0.10, 0.70]",
+            "score unit [0.10, 0.70]",
         ),
         (
             1.25,
             None,
-            "a stronger Freedom stake moves m towards 'support the plan' by 1.25 points per level",
+            "a stronger Freedom stake moves m towards 'support the plan' by 1.25 points per "
+            "score unit",
         ),
     ],
 )

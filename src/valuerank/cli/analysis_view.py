@@ -32,7 +32,7 @@ def sensitivity_table(analysis: dict[str, Any]) -> Table:
             [
                 entry["value"],
                 dim,
-                "–" if entry["coefficient"] is None else f"{entry['coefficient']:+.2f}",
+                "–" if entry["coefficient"] is None else f"{entry['coefficient']:+z.2f}",
                 interval_text(entry["ci95"]) or no_interval(entry["status"]),
                 p_text(entry["pValue"]),
                 str(entry["n"]),
@@ -42,7 +42,7 @@ def sensitivity_table(analysis: dict[str, Any]) -> Table:
     ends = f"+ towards '{high}', − towards '{low}'; " if high and low else ""
     return grouped_table(
         "Value sensitivity: decision points per score unit of the stake (others fixed)",
-        ("value", "dimension", "points/level", "95 % CI", "p", "n"),
+        ("value", "dimension", "points/unit", "95 % CI", "p", "n"),
         groups,
         caption=f"{ends}OLS, intervals cluster-robust by scenario",
         empty="no decisions",

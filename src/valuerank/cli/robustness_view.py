@@ -15,7 +15,7 @@ def effect_text(effect: dict[str, Any] | None, reason: str | None) -> str:
     if effect is None or effect.get("value") is None:
         return reason or "–"
     interval = interval_text(effect.get("ci95"))
-    return f"{effect['value']:+.2f}" + (f" {interval}" if interval else "")
+    return f"{effect['value']:+z.2f}" + (f" {interval}" if interval else "")
 
 
 def order_effect_text(entry: dict[str, Any]) -> str:
@@ -84,7 +84,7 @@ def ranks_table(analysis: dict[str, Any]) -> Table | None:
     for model, entry in analysis.get("robustness", {}).items():
         ranking = entry.get("ranking") or {}
         rows: list[list[str]] = []
-        for basis, label in (("winRate", "win rate"), ("sensitivity", "|points/level|")):
+        for basis, label in (("winRate", "win rate"), ("sensitivity", "|points/unit|")):
             ranked = ranking.get(basis)
             if ranked is None:
                 continue
