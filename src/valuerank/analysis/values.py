@@ -59,11 +59,6 @@ def comparison_tensor(status: Any) -> FloatArray:
     return tensor
 
 
-def strongly_connected(comparisons: FloatArray) -> bool:
-    count, _ = connected_components(comparisons > 0, directed=True, connection="strong")
-    return bool(count == 1)
-
-
 def identified_core(comparisons: FloatArray) -> IntArray:
     """Indices of the largest strongly connected set of values (ties: more comparisons
     inside, then the lowest index); empty when no two values beat each other both ways."""

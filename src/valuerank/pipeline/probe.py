@@ -43,6 +43,7 @@ from valuerank.providers.model_id import parse_model_id
 from valuerank.queue import HandlerResult, Job, Permanent
 from valuerank.queue.call_reserve import reserve_request
 from valuerank.queue.ratelimit import job_credential
+from valuerank.refs import short_id
 from valuerank.runs.records import TranscriptRecord, insert_transcript
 from valuerank.runs.service import Run, get_run
 
@@ -134,7 +135,7 @@ async def run_probe(ctx: PipelineContext, job: Job) -> HandlerResult:
             event_data={"scenario_id": item.scenario_id, "model": item.model},
         )
     if scenario is None or prepared is None or first is None:
-        raise Permanent(f"run {run.id[:8]} has no scenario {item.scenario_id!r}")
+        raise Permanent(f"run {short_id(run.id)} has no scenario {item.scenario_id!r}")
     transcript, details, fresh = await _converse(
         ctx, job, run, item, scenario, prompts, first, prepared
     )

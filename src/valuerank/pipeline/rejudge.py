@@ -36,6 +36,7 @@ from valuerank.pipeline.run_results import store_consensus
 from valuerank.queue.events import add_counts
 from valuerank.queue.prune import FINISHED
 from valuerank.queue.states import JobStatus
+from valuerank.refs import short_id
 from valuerank.registry.check import check_models
 from valuerank.registry.service import seed_models
 from valuerank.runs.records import bump_inputs
@@ -114,7 +115,7 @@ async def _check_judgeable(conn: AsyncConnection, run: Run) -> None:
     )
     if not written:
         raise ConflictError(
-            f"run {run.id[:8]} has no transcript to judge",
+            f"run {short_id(run.id)} has no transcript to judge",
             hint="rerun its failed probes first: valuerank runs rerun-failed RUN",
         )
 
