@@ -149,9 +149,13 @@ async def test_two_processes_serve_one_port_and_sigterm_stops_them_all(
             return now if len(now) == 2 and children[0] not in now else []
 
         now = await wait_until_async(replaced, what="a new server process")
-        said = "".join(served.stderr)
+        # The report reaches this test through a pipe read by another task: wait for it.
+        said = await wait_until_async(
+            lambda: "".join(served.stderr),
+            done=lambda text: "starting another" in text,
+            what="the report of the dead process",
+        )
         assert f"server process {children[0]} exited (killed by SIGKILL)" in said
-        assert "starting another" in said
         # The new one serves once started (connections wait in the socket's queue till then).
         await _each_child_serves_alone(served)
 

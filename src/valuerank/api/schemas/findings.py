@@ -85,6 +85,12 @@ class Analysis(Out):
         description="How far the judges agree per value (Krippendorff's α, Fleiss' κ), each "
         "judge against the consensus and against people; null when nobody read a transcript",
     )
+    robustness: dict[str, Any] = Field(
+        description="model → {orderEffect, phrasingEffect, consistency, ranking, reasons}: "
+        "whether its choices survive the scale's order and rewording, how consistent they "
+        "are, and the uncertainty of its ranking of values (win rates and sensitivities, "
+        "rank intervals by scenario bootstrap)"
+    )
     visualization_data: dict[str, Any] = Field(alias="visualizationData")
     methods_used: dict[str, Any] = Field(alias="methodsUsed")
     warnings: list[AnalysisWarning]
