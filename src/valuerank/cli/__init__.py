@@ -18,6 +18,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from valuerank import __version__
+from valuerank.cli.help_text import reflow_command
 
 
 class Entry(NamedTuple):
@@ -118,7 +119,7 @@ def load_command(name: str) -> Any:
         register(holder)
     else:
         holder.add_typer(module.app, name=name)
-    return typer.main.get_group(holder).commands[name]
+    return reflow_command(typer.main.get_group(holder).commands[name])
 
 
 class _LazyCommands(MutableMapping[str, Any]):
