@@ -14,8 +14,8 @@ import sys
 from typing import Any
 
 from sqlalchemy import func, select
-
 from tests.conftest import TestDatabase
+
 from valuerank.db import Database
 from valuerank.db.tables import jobs, outbox, runs
 from valuerank.pipeline.launch import launch_run
