@@ -256,11 +256,11 @@ async def make_stale_run(
     `judges`: judge models in the run's config."""
     from valuerank.definitions.service import import_definition
     from valuerank.formats.transcript_md import Transcript, Turn
-    from valuerank.pipeline.probe import ProbeItem
     from valuerank.queue import Job, Permanent, QueueSettings, Worker
     from valuerank.runs.config import RunConfig
+    from valuerank.runs.kinds import PROBE, ProbePayload
     from valuerank.runs.records import TranscriptRecord, insert_transcript
-    from valuerank.runs.service import PROBE, create_run, start_run
+    from valuerank.runs.service import create_run, start_run
 
     async with db.transaction(immediate=True) as conn:
         stored, _ = await import_definition(conn, org_id, DEMO_DEFINITION.read_text())
@@ -276,7 +276,7 @@ async def make_stale_run(
     async def probe(job: Job) -> dict[str, Any]:
         if not write:
             raise Permanent("scripted outage: no answer")
-        item = ProbeItem.from_payload(job.payload)
+        item = ProbePayload.from_payload(job.payload)
         transcript = Transcript(
             run_id=created.run.cli_run_id,
             scenario_id=item.scenario_id,

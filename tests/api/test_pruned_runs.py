@@ -23,8 +23,10 @@ from valuerank.config import get_settings
 from valuerank.db import Database
 from valuerank.db.tables import jobs
 from valuerank.queue.dialect import db_now_plus
+from valuerank.queue.hooks import using
 from valuerank.queue.maintenance_history import prune_jobs_pass
 from valuerank.runs import service
+from valuerank.runs.hooks import RUN_HOOKS
 
 DAY = 86400.0
 
@@ -76,10 +78,12 @@ async def _age(
 
 
 async def _prune(db: Database) -> int:
-    """Maintenance's job pruning, in small batches (each adds to what the last one kept)."""
+    """Maintenance's job pruning, in small batches (each adds to what the last one kept),
+    with the runs' hooks, as the CLI and the workers run it."""
     total = 0
     while True:
-        done = await prune_jobs_pass(db, retention_days=30, batch=2, trigger="cli")
+        with using(RUN_HOOKS):
+            done = await prune_jobs_pass(db, retention_days=30, batch=2, trigger="cli")
         assert done.status == "succeeded", done
         total += int(done.actions["pruned_jobs"])
         if not done.actions["more"]:

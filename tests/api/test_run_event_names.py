@@ -18,9 +18,11 @@ from valuerank.pipeline.handlers import register_pipeline_handlers
 from valuerank.pipeline.launch import launch_run
 from valuerank.queue import QueueSettings, Worker
 from valuerank.queue.events import EventType, append_event
+from valuerank.queue.hooks import using as using_hooks
 from valuerank.queue.outbox import register_webhook
 from valuerank.runs import service
 from valuerank.runs.config import RunConfig
+from valuerank.runs.hooks import RUN_HOOKS
 
 from .conftest import Live, import_demo
 
@@ -42,17 +44,23 @@ async def test_run_life_names_and_old_rows_and_old_subscriptions(
     live: Live, db: Database, make_run: Any
 ) -> None:
     run = await make_run(live.org_id)
-    async with db.transaction() as conn:
-        old_hook = await register_webhook(conn, live.org_id, HOOK, event_types=["partition_paused"])
-        new_hook = await register_webhook(conn, live.org_id, HOOK, event_types=["run_cancelled"])
-        await service.start_run(conn, live.org_id, run.id)
-        # A row under the old name, as a run paused before the rename wrote it.
-        await append_event(
-            conn, org_id=live.org_id, partition=run.id, type=EventType.PARTITION_PAUSED
-        )
-        await service.pause_run(conn, live.org_id, run.id)
-        await service.resume_run(conn, live.org_id, run.id)
-        await service.cancel_run(conn, live.org_id, run.id)
+    # The runs' hooks, as the API and the CLI run these services with.
+    with using_hooks(RUN_HOOKS):
+        async with db.transaction() as conn:
+            old_hook = await register_webhook(
+                conn, live.org_id, HOOK, event_types=["partition_paused"]
+            )
+            new_hook = await register_webhook(
+                conn, live.org_id, HOOK, event_types=["run_cancelled"]
+            )
+            await service.start_run(conn, live.org_id, run.id)
+            # A row under the old name, as a run paused before the rename wrote it.
+            await append_event(
+                conn, org_id=live.org_id, partition=run.id, type=EventType.PARTITION_PAUSED
+            )
+            await service.pause_run(conn, live.org_id, run.id)
+            await service.resume_run(conn, live.org_id, run.id)
+            await service.cancel_run(conn, live.org_id, run.id)
 
     async with live.client() as client:
         page = (await client.get(f"/api/runs/{run.id}/events")).json()["data"]

@@ -21,7 +21,7 @@ from valuerank.findings.analyses import run_analysis, stored_analysis
 from valuerank.findings.comparisons import create_comparison, get_comparison
 from valuerank.findings.lineage import lineage_results
 from valuerank.formats.transcript_md import Transcript, Turn
-from valuerank.pipeline.analyze import enqueue_analysis, enqueue_comparison
+from valuerank.pipeline.analyze import NARRATE, enqueue_analysis, enqueue_comparison
 from valuerank.pipeline.experiments import add_variant, create_experiment, experiment_report
 from valuerank.registry.service import UnknownModelError
 from valuerank.runs.records import TranscriptRecord, insert_transcript
@@ -224,7 +224,7 @@ async def test_a_narrative_asked_for_a_cached_deep_analysis_is_written(
     async with db.transaction() as conn:
         kinds = (
             await conn.execute(
-                select(jobs.c.item_key).where(jobs.c.kind == "summarize", jobs.c.org_id == org_id)
+                select(jobs.c.item_key).where(jobs.c.kind == NARRATE, jobs.c.org_id == org_id)
             )
         ).scalars()
         narratives = [k for k in kinds if k.startswith("narrative:")]

@@ -23,7 +23,8 @@ from valuerank.pipeline.handlers import register_pipeline_handlers
 from valuerank.pipeline.probe import run_probe
 from valuerank.queue import Job, JobSpec, QueueSettings, Worker, enqueue, queue_status
 from valuerank.runs.config import RunConfig
-from valuerank.runs.service import FINALIZE, PROBE, cancel_run, create_run, start_run
+from valuerank.runs.kinds import FINALIZE, PROBE
+from valuerank.runs.service import cancel_run, create_run, start_run
 
 DEMO = Path(valuerank.__file__).parent / "demo" / "exp-demo-whistleblower.md"
 # A slow heartbeat: the worker must not see the cancel (and stop the handler) before the

@@ -20,7 +20,8 @@ from valuerank.pipeline.handlers import register_pipeline_handlers
 from valuerank.pipeline.judging import run_judge
 from valuerank.pipeline.rejudge import judge_run
 from valuerank.queue import Job, Worker
-from valuerank.runs.service import JUDGE, cancel_run
+from valuerank.runs.kinds import JUDGE
+from valuerank.runs.service import cancel_run
 
 from .analysis_support import FAST, JUDGES, launch, run_config, set_up, wait_completed
 

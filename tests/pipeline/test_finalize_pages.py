@@ -15,8 +15,9 @@ from valuerank.formats.transcript_md import Transcript, Turn
 from valuerank.pipeline.finalize import enqueue_followers
 from valuerank.pipeline.run_results import store_consensus, transcript_pages
 from valuerank.runs.config import RunConfig
+from valuerank.runs.kinds import JUDGE
 from valuerank.runs.records import JudgmentRecord, TranscriptRecord, insert_transcript
-from valuerank.runs.service import JUDGE, Run, create_run, run_scenario_ids
+from valuerank.runs.service import Run, create_run, run_scenario_ids
 
 DEMO = Path(valuerank.__file__).parent / "demo" / "exp-demo-whistleblower.md"
 JUDGES = ("scripted:centrist", "scripted:utilitarian")

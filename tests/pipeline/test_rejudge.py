@@ -28,7 +28,8 @@ from valuerank.pipeline.rejudge import judge_run, new_judges
 from valuerank.queue import Job, Worker
 from valuerank.registry.service import UnknownModelError
 from valuerank.runs.config import RunConfig
-from valuerank.runs.service import PROBE, get_run
+from valuerank.runs.kinds import PROBE
+from valuerank.runs.service import get_run
 
 from .analysis_support import FAST, JUDGES, set_up, wait_completed
 

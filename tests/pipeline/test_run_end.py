@@ -20,7 +20,8 @@ from valuerank.pipeline.run_end import (
     reap_stale_run,
 )
 from valuerank.pipeline.run_results import store_consensus
-from valuerank.runs.service import FINALIZE, cancel_run, get_run
+from valuerank.runs.kinds import FINALIZE
+from valuerank.runs.service import cancel_run, get_run
 from valuerank.runs.states import RunStatus
 
 

@@ -12,7 +12,7 @@ from valuerank.db import Database
 from valuerank.db.tables import jobs
 from valuerank.pipeline.run_status import refresh_report, watch_report
 from valuerank.refs import short_id
-from valuerank.runs.service import FINALIZE
+from valuerank.runs.kinds import FINALIZE
 from valuerank.runs.states import RunStatus
 
 

@@ -18,7 +18,8 @@ from valuerank.pipeline.handlers import register_pipeline_handlers
 from valuerank.pipeline.maintenance import maintain, reap_stale_runs_pass
 from valuerank.queue import QueueSettings, Worker, claim, events_after
 from valuerank.queue.maintenance import MaintenanceRun
-from valuerank.runs.service import FINALIZE, get_run, pause_run
+from valuerank.runs.kinds import FINALIZE
+from valuerank.runs.service import get_run, pause_run
 from valuerank.runs.states import RunStatus, move_run
 
 SETTINGS = QueueSettings()

@@ -12,7 +12,7 @@ from valuerank.db import Database
 from valuerank.db.tables import jobs
 from valuerank.pipeline.run_end import TAIL, at_tail
 from valuerank.queue import JobSpec, enqueue_many
-from valuerank.runs.service import FINALIZE, PROBE
+from valuerank.runs.kinds import FINALIZE, PROBE
 
 RUN = "run-tail"
 

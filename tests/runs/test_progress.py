@@ -19,10 +19,10 @@ from valuerank.queue import JobSpec, cancel_job, claim, complete, enqueue_many, 
 from valuerank.refs import short_id
 from valuerank.runs import service
 from valuerank.runs.config import RunConfig
+from valuerank.runs.kinds import FINALIZE, JUDGE, PROBE, SUMMARIZE
 from valuerank.runs.progress import job_progress, run_progress, run_report
 from valuerank.runs.records import JudgmentRecord, TranscriptRecord, insert_transcript
 from valuerank.runs.results import model_results
-from valuerank.runs.service import FINALIZE, JUDGE, PROBE, SUMMARIZE
 from valuerank.runs.tallies import REFUSAL, run_tally
 
 DEMO = Path(valuerank.__file__).parent / "demo" / "exp-demo-whistleblower.md"

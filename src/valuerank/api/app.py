@@ -1,12 +1,14 @@
 """The FastAPI application: JSON API, server-rendered UI, SSE; authenticated by default.
 
-Middleware, outermost first: security headers → database failures (a 503 without a logged
-traceback) → body size limit → authentication → rate limits → routes.
+Middleware, outermost first: the queue hooks in effect → security headers → database
+failures (a 503 without a logged traceback) → body size limit → authentication → rate limits
+→ routes.
 """
 
 from __future__ import annotations
 
 from fastapi import Depends, FastAPI
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from valuerank import __version__
 from valuerank.api import (
@@ -48,6 +50,21 @@ from valuerank.api.ratelimit import LoginThrottle, RateLimiter, RateLimitMiddlew
 from valuerank.api.schemas import ERROR_RESPONSES, document_envelopes
 from valuerank.config import Settings, get_settings
 from valuerank.db import Database
+from valuerank.queue.hooks import QueueHooks, using
+from valuerank.runs.hooks import RUN_HOOKS
+
+
+class QueueHooksMiddleware:
+    """Every request runs with the app's queue hooks in effect: a run cancelled or paused
+    through the API ends and notifies as a worker's would (queue/hooks.py)."""
+
+    def __init__(self, app: ASGIApp, *, hooks: QueueHooks) -> None:
+        self.app = app
+        self.hooks = hooks
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        with using(self.hooks):
+            await self.app(scope, receive, send)
 
 
 def create_app(
@@ -56,12 +73,14 @@ def create_app(
     org_id: str,
     settings: Settings | None = None,
     max_body_bytes: int = MAX_BODY_BYTES,
+    hooks: QueueHooks = RUN_HOOKS,
 ) -> FastAPI:
     """The app of the install whose default organisation is `org_id`, on `db`.
 
     `settings` (default: the process's) decide auto-login, public reads, session length and
-    rate limits. The caller owns `db` (disposes it); set `app.state.valuerank.stopping`
-    before shutting the server down so open event streams end.
+    rate limits; `hooks` are what the queue is told about the partitions it serves (a
+    run's: `valuerank.runs.hooks.RUN_HOOKS`). The caller owns `db` (disposes it); set
+    `app.state.valuerank.stopping` before shutting the server down so open event streams end.
     """
     from valuerank.web import pages  # the UI sits on the API (docs/architecture.md, "Layers")
 
@@ -131,4 +150,5 @@ def create_app(
     )
     app.add_middleware(DatabaseFailureMiddleware)
     app.add_middleware(SecurityHeadersMiddleware)
+    app.add_middleware(QueueHooksMiddleware, hooks=hooks)
     return app

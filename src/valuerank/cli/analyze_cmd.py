@@ -86,7 +86,8 @@ def analyze(
         None,
         "--narrative-model",
         help="A model that writes the deep analysis' narrative (implies --deep; queued as a "
-        "summarize job for a worker unless the analysis has one). Checked like a run's models.",
+        "summarize:analysis job for a worker unless the analysis has one). Checked like a run's "
+        "models.",
     ),
     allow_unknown_model: bool = typer.Option(
         False,

@@ -58,9 +58,15 @@ def ask(server: ApiClient, call: Callable[[ApiClient], T], *, as_json: bool) -> 
 
 
 def run(coro: Awaitable[T], *, as_json: bool = False) -> T:
-    """Run a command's coroutine, turning every anticipated error into a clear exit 1."""
+    """Run a command's coroutine, turning every anticipated error into a clear exit 1. It
+    runs with the runs' queue hooks in effect: a run cancelled from the CLI ends and notifies
+    as it would through the API or a worker (queue/hooks.py)."""
+    from valuerank.queue.hooks import using  # here: a command that asks a server needs none
+    from valuerank.runs.hooks import RUN_HOOKS
+
     try:
-        return asyncio.run(_await(coro))
+        with using(RUN_HOOKS):
+            return asyncio.run(_await(coro))
     except (FormatError, DefinitionError) as exc:
         fail(exc.render(), code="INVALID_FILE", as_json=as_json)
     except ValueRankError as exc:

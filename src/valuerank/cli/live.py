@@ -51,6 +51,7 @@ async def in_process_worker(
     from valuerank.pipeline.context import PipelineContext
     from valuerank.pipeline.handlers import register_pipeline_handlers
     from valuerank.queue import Worker
+    from valuerank.runs.hooks import RUN_HOOKS
 
     ws = worker_settings()
     worker = Worker(
@@ -58,6 +59,7 @@ async def in_process_worker(
         settings=settings or ws.queue_settings(),
         concurrency=concurrency or ws.concurrency,
         cipher=optional_cipher(get_settings().secret_key),
+        hooks=RUN_HOOKS,
     )
     ctx = PipelineContext(db) if providers is None else PipelineContext(db, providers=providers)
     register_pipeline_handlers(worker, ctx)

@@ -142,7 +142,7 @@ def enqueue_(
     as_json: bool = JsonOption,
 ) -> None:
     """Put jobs on the queue (idempotent with --item-key)."""
-    from valuerank.runs.service import job_kind  # here: the other queue commands need no runs
+    from valuerank.runs.kinds import job_kind  # here: the other queue commands need no runs
 
     kind = job_kind(kind)
     choices = [p.value for p in Priority]

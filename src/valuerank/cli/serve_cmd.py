@@ -182,10 +182,11 @@ async def serve(
     processes, which share their parent's); it is closed at the end. The caller owns `db`.
     """
     from valuerank.api import create_app
+    from valuerank.runs.hooks import RUN_HOOKS
 
     settings = settings or get_settings()
     check_auto_login(settings, host)
-    app = create_app(db, org_id=org_id, settings=settings)
+    app = create_app(db, org_id=org_id, settings=settings, hooks=RUN_HOOKS)
     # Everything made so far (the imports, the app: ~300,000 objects) lives as long as the
     # process: out of the collector's sight, a full collection no longer walks it all in the
     # middle of a request (it took 157 ms on the benchmark machine).

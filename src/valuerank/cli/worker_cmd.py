@@ -28,6 +28,7 @@ from valuerank.pipeline.context import PipelineContext
 from valuerank.pipeline.handlers import register_pipeline_handlers
 from valuerank.queue import Worker
 from valuerank.queue.builtin import register_builtin_handlers
+from valuerank.runs.hooks import RUN_HOOKS
 
 
 def _line(worker: Worker, started: float) -> str:
@@ -48,13 +49,15 @@ def build_worker(
     cipher: SecretCipher | None = None,
 ) -> tuple[Worker, PipelineContext]:
     """The worker `valuerank worker` runs on `db`: settings `ws` (VALUERANK_WORKER_*), the
-    built-in and the pipeline's job kinds. Close the context (`aclose`) when done with it."""
+    built-in and the pipeline's job kinds, and the runs' queue hooks. Close the context
+    (`aclose`) when done with it."""
     w = Worker(
         db,
         settings=ws.queue_settings(),
         concurrency=concurrency or ws.concurrency,
         worker_id=worker_id or ws.id,
         cipher=cipher,
+        hooks=RUN_HOOKS,
     )
     register_builtin_handlers(w)
     pipeline = PipelineContext(db)

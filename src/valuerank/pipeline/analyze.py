@@ -1,5 +1,7 @@
 """The analysis jobs: `analyze:basic`, `analyze:deep`, `analyze:compare`, and the narrative
-a model writes about a deep analysis (a `summarize` job with `analysis` in its payload).
+a model writes about a deep analysis (`summarize:analysis`; jobs queued before that kind
+existed are `summarize` jobs with `analysis` in their payload, still read as narratives:
+`SUMMARIZE_READS`).
 
 `analyze:basic` is enqueued when a run completes (finalize) and on demand; `analyze:deep` on
 demand (API, or after a basic one when asked). Jobs of a run go to the partition
@@ -31,20 +33,61 @@ from valuerank.pipeline.calls import call_model
 from valuerank.pipeline.context import PipelineContext
 from valuerank.providers.base import CompletionRequest, Message
 from valuerank.providers.model_id import parse_model_id
-from valuerank.queue import Enqueued, HandlerResult, Job, JobSpec, Permanent, enqueue
+from valuerank.queue import Enqueued, HandlerResult, Job, Permanent
 from valuerank.queue.ids import new_id
+from valuerank.queue.tasks import JobKind, TaskPayload
 from valuerank.registry.check import check_models
 from valuerank.registry.service import seed_models
-from valuerank.runs.service import SUMMARIZE, Run
+from valuerank.runs.kinds import SUMMARIZE_KIND, SummaryPayload
+from valuerank.runs.run import Run
 from valuerank.runs.states import RunStatus
 
 if TYPE_CHECKING:
     from valuerank.findings.analyses import AnalysisOutcome, Kind
 
-ANALYZE_BASIC = "analyze:basic"
-ANALYZE_DEEP = "analyze:deep"
-ANALYZE_COMPARE = "analyze:compare"
-KINDS: dict[Kind, str] = {"basic": ANALYZE_BASIC, "deep": ANALYZE_DEEP}
+
+class AnalyzePayload(TaskPayload):
+    """Analyse a run (served from the cache unless `force`); a deep one may ask for its
+    narrative by a model."""
+
+    run_id: str
+    force: bool = False
+    narrative_model: str | None = None
+
+
+class ComparePayload(TaskPayload):
+    comparison_id: str
+
+
+class NarrativePayload(TaskPayload):
+    """A model's narrative of the run's deep analysis of `input_hash`."""
+
+    run_id: str
+    analysis: str = "deep"
+    input_hash: str | None = None
+    summary_model: str
+
+
+ANALYZE_BASIC_KIND: JobKind[AnalyzePayload] = JobKind("analyze:basic", AnalyzePayload)
+ANALYZE_DEEP_KIND: JobKind[AnalyzePayload] = JobKind("analyze:deep", AnalyzePayload)
+ANALYZE_COMPARE_KIND: JobKind[ComparePayload] = JobKind("analyze:compare", ComparePayload)
+NARRATE_KIND: JobKind[NarrativePayload] = JobKind("summarize:analysis", NarrativePayload)
+# What a `summarize` job may hold: a transcript's summary, or a narrative queued before
+# `summarize:analysis` existed (jobs already in a database still run). A narrative says which
+# analysis it narrates; a transcript's summary names no analysis, so the two never mix up.
+SUMMARIZE_READS: JobKind[SummaryPayload | NarrativePayload] = JobKind(
+    SUMMARIZE_KIND.name, SummaryPayload | NarrativePayload, aliases=SUMMARIZE_KIND.aliases
+)
+ANALYSIS_KINDS = (ANALYZE_BASIC_KIND, ANALYZE_DEEP_KIND, ANALYZE_COMPARE_KIND, NARRATE_KIND)
+
+ANALYZE_BASIC = ANALYZE_BASIC_KIND.name
+ANALYZE_DEEP = ANALYZE_DEEP_KIND.name
+ANALYZE_COMPARE = ANALYZE_COMPARE_KIND.name
+NARRATE = NARRATE_KIND.name
+KINDS: dict[Kind, JobKind[AnalyzePayload]] = {
+    "basic": ANALYZE_BASIC_KIND,
+    "deep": ANALYZE_DEEP_KIND,
+}
 NARRATIVE_MAX_TOKENS = 500
 
 
@@ -83,49 +126,37 @@ async def enqueue_analysis(
     """Enqueue the run's analysis job of `kind` (the narrative model checked first). With a
     `key` the job is enqueued once per key (e.g. per input hash); without one, every call
     enqueues a new job."""
-    payload: dict[str, Any] = {"run_id": run.id, "force": force}
     if narrative_model is not None:
         await check_narrative_model(
             conn, run.org_id, narrative_model, allow_unknown=allow_unknown_model
         )
-        payload["narrative_model"] = narrative_model
-    return await enqueue(
+    job_kind = KINDS[kind]
+    return await job_kind.enqueue(
         conn,
-        JobSpec(
-            kind=KINDS[kind],
-            org_id=run.org_id,
-            payload=payload,
-            partition=analysis_partition(run.id),
-            item_key=f"{KINDS[kind]}:{key or new_id()}",
-            priority=run.priority,
-        ),
+        AnalyzePayload(run_id=run.id, force=force, narrative_model=narrative_model),
+        org_id=run.org_id,
+        partition=analysis_partition(run.id),
+        item_key=f"{job_kind.name}:{key or new_id()}",
+        priority=run.priority,
     )
 
 
 async def enqueue_narrative(
     conn: AsyncConnection, org_id: str, run_id: str, input_hash: str, model: str, computed_at: str
 ) -> Enqueued:
-    """The `summarize` job that narrates the run's deep analysis of `input_hash` computed at
-    `computed_at`: once per analysis and model, so asking twice queues one job, and a
-    forced recomputation (which drops the narrative) gets a new one."""
+    """The `summarize:analysis` job that narrates the run's deep analysis of `input_hash`
+    computed at `computed_at`: once per analysis and model, so asking twice queues one job,
+    and a forced recomputation (which drops the narrative) gets a new one."""
     from valuerank.findings.analyses import DEEP
 
-    return await enqueue(
+    return await NARRATE_KIND.enqueue(
         conn,
-        JobSpec(
-            kind=SUMMARIZE,
-            org_id=org_id,
-            payload={
-                "run_id": run_id,
-                "analysis": DEEP,
-                "input_hash": input_hash,
-                "summary_model": model,
-            },
-            partition=analysis_partition(run_id),
-            item_key=f"narrative:{input_hash}:{_digest(model, computed_at)}",
-            provider=parse_model_id(model).provider,
-            model=model,
-        ),
+        NarrativePayload(run_id=run_id, analysis=DEEP, input_hash=input_hash, summary_model=model),
+        org_id=org_id,
+        partition=analysis_partition(run_id),
+        item_key=f"narrative:{input_hash}:{_digest(model, computed_at)}",
+        provider=parse_model_id(model).provider,
+        model=model,
     )
 
 
@@ -160,38 +191,28 @@ async def analyze_when_completed(conn: AsyncConnection, run: Run, status: RunSta
 async def enqueue_comparison(
     conn: AsyncConnection, org_id: str, comparison_id: str, run_id: str
 ) -> Enqueued:
-    return await enqueue(
+    return await ANALYZE_COMPARE_KIND.enqueue(
         conn,
-        JobSpec(
-            kind=ANALYZE_COMPARE,
-            org_id=org_id,
-            payload={"comparison_id": comparison_id},
-            partition=analysis_partition(run_id),
-            item_key=f"{ANALYZE_COMPARE}:{comparison_id}",
-        ),
+        ComparePayload(comparison_id=comparison_id),
+        org_id=org_id,
+        partition=analysis_partition(run_id),
+        item_key=f"{ANALYZE_COMPARE}:{comparison_id}",
     )
-
-
-def _run_id(job: Job) -> str:
-    try:
-        return str(job.payload["run_id"])
-    except (KeyError, TypeError) as exc:
-        raise Permanent("malformed payload: no 'run_id'") from exc
 
 
 async def run_analyze(ctx: PipelineContext, job: Job, kind: Kind) -> HandlerResult:
     from valuerank.findings.analyses import DEEP, run_analysis
 
-    run_id = _run_id(job)
-    force = bool(job.payload.get("force", False))
+    item = KINDS[kind].payload(job)
+    run_id = item.run_id
     try:
-        outcome = await run_analysis(ctx.db, job.org_id, run_id, deep=kind == DEEP, force=force)
+        deep = kind == DEEP
+        outcome = await run_analysis(ctx.db, job.org_id, run_id, deep=deep, force=item.force)
     except NotFoundError:
         return HandlerResult({"run_id": run_id, "status": "the run was deleted"})
-    narrative_model = job.payload.get("narrative_model")
-    if kind == DEEP and narrative_model and needs_narrative(outcome):
+    if kind == DEEP and item.narrative_model and needs_narrative(outcome):
         async with ctx.db.transaction(immediate=True) as conn:
-            await narrate(conn, job.org_id, outcome, str(narrative_model))
+            await narrate(conn, job.org_id, outcome, item.narrative_model)
     return HandlerResult(
         {
             "run_id": run_id,
@@ -205,10 +226,7 @@ async def run_analyze(ctx: PipelineContext, job: Job, kind: Kind) -> HandlerResu
 async def run_compare(ctx: PipelineContext, job: Job) -> HandlerResult:
     from valuerank.findings.comparisons import execute_comparison
 
-    try:
-        comparison_id = str(job.payload["comparison_id"])
-    except (KeyError, TypeError) as exc:
-        raise Permanent("malformed payload: no 'comparison_id'") from exc
+    comparison_id = ANALYZE_COMPARE_KIND.payload(job).comparison_id
     try:
         done = await execute_comparison(ctx.db, job.org_id, comparison_id)
     except ValueRankError as exc:
@@ -233,19 +251,18 @@ def narrative_messages(insights: list[str], warnings: list[dict[str, Any]]) -> t
     return (Message("system", system), Message("user", user))
 
 
-async def run_narrative(ctx: PipelineContext, job: Job) -> HandlerResult:
-    """A `summarize` job about a deep analysis: the model's narrative of its insights."""
+async def run_narrative(ctx: PipelineContext, job: Job, item: NarrativePayload) -> HandlerResult:
+    """A `summarize:analysis` job: the model's narrative of a deep analysis's insights."""
     from valuerank.findings.analyses import deep_state, set_narrative
 
-    run_id = _run_id(job)
-    model = str(job.payload.get("summary_model") or "")
+    run_id, model = item.run_id, item.summary_model
     if not model:
         raise Permanent("malformed payload: no 'summary_model'")
     state = await deep_state(ctx.db, job.org_id, run_id)
     result = state.result()
     if result is None or state.stored is None:
         raise Permanent(f"run {run_id} has no deep analysis to narrate")
-    if state.stored.input_hash != job.payload.get("input_hash"):
+    if state.stored.input_hash != item.input_hash:
         return HandlerResult({"skipped": "the analysis changed since this job was enqueued"})
     request = CompletionRequest(
         model=parse_model_id(model).name,

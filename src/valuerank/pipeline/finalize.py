@@ -23,19 +23,28 @@ from valuerank.providers.base import CompletionRequest
 from valuerank.providers.model_id import parse_model_id
 from valuerank.queue import HandlerResult, Job, JobSpec, Snooze, enqueue_many
 from valuerank.queue.call_reserve import reserve_request
+from valuerank.runs.kinds import (
+    FINALIZE_KIND,
+    JUDGE,
+    JUDGE_KIND,
+    PROBE,
+    SUMMARIZE,
+    SUMMARIZE_KIND,
+    JudgePayload,
+    SummaryPayload,
+)
 from valuerank.runs.progress import job_progress
 from valuerank.runs.results import ModelResult
-from valuerank.runs.service import JUDGE, PROBE, SUMMARIZE, Run, get_run
+from valuerank.runs.run import Run, get_run
 from valuerank.runs.states import RunStatus, move_run
 
 
 def _follower_specs(run: Run, ids: list[str]) -> list[JobSpec]:
     config = run.config
     specs = [
-        JobSpec(
-            kind=JUDGE,
+        JUDGE_KIND.spec(
+            JudgePayload(run_id=run.id, transcript_id=tid, judge_model=judge),
             org_id=run.org_id,
-            payload={"run_id": run.id, "transcript_id": tid, "judge_model": judge},
             partition=run.id,
             item_key=f"{JUDGE}:{tid}:{judge}",
             priority=run.priority,
@@ -46,20 +55,16 @@ def _follower_specs(run: Run, ids: list[str]) -> list[JobSpec]:
         for judge in config.judge_models
     ]
     if config.summary_model is not None:
+        model = config.summary_model
         specs += [
-            JobSpec(
-                kind=SUMMARIZE,
+            SUMMARIZE_KIND.spec(
+                SummaryPayload(run_id=run.id, transcript_id=tid, summary_model=model),
                 org_id=run.org_id,
-                payload={
-                    "run_id": run.id,
-                    "transcript_id": tid,
-                    "summary_model": config.summary_model,
-                },
                 partition=run.id,
                 item_key=f"{SUMMARIZE}:{tid}",
                 priority=run.priority,
-                provider=parse_model_id(config.summary_model).provider,
-                model=config.summary_model,
+                provider=parse_model_id(model).provider,
+                model=model,
             )
             for tid in ids
         ]
@@ -106,8 +111,9 @@ async def _narrative(ctx: PipelineContext, run: Run, results: list[ModelResult])
 async def _advance(conn: AsyncConnection, job: Job) -> Run | str | None:
     """One look at the run: the run if it is ready to complete, a reason to wait, or None
     when there is nothing to do. Writes (followers, `summarizing`) commit before any wait."""
-    run = await get_run(conn, job.org_id, str(job.payload["run_id"]))
-    if int(job.payload.get("generation", 0)) != run.config.generation:
+    item = FINALIZE_KIND.payload(job)
+    run = await get_run(conn, job.org_id, item.run_id)
+    if item.generation != run.config.generation:
         return None  # a rerun or expansion started a new generation with its own finalize
     if run.status is RunStatus.RUNNING:
         if (await job_progress(conn, run.id, (PROBE,))).active:

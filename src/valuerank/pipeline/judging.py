@@ -30,18 +30,12 @@ from valuerank.pipeline.run_results import store_transcript_consensus
 from valuerank.providers.base import CompletionRequest
 from valuerank.providers.model_id import parse_model_id
 from valuerank.queue import HandlerResult, Job, Permanent
+from valuerank.runs.kinds import JUDGE_KIND, SummaryPayload
 from valuerank.runs.records import JudgmentRecord, insert_judgment
-from valuerank.runs.service import Run, get_run
+from valuerank.runs.run import Run, get_run
 
 JUDGE_MAX_TOKENS = 600
 SUMMARY_MAX_TOKENS = 200
-
-
-def _field(payload: Any, name: str) -> str:
-    try:
-        return str(payload[name])
-    except (KeyError, TypeError) as exc:
-        raise Permanent(f"malformed payload: no {name!r}") from exc
 
 
 async def _transcript(ctx: PipelineContext, org_id: str, transcript_id: str) -> Any:
@@ -83,8 +77,8 @@ def _in_definition_direction(decision: int | None, row: Any) -> int | None:
 
 
 async def run_judge(ctx: PipelineContext, job: Job) -> HandlerResult:
-    transcript_id = _field(job.payload, "transcript_id")
-    judge_model = _field(job.payload, "judge_model")
+    item = JUDGE_KIND.payload(job)
+    transcript_id, judge_model = item.transcript_id, item.judge_model
     row = await _transcript(ctx, job.org_id, transcript_id)
     async with ctx.db.transaction() as conn:
         done = (
@@ -135,9 +129,8 @@ async def run_judge(ctx: PipelineContext, job: Job) -> HandlerResult:
     )
 
 
-async def run_summarize(ctx: PipelineContext, job: Job) -> HandlerResult:
-    transcript_id = _field(job.payload, "transcript_id")
-    summary_model = _field(job.payload, "summary_model")
+async def run_summarize(ctx: PipelineContext, job: Job, item: SummaryPayload) -> HandlerResult:
+    transcript_id, summary_model = item.transcript_id, item.summary_model
     row = await _transcript(ctx, job.org_id, transcript_id)
     if row.rationale is not None:
         return HandlerResult({"reused": True})

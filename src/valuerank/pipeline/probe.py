@@ -9,7 +9,6 @@ turns, usage, latency, cost and the decision code read from turn 1's answer; it 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any
@@ -44,31 +43,12 @@ from valuerank.queue import HandlerResult, Job, Permanent
 from valuerank.queue.call_reserve import reserve_request
 from valuerank.queue.ratelimit import job_credential
 from valuerank.refs import short_id
+from valuerank.runs.kinds import PROBE_KIND, ProbePayload
 from valuerank.runs.records import TranscriptRecord, insert_transcript
-from valuerank.runs.service import Run, get_run
+from valuerank.runs.run import Run, get_run
 
 RATING_SCALE = (1, 5)
 REASON_CHARS = 200  # transcripts.decision_reason
-
-
-@dataclass(frozen=True)
-class ProbeItem:
-    run_id: str
-    scenario_id: str
-    model: str
-    sample: int
-
-    @classmethod
-    def from_payload(cls, payload: Any) -> ProbeItem:
-        try:
-            return cls(
-                run_id=str(payload["run_id"]),
-                scenario_id=str(payload["scenario_id"]),
-                model=str(payload["model"]),
-                sample=int(payload.get("sample", 0)),
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise Permanent(f"malformed probe payload: {exc}") from exc
 
 
 # The statements every probe runs, built once; the item is their parameters.
@@ -89,7 +69,7 @@ _SCENARIO = select(
 )
 
 
-def _params(item: ProbeItem) -> dict[str, Any]:
+def _params(item: ProbePayload) -> dict[str, Any]:
     return {
         "run_id": item.run_id,
         "scenario_id": item.scenario_id,
@@ -98,7 +78,7 @@ def _params(item: ProbeItem) -> dict[str, Any]:
     }
 
 
-async def _existing(conn: AsyncConnection, item: ProbeItem) -> str | None:
+async def _existing(conn: AsyncConnection, item: ProbePayload) -> str | None:
     return (await conn.execute(_EXISTING, _params(item))).scalar_one_or_none()
 
 
@@ -108,7 +88,7 @@ def cli_timestamp(moment: datetime) -> str:
 
 
 async def run_probe(ctx: PipelineContext, job: Job) -> HandlerResult:
-    item = ProbeItem.from_payload(job.payload)
+    item = PROBE_KIND.payload(job)
     prepared = first = None
     prompts: tuple[FollowUp, ...] = ()
     # One read transaction: the run, the scenario (with a transcript already stored, if
@@ -194,7 +174,7 @@ def _turns(run: Run, scenario: Any) -> tuple[FollowUp, ...]:
 
 def _request(
     run: Run,
-    item: ProbeItem,
+    item: ProbePayload,
     scenario: Any,
     prompt: str,
     history: list[tuple[str, str]],
@@ -230,7 +210,7 @@ async def _converse(
     ctx: PipelineContext,
     job: Job,
     run: Run,
-    item: ProbeItem,
+    item: ProbePayload,
     scenario: Any,
     prompts: tuple[FollowUp, ...],
     first: CompletionRequest,

@@ -39,8 +39,9 @@ from valuerank.queue.states import JobStatus
 from valuerank.refs import short_id
 from valuerank.registry.check import check_models
 from valuerank.registry.service import seed_models
+from valuerank.runs.kinds import JUDGE
 from valuerank.runs.records import bump_inputs
-from valuerank.runs.service import JUDGE, Run, get_run, reopen_run
+from valuerank.runs.service import Run, get_run, reopen_run
 from valuerank.runs.states import TERMINAL, refuse
 
 # A judge job of a listed judge in one of these states is enqueued again (its item key is

@@ -37,9 +37,10 @@ from valuerank.queue import JobSpec, enqueue
 from valuerank.queue.events import append_event
 from valuerank.queue.states import JobStatus
 from valuerank.runs.event_names import RUN_REAPED
+from valuerank.runs.kinds import FINALIZE, FINALIZE_KIND, JUDGE, PROBE, SUMMARIZE, FinalizePayload
 from valuerank.runs.progress import job_progress
 from valuerank.runs.results import ModelResult
-from valuerank.runs.service import FINALIZE, JUDGE, PROBE, SUMMARIZE, Run, get_run
+from valuerank.runs.run import Run, get_run
 from valuerank.runs.states import RunStatus, move_run
 
 # The states a run ends from (by the finalize rule; cancelling also ends paused and pending).
@@ -55,10 +56,9 @@ TAIL = 32
 
 
 def finalize_spec(run: Run) -> JobSpec:
-    return JobSpec(
-        kind=FINALIZE,
+    return FINALIZE_KIND.spec(
+        FinalizePayload(run_id=run.id, generation=run.config.generation),
         org_id=run.org_id,
-        payload={"run_id": run.id, "generation": run.config.generation},
         partition=run.id,
         item_key=f"{FINALIZE}:{run.config.generation}",
         priority=run.priority,

@@ -23,14 +23,14 @@ from valuerank.pipeline.validation_prompts import (
 from valuerank.providers.base import CompletionRequest
 from valuerank.providers.model_id import parse_model_id
 from valuerank.queue import HandlerResult, Job, Permanent
-from valuerank.validation.requests import ValidateItem
+from valuerank.validation.requests import VALIDATE_KIND
 from valuerank.validation.store import NewValidation, get_tag, get_task, record_validation
 
 VALIDATE_MAX_TOKENS = 400
 
 
 async def run_validate(ctx: PipelineContext, job: Job) -> HandlerResult:
-    item = ValidateItem.from_payload(job.payload)
+    item = VALIDATE_KIND.payload(job)
     where = {"task_id": item.task_id, "ra_tag_id": item.ra_tag_id, "validator": item.model}
     async with ctx.db.transaction() as conn:
         done = await conn.scalar(

@@ -8,22 +8,15 @@ complete?" a question only one transaction at a time can ask. On PostgreSQL the 
 also sends `NOTIFY valuerank_events, '<partition>'` (delivered at commit) so listeners wake
 up; SQLite readers poll. Polling `events_after` is the truth either way.
 
-Progress: the same row counts the partition's jobs per status (`jobs_queued`, …). Every
-statement or transaction that moves jobs adds its change (a `Delta`) to them, in the same
-transaction, and the bump that numbers the move's event applies it and returns the counts:
-an event's progress costs nothing, and is read under the row lock, so concurrent finishers
-see each other. Moves without an event (enqueue, pruning) update the counters directly.
-Jobs whose status is changed behind the queue's back (plain SQL) are not counted: a counter
-gone negative is put right at once by a real count (`checked`); when the counters say a
-partition is finished, `complete_if_done` counts for real (and corrects them) before it says
-so; and maintenance recounts the partitions whose counters say jobs are still active.
+Progress: the same row counts the partition's jobs per status (queue/counters.py); the bump
+that numbers an event also applies the change of the move it reports and returns the counts.
 
 Event types: the queue's own are `EventType`; other packages may append events of their own
 types (plain strings, e.g. `multi_model.validation_added`) to partitions of their own, and
 read them with their own reader (`events_after` gives a type it does not know as a string).
-The package that owns a partition may also name the event that says it is finished
-(`name_partition_completions`: a run's partition ends with `run_complete`); the default is
-`partition_complete`.
+The package that owns a partition may name the event that says it is finished, and shape
+what webhooks get of its events, through the hooks in effect (queue/hooks.py: a run's
+partition ends with `run_complete`); the default is `partition_complete`.
 
 Lock order, to stay deadlock-free on PostgreSQL: job rows, then slot rows, then partition rows
 (sorted). Emit events last in a transaction, partitions in sorted order.
@@ -32,8 +25,7 @@ Lock order, to stay deadlock-free on PostgreSQL: job rows, then slot rows, then 
 from __future__ import annotations
 
 import functools
-import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -42,14 +34,53 @@ from typing import Any
 from sqlalchemy import String, bindparam, func, insert, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from valuerank.db.tables import events, jobs, queue_controls
+from valuerank.db.tables import events, queue_controls
+from valuerank.queue.counters import (
+    COUNTER_COLUMNS,
+    COUNTS_ACTIVE,
+    PARTITION_SCOPE,
+    Delta,
+    Progress,
+    add_counts,
+    checked,
+    count_partition,
+    delta_params,
+    moved,
+    partition_progress,
+    recount_partition,
+)
 from valuerank.queue.dialect import as_utc, db_now
-from valuerank.queue.states import JobStatus
+from valuerank.queue.hooks import hooks_in_use
 
-log = logging.getLogger(__name__)
+# The counters' names, long imported from here (queue/counters.py owns them now).
+__all__ = [
+    "COUNTER_COLUMNS",
+    "COUNTS_ACTIVE",
+    "NOTIFY_CHANNEL",
+    "PARTITION_SCOPE",
+    "Delta",
+    "Event",
+    "EventType",
+    "Progress",
+    "add_counts",
+    "append_event",
+    "checked",
+    "complete_if_done",
+    "count_partition",
+    "emit_job_event",
+    "emit_job_event_with_progress",
+    "emit_job_events",
+    "events_after",
+    "job_data",
+    "last_seq",
+    "moved",
+    "notify_webhooks",
+    "partition_progress",
+    "recount_partition",
+    "write_event",
+]
 
 NOTIFY_CHANNEL = "valuerank_events"
-PARTITION_SCOPE = "partition"
 
 
 class EventType(StrEnum):
@@ -77,21 +108,6 @@ _WITH_PROGRESS = frozenset(
     }
 )
 
-# The counter column of each status, in `JobStatus` order.
-COUNTER_COLUMNS: dict[JobStatus, str] = {s: f"jobs_{s.value}" for s in JobStatus}
-# A partition's control row whose counters say it has jobs queued or running (`Progress.active`).
-COUNTS_ACTIVE = (queue_controls.c.jobs_queued != 0) | (queue_controls.c.jobs_running != 0)
-
-Delta = Mapping[JobStatus, int]
-"""A change of a partition's job counts: status → jobs gained (negative: lost)."""
-
-
-def moved(source: JobStatus, target: JobStatus, n: int = 1) -> dict[JobStatus, int]:
-    """The delta of `n` jobs moving from `source` to `target`."""
-    if source is target or n == 0:
-        return {}
-    return {source: -n, target: n}
-
 
 @dataclass(frozen=True)
 class Event:
@@ -101,67 +117,6 @@ class Event:
     type: EventType | str  # a plain string: a type of another package (`run_complete`, …)
     data: dict[str, Any]
     created_at: datetime
-
-
-Completion = tuple[str, dict[str, Any]]
-CompletionNamer = Callable[[AsyncConnection, str, str], Awaitable[Completion | None]]
-"""`(conn, org_id, partition)` → the completion event's type and extra data for a partition
-its package owns, else None (the next namer, then `partition_complete`, is asked)."""
-
-_completion_namers: list[CompletionNamer] = []
-
-
-def name_partition_completions(namer: CompletionNamer) -> None:
-    """Let a package name the completion event of its own partitions (once per namer): the
-    queue knows no runs, the runs package does. Called at import by that package."""
-    if namer not in _completion_namers:
-        _completion_namers.append(namer)
-
-
-async def _completion(
-    conn: AsyncConnection, org_id: str, partition: str
-) -> tuple[str, dict[str, Any]]:
-    for namer in _completion_namers:
-        named = await namer(conn, org_id, partition)
-        if named is not None:
-            return named
-    return EventType.PARTITION_COMPLETE, {}
-
-
-@dataclass(frozen=True)
-class Progress:
-    """Job counts of one partition by status."""
-
-    counts: dict[str, int]
-
-    @property
-    def total(self) -> int:
-        return sum(self.counts.values())
-
-    @property
-    def done(self) -> int:
-        return self.total - self.active
-
-    @property
-    def active(self) -> int:
-        return self.counts.get(JobStatus.QUEUED, 0) + self.counts.get(JobStatus.RUNNING, 0)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "progress": f"{self.done}/{self.total}",
-            "done": self.done,
-            "total": self.total,
-            "counts": {s.value: self.counts.get(s.value, 0) for s in JobStatus},
-        }
-
-    @classmethod
-    def from_row(cls, row: Any) -> Progress:
-        """The counters of a row holding the `jobs_<status>` columns."""
-        return cls.from_mapping(row._mapping)
-
-    @classmethod
-    def from_mapping(cls, m: Mapping[str, Any]) -> Progress:
-        return cls({s.value: int(m[column]) for s, column in COUNTER_COLUMNS.items()})
 
 
 # The per-event statements are built once with bound parameters: building (and compiling,
@@ -181,37 +136,6 @@ _NEXT_SEQ = text(
     + ", EXISTS (SELECT 1 FROM webhooks WHERE webhooks.org_id = :org_id"
     " AND webhooks.active = true) AS hooked"
 )
-
-_ADD_COUNTS = text(
-    "UPDATE queue_controls SET "
-    + ", ".join(f"{c} = {c} + :{c}" for c in COUNTER_COLUMNS.values())
-    + " WHERE scope = 'partition' AND key = :partition"
-)
-
-_SET_COUNTS = text(
-    "INSERT INTO queue_controls (scope, key, org_id, last_seq, "
-    + _COUNTS
-    + ") VALUES ('partition', :partition, :org_id, 0, "
-    + ", ".join(f":{c}" for c in COUNTER_COLUMNS.values())
-    + ") ON CONFLICT (scope, key) DO UPDATE SET "
-    + ", ".join(f"{c} = excluded.{c}" for c in COUNTER_COLUMNS.values())
-)
-
-_READ_COUNTS = select(*(queue_controls.c[c] for c in COUNTER_COLUMNS.values())).where(
-    queue_controls.c.scope == PARTITION_SCOPE,
-    queue_controls.c.key == bindparam("partition", type_=queue_controls.c.key.type),
-)
-
-_COUNT_JOBS = (
-    select(jobs.c.status, func.count())
-    .where(jobs.c.partition == bindparam("partition", type_=jobs.c.partition.type))
-    .group_by(jobs.c.status)
-)
-
-
-def _delta_params(delta: Delta | None) -> dict[str, int]:
-    delta = delta or {}
-    return {c: int(delta.get(s, 0)) for s, c in COUNTER_COLUMNS.items()}
 
 
 @functools.cache
@@ -238,29 +162,10 @@ async def _next_seq(
     add `delta` to its counters; also says, in the same round trip, whether the organisation
     has an active webhook (else the outbox SELECT is skipped), and returns the counters after
     the change."""
-    params = {"partition": partition, "org_id": org_id, "n": n, **_delta_params(delta)}
+    params = {"partition": partition, "org_id": org_id, "n": n, **delta_params(delta)}
     row = (await conn.execute(_NEXT_SEQ, params)).one()
     progress = await checked(conn, org_id, partition, Progress.from_row(row))
     return int(row.last_seq), bool(row.hooked), progress
-
-
-async def checked(
-    conn: AsyncConnection, org_id: str, partition: str, progress: Progress
-) -> Progress:
-    """`progress` as read under the partition row's lock, unless a counter went negative:
-    jobs were added or moved behind the queue's back (say, inserted with plain SQL), and the
-    partition is counted for real, once, to put the counters right."""
-    if all(n >= 0 for n in progress.counts.values()):
-        return progress
-    counted, _ = await recount_partition(conn, org_id, partition)
-    return counted
-
-
-async def add_counts(conn: AsyncConnection, partition: str, delta: Delta) -> None:
-    """Add `delta` to a partition's counters, for moves that write no event (enqueue, prune).
-    Locks the partition's row; a partition without one (no job ever enqueued) is left be."""
-    if any(delta.values()):
-        await conn.execute(_ADD_COUNTS, {"partition": partition, **_delta_params(delta)})
 
 
 async def append_event(
@@ -362,16 +267,6 @@ async def write_event(
     await _insert(conn, org_id, partition, seq, type, dict(data), hooked=hooked)
 
 
-# topic → the older names of it: a webhook subscribed to one of them gets the event too.
-_topic_aliases: dict[str, tuple[str, ...]] = {}
-
-
-def alias_topics(topic: str, *old: str) -> None:
-    """Let webhooks subscribed to `old` names keep getting events now named `topic` (a
-    package renaming its events registers this at import)."""
-    _topic_aliases[topic] = tuple(dict.fromkeys((*_topic_aliases.get(topic, ()), *old)))
-
-
 async def notify_webhooks(
     conn: AsyncConnection,
     org_id: str,
@@ -385,72 +280,11 @@ async def notify_webhooks(
     # HTTP, which a command that only reads a run's events never needs.
     from valuerank.queue.outbox.notify import enqueue_notifications
 
-    topic = str(type)
-    for publish in _publishers:
-        published = await publish(conn, org_id, partition, topic, dict(data))
-        if published is not None:
-            topic, data = published
-            break
-    payload = {"partition": partition, "seq": seq, "type": topic, "data": dict(data)}
-    aliases = _topic_aliases.get(topic, ())
+    hooks = hooks_in_use()
+    topic, published = await hooks.publish(conn, org_id, partition, str(type), dict(data))
+    payload = {"partition": partition, "seq": seq, "type": topic, "data": published}
+    aliases = hooks.aliases(topic)
     await enqueue_notifications(conn, org_id, topic, payload, aliases=aliases)
-
-
-Published = tuple[str, dict[str, Any]]
-Publisher = Callable[[AsyncConnection, str, str, str, dict[str, Any]], Awaitable[Published | None]]
-"""`(conn, org_id, partition, type, data)` → the topic and data its webhooks get, for events
-of partitions a package owns (else None: published as written)."""
-
-_publishers: list[Publisher] = []
-
-
-def publish_events_with(publisher: Publisher) -> None:
-    """Let a package name and shape what webhooks get of its partitions' events (the queue
-    writes `task_complete` for every job; a run says which jobs are its tasks)."""
-    if publisher not in _publishers:
-        _publishers.append(publisher)
-
-
-async def partition_progress(conn: AsyncConnection, partition: str) -> Progress:
-    """The partition's counters (all zero for a partition never seen)."""
-    row = (await conn.execute(_READ_COUNTS, {"partition": partition})).first()
-    if row is None:
-        return Progress({s.value: 0 for s in JobStatus})
-    return Progress.from_row(row)
-
-
-async def count_partition(conn: AsyncConnection, partition: str) -> Progress:
-    """The partition's jobs counted one by one (O(jobs)): the truth the counters keep."""
-    rows = await conn.execute(_COUNT_JOBS, {"partition": partition})
-    found = {status: int(n) for status, n in rows}
-    return Progress({s.value: found.get(s.value, 0) for s in JobStatus})
-
-
-async def recount_partition(
-    conn: AsyncConnection, org_id: str, partition: str
-) -> tuple[Progress, bool]:
-    """Set the partition's counters to a real count; returns it and whether they differed.
-
-    Takes the partition row's lock first (PostgreSQL; SQLite's write lock is held already),
-    so that no move of its jobs is half counted: a move commits its jobs and its counters
-    together, and its counters wait for this lock."""
-    lock = _READ_COUNTS
-    if conn.dialect.name == "postgresql":
-        lock = lock.with_for_update()
-    row = (await conn.execute(lock, {"partition": partition})).first()
-    counted = await count_partition(conn, partition)
-    if row is not None and Progress.from_row(row).counts == counted.counts:
-        return counted, False
-    if row is not None:
-        log.warning(
-            "partition %s: job counters %s corrected to %s (jobs changed outside the queue?)",
-            partition,
-            Progress.from_row(row).counts,
-            counted.counts,
-        )
-    params = {c: counted.counts[s.value] for s, c in COUNTER_COLUMNS.items()}
-    await conn.execute(_SET_COUNTS, {"partition": partition, "org_id": org_id, **params})
-    return counted, True
 
 
 def job_data(row: Any, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -508,7 +342,8 @@ async def complete_if_done(
     conn: AsyncConnection, org_id: str, partition: str, *, progress: Progress | None = None
 ) -> bool:
     """Emit the partition's completion event (`partition_complete`, or the name its owner
-    gave: see `name_partition_completions`) when nothing is queued or running in it any more.
+    gives through the hooks in effect: see queue/hooks.py) when nothing is queued or running
+    in it any more.
 
     Call after this transaction has moved a job of the partition out of `queued`/`running`
     (and so has locked the partition row), never speculatively. `progress`: the partition's
@@ -524,7 +359,7 @@ async def complete_if_done(
     progress, _ = await recount_partition(conn, org_id, partition)
     if progress.active:
         return False
-    name, extra = await _completion(conn, org_id, partition)
+    name, extra = await hooks_in_use().completion(conn, org_id, partition)
     await append_event(
         conn,
         org_id=org_id,

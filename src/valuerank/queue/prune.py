@@ -4,38 +4,26 @@ their partitions' counters), events past their retention, and rows of other tabl
 Each function deletes at most `batch` rows, so that one maintenance pass stays one short
 transaction; callers run passes until nothing is left.
 
-A package that owns partitions may keep what it needs of their pruned jobs
-(`observe_pruned_jobs`: the runs package keeps a run's counts and failures): the queue knows
-no runs, so it hands the deleted rows to the observers registered at import.
+A package that owns partitions may keep what it needs of their pruned jobs (the runs package
+keeps a run's counts and failures): the queue knows no runs, so it hands the deleted rows to
+the pruned-job observers of the hooks in effect (queue/hooks.py).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from sqlalchemy import Row, delete, exists, select, tuple_
+from sqlalchemy import delete, exists, select, tuple_
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.db.tables import events, job_errors, jobs, queue_controls
+from valuerank.queue.counters import COUNTS_ACTIVE, PARTITION_SCOPE, add_counts
 from valuerank.queue.dialect import db_now_plus
-from valuerank.queue.events import COUNTS_ACTIVE, PARTITION_SCOPE, add_counts
+from valuerank.queue.hooks import hooks_in_use
 from valuerank.queue.states import JobStatus
 
 FINISHED = (JobStatus.SUCCEEDED.value, JobStatus.FAILED.value, JobStatus.CANCELLED.value)
-
-PrunedObserver = Callable[[AsyncConnection, Sequence[Row[Any]]], Awaitable[None]]
-"""`(conn, rows)`: the whole rows of the jobs `prune_jobs` deleted, in its transaction."""
-
-_pruned_observers: list[PrunedObserver] = []
-
-
-def observe_pruned_jobs(observer: PrunedObserver) -> None:
-    """Let a package keep what it needs of pruned jobs (once per observer). Called at import
-    by that package, like `name_partition_completions`."""
-    if observer not in _pruned_observers:
-        _pruned_observers.append(observer)
 
 
 async def delete_batch(conn: AsyncConnection, table: Any, where: list[Any], batch: int) -> int:
@@ -67,8 +55,7 @@ async def prune_jobs(conn: AsyncConnection, *, older_than_seconds: float, batch:
     # The rows the delete returns, not the ones selected above: a job requeued in between
     # is not deleted, so no observer may count it as pruned. Before the partitions' rows
     # are locked, to keep the lock order (job rows first, partition rows last).
-    for observer in _pruned_observers:
-        await observer(conn, gone)
+    await hooks_in_use().pruned(conn, gone)
     # The partitions' job counters count what is stored (see queue/events.py).
     by_partition: dict[str, Counter[JobStatus]] = {}
     for row in gone:

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import random
@@ -55,7 +56,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
@@ -65,6 +66,7 @@ from valuerank.crypto import SecretCipher
 from valuerank.db.engine import Database
 from valuerank.queue import lease as leases
 from valuerank.queue.claim import claim
+from valuerank.queue.hooks import NO_HOOKS, QueueHooks, using
 from valuerank.queue.job import Job
 from valuerank.queue.maintenance import Chore, MaintenanceRun, run_maintenance
 from valuerank.queue.outbox.settling import DeliveryReport, deliver_due
@@ -79,6 +81,7 @@ from valuerank.queue.wakeup import Kinds, WorkerWakeup
 log = logging.getLogger(__name__)
 
 Handler = Callable[[Job], Coroutine[Any, Any, Any]]
+_R = TypeVar("_R")
 
 # Backoff after a database connection error: 0.1 s doubling up to 2 s (with jitter).
 DB_RETRY_BASE_SECONDS = 0.1
@@ -198,6 +201,20 @@ class _KeptConnection:
                 await conn.close()
 
 
+def _with_hooks(
+    method: Callable[..., Coroutine[Any, Any, _R]],
+) -> Callable[..., Coroutine[Any, Any, _R]]:
+    """Run a worker's loop with its hooks in effect (and the tasks it starts: claims,
+    handlers, settling, chores)."""
+
+    @functools.wraps(method)
+    async def wrapper(self: Worker, *args: Any, **kwargs: Any) -> _R:
+        with using(self.hooks):
+            return await method(self, *args, **kwargs)
+
+    return wrapper
+
+
 def default_worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
@@ -215,6 +232,7 @@ class Worker:
         handlers: Mapping[str, Handler] | None = None,
         rng: random.Random | None = None,
         cipher: SecretCipher | None = None,
+        hooks: QueueHooks = NO_HOOKS,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -224,6 +242,9 @@ class Worker:
         self.worker_id = worker_id or default_worker_id()
         self.stats = WorkerStats()
         self._handlers: dict[str, Handler] = dict(handlers or {})
+        # What the application tells the queue about its partitions (queue/hooks.py), in
+        # effect while the worker runs: given here, never found by what was imported.
+        self.hooks = hooks
         self._rng = rng
         # Decrypts webhook signing secrets (VALUERANK_SECRET_KEY, given by the caller): without
         # it, deliveries of webhooks that have a secret fail unsent and are retried.
@@ -264,6 +285,10 @@ class Worker:
     def register(self, kind: str, handler: Handler) -> None:
         """Run jobs of `kind` with `handler`; the worker only claims kinds it can run."""
         self._handlers[kind] = handler
+
+    def add_hooks(self, hooks: QueueHooks) -> None:
+        """Add `hooks` to the ones this worker runs with (see queue/hooks.py)."""
+        self.hooks = self.hooks + hooks
 
     def add_maintenance_chore(self, name: str, chore: Chore) -> None:
         """Do `chore` in every maintenance pass of this worker, in its transaction and under its
@@ -350,6 +375,7 @@ class Worker:
 
     # -- main loops -----------------------------------------------------------------------
 
+    @_with_hooks
     async def run_until_idle(self) -> WorkerStats:
         """Burst mode: run what is runnable now and what it makes runnable, then return.
 
@@ -425,6 +451,7 @@ class Worker:
             await self._claim_conn.drop()
             return None
 
+    @_with_hooks
     async def run_forever(self) -> WorkerStats:
         """Claim and run until `stop()`; then stop claiming, give running jobs
         `shutdown_grace_seconds` to finish, and release the rest back to the queue."""
@@ -485,6 +512,7 @@ class Worker:
     # must return as soon as the jobs are done, not wait on HTTP; callers that want them
     # call `maintain()` / `drain_outbox()` themselves.
 
+    @_with_hooks
     async def maintain(self) -> MaintenanceRun | None:
         """One maintenance run, unless another ran within 90 % of the interval."""
         return await run_maintenance(

@@ -22,8 +22,9 @@ from valuerank.findings.keyset import newest_first
 from valuerank.providers.model_id import parse_model_id
 from valuerank.queue.dialect import iso
 from valuerank.queue.states import JobStatus
+from valuerank.runs.kinds import PROBE
 from valuerank.runs.progress import Progress
-from valuerank.runs.service import PROBE, Run
+from valuerank.runs.run import Run
 
 # A job's error as stored can be long (a provider's whole answer): a list shows this much.
 ERROR_CHARS = 2000

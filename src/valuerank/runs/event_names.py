@@ -3,12 +3,13 @@
 
 The queue's generic names for a partition (`partition_paused`, …) are what runs wrote before;
 those rows are still read under the new names, and a webhook subscribed to an old name still
-gets the event under its new one (`queue.events.alias_topics`, registered at import here).
+gets the event under its new one (`TOPIC_ALIASES`, part of the runs' queue hooks:
+`valuerank.runs.hooks.RUN_HOOKS`).
 """
 
 from __future__ import annotations
 
-from valuerank.queue.events import EventType, alias_topics
+from valuerank.queue.events import EventType
 
 RUN_PAUSED = "run_paused"
 RUN_RESUMED = "run_resumed"
@@ -32,5 +33,5 @@ def run_event_name(type: str) -> str:
     return OLD_NAMES.get(type, type)
 
 
-for _old, _new in OLD_NAMES.items():
-    alias_topics(_new, _old)
+# Each new name → its old one, for webhooks subscribed under the old name.
+TOPIC_ALIASES = {new: (old,) for old, new in OLD_NAMES.items()}

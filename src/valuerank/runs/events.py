@@ -17,7 +17,8 @@ jump; a client resumes after the last `seq` it saw.
 themselves (ended: complete, failed, cancelled; a requeued failure counts back), so a message
 is the same whenever it is read, live or replayed. The run's end is `run_complete`, written
 by the queue when the run's partition has nothing queued or running any more (this module
-names it, see `name_partition_completions`), with the probe counts of that moment; rows
+names it, `run_completion`, one of the runs' queue hooks: runs/hooks.py), with the probe
+counts of that moment; rows
 written before it existed say `partition_complete`, and are read as `run_complete` too; so
 does a run that maintenance closed (`run_reaped`, formerly `partition_reaped`).
 """
@@ -33,13 +34,7 @@ from sqlalchemy import func, or_, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.db.tables import events, jobs, run_scenarios, runs
-from valuerank.queue.events import (
-    Event,
-    EventType,
-    events_after,
-    name_partition_completions,
-    publish_events_with,
-)
+from valuerank.queue.events import Event, EventType, events_after
 from valuerank.runs.event_names import (
     OLD_NAMES,
     RUN_CANCELLED,
@@ -50,8 +45,9 @@ from valuerank.runs.event_names import (
     RUN_RESUMED,
     run_event_name,
 )
+from valuerank.runs.kinds import FINALIZE, JUDGE, PROBE, SUMMARIZE
 from valuerank.runs.progress import Progress, job_progress
-from valuerank.runs.service import FINALIZE, JUDGE, PROBE, SUMMARIZE, Run
+from valuerank.runs.run import Run
 
 # The run's end under every name: `partition_complete` is what rows written before
 # `run_complete` existed say (and what a process that never imported this module writes).
@@ -72,7 +68,7 @@ _RUN_STATES = frozenset({RUN_PAUSED, RUN_RESUMED, RUN_CANCELLED})
 _PROBE_PREFIX = f"{PROBE}:"
 
 
-async def _run_completion(
+async def run_completion(
     conn: AsyncConnection, org_id: str, partition: str
 ) -> tuple[str, dict[str, Any]] | None:
     """A run's partition ends with `run_complete`, saying the run's status and its probe
@@ -86,9 +82,6 @@ async def _run_completion(
     counted = {"done": probes.done, "total": probes.total}
     # Its progress counts probes, as every run message's does (not the finalize job).
     return RUN_COMPLETE, {"status": status, "probes": counted, **_probe_fields(probes)}
-
-
-name_partition_completions(_run_completion)
 
 
 @dataclass
@@ -241,7 +234,16 @@ def webhook_topics() -> list[str]:
 # The pipeline's kinds that are steps, not tasks (a task is one probe). Literal names for the
 # analyses and validations: importing their modules here would load the pipeline.
 STEP_KINDS = frozenset(
-    {JUDGE, SUMMARIZE, FINALIZE, "analyze:basic", "analyze:deep", "analyze:compare", "validate"}
+    {
+        JUDGE,
+        SUMMARIZE,
+        FINALIZE,
+        "analyze:basic",
+        "analyze:deep",
+        "analyze:compare",
+        "summarize:analysis",
+        "validate",
+    }
 )
 # The queue's job events and what a step's are published as.
 STEP_EVENTS = {
@@ -267,7 +269,7 @@ def _probe_fields(probes: Progress) -> dict[str, Any]:
     }
 
 
-async def _publish(
+async def publish_run_events(
     conn: AsyncConnection, org_id: str, partition: str, type: str, data: dict[str, Any]
 ) -> tuple[str, dict[str, Any]] | None:
     """What webhooks get of the pipeline's job events: a step's are `job_*` (without the
@@ -287,9 +289,6 @@ async def _publish(
         counts.subtract({str(status): int(n) for status, n in others})
         return type, {**data, **_probe_fields(Progress.of(counts))}
     return None
-
-
-publish_events_with(_publish)
 
 
 def log_entry(event: Event, tally: ProbeTally) -> tuple[str, dict[str, Any]]:

@@ -17,7 +17,7 @@ from valuerank.definitions.service import get_definition
 from valuerank.errors import InvalidInputError
 from valuerank.findings.keyset import newest_first
 from valuerank.queue.dialect import to_db
-from valuerank.runs.service import Run, run_from_row
+from valuerank.runs.run import Run, run_from_row
 from valuerank.runs.states import RunStatus
 
 

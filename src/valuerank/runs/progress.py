@@ -26,7 +26,8 @@ from valuerank.db.tables import jobs, queue_controls, runs
 from valuerank.queue.dialect import as_utc
 from valuerank.queue.events import COUNTER_COLUMNS, PARTITION_SCOPE
 from valuerank.queue.states import JobStatus
-from valuerank.runs.service import JUDGE, PROBE, SUMMARIZE, Run, get_run
+from valuerank.runs.kinds import JUDGE, PROBE, SUMMARIZE
+from valuerank.runs.run import Run, get_run
 from valuerank.runs.tallies import tallies_of_runs
 
 STATES = ("queued", "running", "completed", "failed", "cancelled")

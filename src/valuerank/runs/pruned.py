@@ -20,7 +20,6 @@ from sqlalchemy import Row, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.db.tables import pruned_failures, runs
-from valuerank.queue.prune import observe_pruned_jobs
 from valuerank.queue.states import JobStatus
 from valuerank.runs.breakdown import job_failure
 
@@ -67,6 +66,3 @@ async def keep_pruned_jobs(conn: AsyncConnection, gone: Sequence[Row[Any]]) -> N
         ]
     if failed:
         await conn.execute(insert(pruned_failures), failed)
-
-
-observe_pruned_jobs(keep_pruned_jobs)

@@ -1,313 +1,69 @@
 """Run lifecycle: create, start, pause, resume, cancel, delete, rerun failed jobs (all or one),
 expand.
 
-A run's jobs live in the queue partition named by the run id: one `probe` job per
-(scenario, model, sample), then `judge`/`summarize` jobs per transcript, and one `finalize`
-job per generation that moves the run on when a phase is done (see pipeline/finalize.py).
-Every function takes a connection inside the caller's transaction and is scoped by org.
-
-The definitions (their store, expansion and sampling) are imported by the two functions that
-plan a run's scenarios, not with this module: reading a run (`get_run`, every status and
-progress) needs none of them.
+The service the API, the CLI and the pipeline call: a run's record is in `runs/run.py`, its
+planning (expansion and sampling into scenarios) in `runs/planning.py`, its probe jobs in
+`runs/probes.py` and the kinds of its jobs in `runs/kinds.py`; this module moves a run
+through its states and re-exports the first two, so callers have one door. Every function
+takes a connection inside the caller's transaction and is scoped by org.
 """
 
 from __future__ import annotations
 
-import secrets
-from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any
 
-from sqlalchemy import bindparam, delete, select, update
+from sqlalchemy import delete, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from valuerank.db.tables import events, jobs, queue_controls, run_scenarios, runs
+from valuerank.db.tables import events, jobs, queue_controls, runs
 from valuerank.errors import ConflictError, InvalidInputError
-from valuerank.providers.costs import conversation_tokens, estimate_tokens
-from valuerank.providers.model_id import parse_model_id
 from valuerank.queue import (
-    JobSpec,
     cancel_partition,
-    enqueue_many,
     get_job,
     pause_partition,
     requeue_failed,
     resume_partition,
 )
-from valuerank.queue.dialect import as_utc
 from valuerank.queue.events import PARTITION_SCOPE
-from valuerank.refs import find_by_ref, short_id
+from valuerank.refs import short_id
 from valuerank.runs.config import RunConfig
 from valuerank.runs.event_names import RUN_CANCELLED, RUN_PAUSED, RUN_RESUMED
-from valuerank.runs.records import NewRun, RunScenario, insert_run, insert_run_scenarios
+from valuerank.runs.planning import (
+    CreatedRun,
+    ScenarioPlan,
+    create_run,
+    plan_scenarios,
+    run_scenario_ids,
+)
+from valuerank.runs.probes import enqueue_probes
+from valuerank.runs.records import insert_run_scenarios
+from valuerank.runs.run import Run, get_run, list_runs, new_cli_run_id, run_from_row
 from valuerank.runs.states import TERMINAL, RunStatus, move_run, refuse
 
-PROBE = "probe"
-JUDGE = "judge"
-SUMMARIZE = "summarize"
-FINALIZE = "finalize"
-# The seed's names of two of these kinds (seeds/api-queue-system.md), accepted wherever a kind
-# is named (filters, CLI options) and read as ours; jobs are stored under our names.
-SEED_KIND_NAMES = {"probe:scenario": PROBE, "summarize:run": SUMMARIZE}
-
-
-def job_kind(name: str) -> str:
-    """Our name of a job kind given under our name or the seed's."""
-    return SEED_KIND_NAMES.get(name.strip(), name.strip())
-
-
-@dataclass(frozen=True)
-class Run:
-    id: str
-    org_id: str
-    definition_id: str | None
-    name: str
-    cli_run_id: str
-    status: RunStatus
-    config: RunConfig
-    priority: int
-    created_at: datetime
-    started_at: datetime | None
-    finished_at: datetime | None
-    summary: str | None
-    error: str | None
-    origin: str
-    synthetic: bool
-    rubric_id: str | None = None
-
-    def summary_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "name": self.name,
-            "status": self.status.value,
-            "definition_id": self.definition_id,
-            "models": list(self.config.models),
-            "sample_percentage": self.config.sample_percentage,
-            "sample_seed": self.config.sample_seed,
-            "phrasings": self.config.phrasings,
-            "scale_order": self.config.scale_order,
-            "cli_run_id": self.cli_run_id,
-            "origin": self.origin,
-            "synthetic": self.synthetic,
-            "created_at": as_utc(self.created_at).isoformat(),
-        }
-
-
-def run_from_row(row: Any) -> Run:
-    return Run(
-        id=row.id,
-        org_id=row.org_id,
-        definition_id=row.definition_id,
-        name=row.name,
-        cli_run_id=row.cli_run_id,
-        status=RunStatus(row.status),
-        config=RunConfig.model_validate(row.config),
-        priority=row.priority,
-        created_at=row.created_at,
-        started_at=row.started_at,
-        finished_at=row.finished_at,
-        summary=row.summary,
-        error=row.error,
-        origin=row.origin,
-        synthetic=row.synthetic,
-        rubric_id=row.rubric_id,
-    )
-
-
-# A run by its whole id, built once: every probe job reads its run (a prefix goes the long way).
-_RUN_BY_ID = select(runs).where(runs.c.org_id == bindparam("org_id"), runs.c.id == bindparam("id"))
-
-
-async def get_run(conn: AsyncConnection, org_id: str, ref: str) -> Run:
-    row = None
-    if "\x00" not in ref:  # PostgreSQL refuses it in any string (find_by_ref says not found)
-        row = (await conn.execute(_RUN_BY_ID, {"org_id": org_id, "id": ref})).first()
-    if row is None:
-        row = await find_by_ref(conn, runs, org_id, ref, kind="run", listing="runs")
-    return run_from_row(row)
-
-
-async def list_runs(conn: AsyncConnection, org_id: str, *, limit: int = 100) -> list[Run]:
-    rows = await conn.execute(
-        select(runs)
-        .where(runs.c.org_id == org_id)
-        .order_by(runs.c.created_at.desc(), runs.c.id.desc())  # the API's order too
-        .limit(limit)
-    )
-    return [run_from_row(row) for row in rows]
-
-
-def new_cli_run_id() -> str:
-    """A run id in one of the CLI's forms (YYYYMMDD-HHMMSS-NNNN), unique enough to tell runs
-    apart in exported file names."""
-    now = datetime.now(UTC)
-    return f"{now:%Y%m%d-%H%M%S}-{secrets.randbelow(10_000):04d}"
-
-
-def _is_synthetic(models: Sequence[str]) -> bool:
-    return any(parse_model_id(m).provider == "scripted" for m in models)
-
-
-@dataclass(frozen=True)
-class ScenarioPlan:
-    """The run scenarios (presentations) a sampling percentage selects, in sampling rank
-    order; `total`: how many the whole definition has in the run's phrasings and orders."""
-
-    chosen: list[RunScenario]
-    total: int
-
-
-async def plan_scenarios(
-    conn: AsyncConnection, org_id: str, definition_id: str, config: RunConfig
-) -> tuple[ScenarioPlan, str]:
-    """Expand the definition and take the nested sample of its level combinations (the first
-    k mode-first scenarios in rank order), each asked in every phrasing of the run's mode and
-    every scale order it asks for, so comparisons are paired. SCALE_NOT_REVERSIBLE when a
-    reversed order is asked of a scale without numbered lines."""
-    from valuerank.definitions.expansion import expand_with_scores
-    from valuerank.definitions.presentation import orders_of, presented_id, reverse_scale
-    from valuerank.definitions.sampling import rank_order, sample_size
-    from valuerank.definitions.service import get_definition
-
-    stored = await get_definition(conn, org_id, definition_id)
-    if config.sample_seed is None:
-        raise InvalidInputError("the run has no sample seed (it was created without one)")
-    first = expand_with_scores(stored.definition)
-    combinations = list(first.scenarios)
-    ranked = rank_order(combinations, config.sample_seed)
-    k = sample_size(len(combinations), config.sample_percentage)
-    phrased = first
-    if config.phrasings != "first":
-        phrased = expand_with_scores(stored.definition, config.phrasings, config.sample_seed)
-    phrasings: dict[str, list[Any]] = {}
-    for combo, scenario in zip(phrased.combinations, phrased.scenarios, strict=True):
-        phrasings.setdefault(combo.combination_id, []).append(scenario)
-    orders = orders_of(config.scale_order)
-    scores = phrased.dimension_scores
-    chosen: list[RunScenario] = []
-    for first_phrasing in ranked[:k]:
-        for s in phrasings[first_phrasing.id]:
-            content = s.to_mapping()
-            for order in orders:
-                shown = content
-                if order == "reversed":
-                    shown = {**content, "body": reverse_scale(str(content["body"]))}
-                chosen.append(
-                    RunScenario(
-                        scenario_id=presented_id(s.id, order),
-                        position=len(chosen),
-                        content=shown,
-                        dimension_scores=scores.get(s.id, {}),
-                    )
-                )
-    total = len(phrased.scenarios) * len(orders)
-    return ScenarioPlan(chosen=chosen, total=total), stored.definition.preamble
-
-
-@dataclass(frozen=True)
-class CreatedRun:
-    run: Run
-    scenarios: int
-    total_scenarios: int
-    jobs_planned: int
-
-
-async def create_run(
-    conn: AsyncConnection,
-    org_id: str,
-    definition_ref: str,
-    config: RunConfig,
-    *,
-    name: str = "",
-    priority: int = 0,
-    rubric_id: str | None = None,
-) -> CreatedRun:
-    """A pending run of a definition version with its sampled scenarios frozen in; a sample
-    asked for without a seed gets a random one, stored in the run's config."""
-    from valuerank.definitions.sampling import draw_seed
-    from valuerank.definitions.service import get_definition
-
-    if config.sample_seed is None:
-        config = config.model_copy(update={"sample_seed": draw_seed()})
-    stored = await get_definition(conn, org_id, definition_ref)
-    plan, preamble = await plan_scenarios(conn, org_id, stored.version.id, config)
-    if not plan.chosen:
-        raise InvalidInputError(f"definition {stored.version.name} expands to no scenario")
-    config = config.model_copy(update={"preamble": preamble})
-    run_id = await insert_run(
-        conn,
-        org_id,
-        NewRun(
-            definition_id=stored.version.id,
-            config=config.to_json(),
-            name=name or f"{stored.version.name} {stored.version.version_label}",
-            priority=priority,
-            rubric_id=rubric_id,
-            cli_run_id=new_cli_run_id(),
-            synthetic=_is_synthetic(config.models),
-        ),
-    )
-    await insert_run_scenarios(conn, org_id, run_id, plan.chosen)
-    run = await get_run(conn, org_id, run_id)
-    planned = len(plan.chosen) * len(config.models) * config.samples_per_scenario
-    return CreatedRun(run, len(plan.chosen), plan.total, planned)
-
-
-async def run_scenario_ids(conn: AsyncConnection, run_id: str) -> list[str]:
-    rows = await conn.execute(
-        select(run_scenarios.c.scenario_id)
-        .where(run_scenarios.c.run_id == run_id)
-        .order_by(run_scenarios.c.position)
-    )
-    return list(rows.scalars())
-
-
-def probe_item_key(scenario_id: str, model: str, sample: int) -> str:
-    return f"{PROBE}:{scenario_id}:{model}:{sample}"
-
-
-# Tokens of one follow-up prompt, for rate-limit reservations only (the CLI's `ranked_list`
-# prompt is ~1,300 characters); the queue corrects every reservation with the real usage.
-FOLLOWUP_TOKENS_ESTIMATE = 330
-
-
-def conversation_estimate(config: RunConfig, body: str) -> int:
-    """Tokens one probe conversation may use: what a rate bucket reserves before the call."""
-    prompt = estimate_tokens(f"{config.preamble}\n\n{body}")
-    input_tokens, output_tokens = conversation_tokens(
-        1 + config.followup_turns,
-        prompt,
-        config.max_tokens,
-        FOLLOWUP_TOKENS_ESTIMATE if config.followup_turns else 0,
-        estimate_tokens(config.system_prompt or ""),
-    )
-    return input_tokens + output_tokens
-
-
-def probe_specs(run: Run, scenarios: Sequence[tuple[str, str]]) -> list[JobSpec]:
-    """One probe job per (scenario, model, sample); `scenarios` are (id, body) pairs."""
-    return [
-        JobSpec(
-            kind=PROBE,
-            org_id=run.org_id,
-            payload={
-                "run_id": run.id,
-                "scenario_id": sid,
-                "model": model,
-                "sample": k,
-                "estimated_tokens": conversation_estimate(run.config, body),
-            },
-            partition=run.id,
-            item_key=probe_item_key(sid, model, k),
-            priority=run.priority,
-            provider=parse_model_id(model).provider,
-            model=model,
-        )
-        for sid, body in scenarios
-        for model in run.config.models
-        for k in range(run.config.samples_per_scenario)
-    ]
+__all__ = [
+    "DELETABLE",
+    "CreatedRun",
+    "Run",
+    "RunActiveError",
+    "ScenarioPlan",
+    "Started",
+    "cancel_run",
+    "create_run",
+    "delete_run",
+    "expand_run",
+    "get_run",
+    "list_runs",
+    "new_cli_run_id",
+    "pause_run",
+    "plan_scenarios",
+    "reopen_run",
+    "rerun_failed",
+    "resume_run",
+    "retry_failed_job",
+    "run_from_row",
+    "run_scenario_ids",
+    "start_run",
+]
 
 
 @dataclass(frozen=True)
@@ -318,15 +74,8 @@ class Started:
 
 
 async def _enqueue_probes(conn: AsyncConnection, run: Run) -> Started:
-    rows = await conn.execute(
-        select(run_scenarios.c.scenario_id, run_scenarios.c.content)
-        .where(run_scenarios.c.run_id == run.id)
-        .order_by(run_scenarios.c.position)
-    )
-    scenarios = [(sid, str(content.get("body", ""))) for sid, content in rows]
-    results = await enqueue_many(conn, probe_specs(run, scenarios))
-    added = sum(1 for r in results if r.enqueued)
-    return Started(run, added, len(results) - added)
+    added, existing = await enqueue_probes(conn, run)
+    return Started(run, added, existing)
 
 
 async def start_run(conn: AsyncConnection, org_id: str, ref: str) -> Started:

@@ -21,8 +21,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from valuerank.db.tables import judgments, transcripts
 from valuerank.errors import InvalidInputError, NotFoundError
 from valuerank.queue.dialect import iso
+from valuerank.runs.run import get_run
 from valuerank.runs.searchable import searchable
-from valuerank.runs.service import get_run
 from valuerank.runs.transcript_order import TranscriptSort, beyond, order_by, sort_key
 
 _ESCAPE = "\\"

@@ -24,13 +24,13 @@ from valuerank.credentials.store import require_credentials
 from valuerank.db.tables import jobs
 from valuerank.errors import InvalidInputError
 from valuerank.providers.model_id import parse_model_id
-from valuerank.queue import JobSpec, Permanent, enqueue_many
+from valuerank.queue import enqueue_many
 from valuerank.queue.states import JobStatus
+from valuerank.queue.tasks import JobKind, TaskPayload
 from valuerank.registry.service import check_text
 from valuerank.validation.errors import InactiveModelError
 from valuerank.validation.store import get_tag, resolve_validator
 
-VALIDATE = "validate"
 MAX_MODELS = 20
 MAX_REQUEST_ID = 100
 
@@ -45,23 +45,16 @@ def item_key(task_id: int, tag_id: str, model: str, request_id: str | None) -> s
     return f"{VALIDATE}:{task_id}:{tag_id}:{digest}"
 
 
-@dataclass(frozen=True)
-class ValidateItem:
+class ValidateItem(TaskPayload):
     """A `validate` job's payload."""
 
     task_id: int
     ra_tag_id: str
     model: str
 
-    def to_payload(self) -> dict[str, Any]:
-        return {"task_id": self.task_id, "ra_tag_id": self.ra_tag_id, "model": self.model}
 
-    @classmethod
-    def from_payload(cls, payload: Any) -> ValidateItem:
-        try:
-            return cls(int(payload["task_id"]), str(payload["ra_tag_id"]), str(payload["model"]))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise Permanent(f"malformed validate payload: {exc!r}") from exc
+VALIDATE_KIND: JobKind[ValidateItem] = JobKind("validate", ValidateItem)
+VALIDATE = VALIDATE_KIND.name
 
 
 @dataclass(frozen=True)
@@ -126,10 +119,9 @@ async def request_validation(
         conn, org_id, chosen, environ=os.environ if environ is None else environ
     )
     specs = [
-        JobSpec(
-            kind=VALIDATE,
+        VALIDATE_KIND.spec(
+            ValidateItem(task_id=task_id, ra_tag_id=tag_id, model=model),
             org_id=org_id,
-            payload=ValidateItem(task_id, tag_id, model).to_payload(),
             partition=jobs_partition(org_id),
             item_key=item_key(task_id, tag_id, model, request_id),
             priority=priority,
