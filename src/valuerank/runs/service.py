@@ -39,6 +39,7 @@ from valuerank.queue.dialect import as_utc
 from valuerank.queue.events import PARTITION_SCOPE
 from valuerank.refs import find_by_ref, short_id
 from valuerank.runs.config import RunConfig
+from valuerank.runs.estimates import followup_tokens
 from valuerank.runs.event_names import RUN_CANCELLED, RUN_PAUSED, RUN_RESUMED
 from valuerank.runs.records import NewRun, RunScenario, insert_run, insert_run_scenarios
 from valuerank.runs.states import TERMINAL, RunStatus, move_run, refuse
@@ -267,11 +268,6 @@ def probe_item_key(scenario_id: str, model: str, sample: int) -> str:
     return f"{PROBE}:{scenario_id}:{model}:{sample}"
 
 
-# Tokens of one follow-up prompt, for rate-limit reservations only (the CLI's `ranked_list`
-# prompt is ~1,300 characters); the queue corrects every reservation with the real usage.
-FOLLOWUP_TOKENS_ESTIMATE = 330
-
-
 def conversation_estimate(config: RunConfig, body: str) -> int:
     """Tokens one probe conversation may use: what a rate bucket reserves before the call."""
     prompt = estimate_tokens(f"{config.preamble}\n\n{body}")
@@ -279,7 +275,7 @@ def conversation_estimate(config: RunConfig, body: str) -> int:
         1 + config.followup_turns,
         prompt,
         config.max_tokens,
-        FOLLOWUP_TOKENS_ESTIMATE if config.followup_turns else 0,
+        followup_tokens(config.followup_turns),
         estimate_tokens(config.system_prompt or ""),
     )
     return input_tokens + output_tokens
