@@ -159,10 +159,10 @@ async def run_report_when(
     """The run's report (as `runs wait` and the pages read it) once `done(report)` holds:
     by default once the run has ended, whichever way. With `wake` (a subscription to the
     run's events) it reads again when woken, else every `interval` seconds."""
-    from valuerank.pipeline.run_status import watch_report
+    from valuerank.runs.progress import read_report
 
     return await wait_until_async(
-        lambda: watch_report(db, org_id, run_id),
+        lambda: read_report(db, org_id, run_id),
         what=f"{what} (run {run_id})",
         done=done,
         timeout=timeout,

@@ -9,7 +9,8 @@ import statsmodels.formula.api as smf
 
 from valuerank.analysis.basic import analyze_basic
 from valuerank.analysis.cluster_robust import cr2_fit
-from valuerank.analysis.sensitivity import sentence, value_sensitivity
+from valuerank.analysis.sensitivity import value_sensitivity
+from valuerank.analysis.sensitivity_words import sentence
 from valuerank.analysis.synthetic import (
     RecoverySpec,
     SyntheticSpec,

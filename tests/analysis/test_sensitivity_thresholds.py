@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from valuerank.analysis.sensitivity import fit_one, sentence
+from valuerank.analysis.sensitivity import fit_one
+from valuerank.analysis.sensitivity_words import sentence
 
 LABELS = {"1": "strongly oppose the plan", "5": "strongly support the plan"}
 

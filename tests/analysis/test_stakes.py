@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tests.cli_corpus import Corpus
 
-from valuerank.analysis.sensitivity import sentence
+from valuerank.analysis.sensitivity_words import sentence
 from valuerank.analysis.stakes import (
     CANONICAL_VALUES,
     dimension_values,

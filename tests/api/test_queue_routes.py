@@ -14,9 +14,9 @@ from valuerank.db import Database
 from valuerank.db.tables import jobs, runs
 from valuerank.orgs import ensure_org
 from valuerank.pipeline.calls import ProviderPool
-from valuerank.pipeline.run_status import watch_report
 from valuerank.queue import QueueSettings
 from valuerank.runs import service
+from valuerank.runs.progress import read_report
 
 from .conftest import import_demo
 
@@ -175,7 +175,7 @@ async def test_status_and_pause_are_the_organisations(
         async with worker(db):
             done = await live.run_ended(other, theirs.id)
             assert done.run.status.value == "completed"
-            report = await watch_report(db, org_id, ours.id)
+            report = await read_report(db, org_id, ours.id)
             assert report.progress.queued == mine and report.progress.running == 0
             resumed = (await admin.post("/api/queue/resume")).json()["data"]
             assert resumed == {"paused": False, "changed": True}

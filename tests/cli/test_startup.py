@@ -1,6 +1,7 @@
 """Start-up: the CLI and the worker's pipeline load without the statistics and the web API
 (numpy/scipy/scikit-learn/statsmodels/matplotlib/FastAPI cost seconds and ~150 MB), which
-only `analyze`, `compare`, `serve` and the analysis jobs need; and those still get them.
+only `analyze`, `compare`, `serve` and the analysis jobs need to compute; and those still get
+them. A cached `analyze` (the stored result, as JSON or tables) loads none of them.
 `valuerank runs status` also starts without Alembic, the job handlers, the worker, the
 launch of runs, the finalize step and the file formats."""
 
@@ -13,10 +14,15 @@ import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
+import valuerank
 from valuerank.db import create_database
 from valuerank.db.migrate import upgrade
 
+from .conftest import Invoke
+
+DEMO = str(Path(valuerank.__file__).parent / "demo" / "exp-demo-whistleblower.md")
 HEAVY = ("numpy", "scipy", "sklearn", "statsmodels", "matplotlib", "pandas", "fastapi")
 # What a short command that reads a run does not need: Alembic (0.15–0.3 s; the schema check
 # reads the version table), psycopg on SQLite (0.1 s), the job handlers (only `runs wait
@@ -70,7 +76,8 @@ def test_the_commands_and_jobs_that_analyse_load_them_when_they_run() -> None:
         "import tempfile, pathlib\n"
         "_plots({}, pathlib.Path(tempfile.mkdtemp()))\n"
         "from valuerank.pipeline import analyze\n"
-        "import valuerank.findings.analyses"
+        # What computing a run's analysis imports (a cached one does not: below).
+        "from valuerank.analysis import analyze_basic"
     )
     assert {"numpy", "scipy", "matplotlib"} <= set(loaded)
     # scikit-learn only with the deep analysis (agreement, structure), which these do not run.
@@ -105,3 +112,35 @@ def test_runs_status_starts_without_alembic_or_the_job_handlers(tmp_path: Path) 
     )
     env = {**os.environ, "VALUERANK_DATABASE_URL": url}
     assert _loaded(status, NOT_FOR_STATUS, env) == []
+
+
+def test_a_cached_analysis_is_shown_without_the_statistics(cli: Invoke, database_url: Any) -> None:
+    # A small run without judges, analysed once (basic and deep): the cache is then current.
+    definition = str(cli("definitions", "import", DEMO, "--json").json()["id"])
+    created = cli(
+        "runs", "create", "--definition", definition, "--model", "scripted:utilitarian",
+        "--sample-percentage", "20", "--followup-turns", "0", "--json",
+    )  # fmt: skip
+    assert created.exit_code == 0, created.stdout
+    run_id = str(created.json()["id"])
+    assert cli("runs", "wait", run_id, "--work", "--timeout", "120", "--json").exit_code == 0
+    computed = cli("analyze", run_id, "--deep", "--json")  # the basic one by the run's job
+    assert computed.exit_code == 0 and computed.json()["deep_cached"] is False
+
+    env = {**os.environ, "VALUERANK_DATABASE_URL": database_url.url}
+    for args in ([run_id, "--json"], [run_id, "--deep", "--json"], [run_id, "--deep"]):
+        shown = (
+            "from typer.testing import CliRunner\n"
+            "from valuerank.cli import app\n"
+            f"out = CliRunner().invoke(app, ['analyze', *{args!r}]).output\n"
+            "assert 'Value sensitivity' in out or '\"cached\": true' in out, out"
+        )
+        assert _loaded(shown, HEAVY, env) == [], args
+    # …and computing still loads them (the same command, forced).
+    forced = (
+        "from typer.testing import CliRunner\n"
+        "from valuerank.cli import app\n"
+        f"out = CliRunner().invoke(app, ['analyze', {run_id!r}, '--force', '--json']).output\n"
+        "assert '\"cached\": false' in out, out"
+    )
+    assert {"numpy", "scipy", "statsmodels"} <= set(_loaded(forced, HEAVY, env))

@@ -90,3 +90,22 @@ async def test_postgresql_sessions_never_jit_compile_the_claim(
         await conn.execute(text(EVERY_STATEMENT_COSTLY))
         ours = "\n".join(str(r[0]) for r in await conn.execute(text("EXPLAIN " + CLAIM)))
     assert "JIT:" not in ours and "Update on jobs" in ours
+
+
+async def test_a_snapshot_reads_one_state_and_writes_nothing(db: Database) -> None:
+    # Another connection commits between two reads of one snapshot: the second read still
+    # sees the state of the first (SQLite's deferred read transaction in WAL mode; PostgreSQL's
+    # REPEATABLE READ, where READ COMMITTED would show the new row).
+    async with db.transaction() as conn:
+        await conn.execute(text("CREATE TABLE snap (n INTEGER)"))
+    count = text("SELECT count(*) FROM snap")
+    async with db.snapshot() as conn:
+        assert await conn.scalar(count) == 0
+        async with db.transaction() as writer:
+            await writer.execute(text("INSERT INTO snap (n) VALUES (1)"))
+        assert await conn.scalar(count) == 0
+    async with db.snapshot() as conn:
+        assert await conn.scalar(count) == 1
+        if db.dialect == "postgresql":  # read only: a write is refused
+            with pytest.raises(Exception, match="read-only transaction"):
+                await conn.execute(text("INSERT INTO snap (n) VALUES (2)"))

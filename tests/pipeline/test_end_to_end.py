@@ -28,11 +28,10 @@ from valuerank.pipeline.calls import ProviderPool
 from valuerank.pipeline.context import PipelineContext
 from valuerank.pipeline.handlers import register_pipeline_handlers
 from valuerank.pipeline.launch import launch_run
-from valuerank.pipeline.run_status import watch_report
 from valuerank.queue import QueueSettings, Worker, events_after
 from valuerank.runs import service
 from valuerank.runs.config import RunConfig
-from valuerank.runs.progress import RunReport
+from valuerank.runs.progress import RunReport, read_report
 from valuerank.runs.results import model_results
 from valuerank.runs.states import RunStatus
 
@@ -62,7 +61,7 @@ async def _worker(db: Database, concurrency: int = 4) -> AsyncIterator[Worker]:
 
 
 async def _report(db: Database, org_id: str, run_id: str) -> RunReport:
-    return await watch_report(db, org_id, run_id)
+    return await read_report(db, org_id, run_id)
 
 
 async def _launch(db: Database, org_id: str, config: RunConfig) -> str:

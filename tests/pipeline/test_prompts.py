@@ -16,13 +16,11 @@ from tests.cli_corpus import Corpus
 
 from valuerank.consensus import Judgement
 from valuerank.formats import Rubric, RubricValue, parse_rubric, parse_scenarios, parse_transcript
+from valuerank.formats.followups import DEFAULT_FOLLOWUPS, RANKED_LIST_PROMPT, FollowUp
 from valuerank.pipeline.prompts import (
-    DEFAULT_FOLLOWUPS,
     FIRST_TURN_LABEL,
     JUDGE_KEYS,
     JUDGE_SCHEMA,
-    RANKED_LIST_PROMPT,
-    FollowUp,
     JudgeReply,
     RunSummaryRow,
     cache_key,

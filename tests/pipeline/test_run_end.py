@@ -15,9 +15,9 @@ from valuerank.pipeline.analyze import analysis_partition
 from valuerank.pipeline.run_end import (
     close_run,
     finalize_at_tail,
-    heal_stalled,
     move_on_at_tail,
     reap_stale_run,
+    stalled,
 )
 from valuerank.pipeline.run_results import store_consensus
 from valuerank.runs.kinds import FINALIZE
@@ -44,7 +44,7 @@ async def test_the_tail_enqueues_the_finalize_job_once_whoever_asks(
     assert not await move_on_at_tail(db, org_id, run_id)
     async with db.transaction(immediate=True) as conn:  # a probe writing its transcript
         assert not await finalize_at_tail(conn, await get_run(conn, org_id, run_id))
-        assert not await heal_stalled(conn, await get_run(conn, org_id, run_id))  # not stalled
+        assert not await stalled(conn, await get_run(conn, org_id, run_id))
 
     assert await _finalize_jobs(db, run_id) == [(f"{FINALIZE}:0", "queued")]
 
@@ -58,7 +58,7 @@ async def test_a_cancelled_run_is_never_healed_reaped_or_closed(
         await cancel_run(conn, org_id, run_id)
         cancelled = await get_run(conn, org_id, run_id)
 
-        assert not await heal_stalled(conn, cancelled)
+        assert not await stalled(conn, cancelled)
         assert await reap_stale_run(conn, org_id, run_id) is None
         results = await store_consensus(conn, seen_running)
         target, moved = await close_run(conn, seen_running, results, "a late summary")

@@ -146,6 +146,29 @@ def test_taken_kinds_and_provider_names_are_refused_and_nothing_changes() -> Non
         adapter_spec("k")
 
 
+def test_a_name_is_a_kind_or_a_preset_never_both(toy: AdapterSpec) -> None:
+    # A native `mistral` adapter beside the OpenAI-compatible `mistral` preset: refused, so
+    # `mistral:…` keeps meaning the preset (on the openai adapter) and nothing else.
+    before = dict(PRESETS)
+    native = _spec(kind="mistral", presets=(ProviderPreset("mistral-native", "mistral"),))
+    with pytest.raises(
+        ValueError, match="'mistral' is the name of a provider preset of adapter 'openai'"
+    ):
+        register_adapter(native)
+    # A preset named as another adapter's kind (the toy's kind has no preset of that name).
+    with pytest.raises(ValueError, match="already registered as adapter kinds: toy-sdk"):
+        register_adapter(_spec(presets=(ProviderPreset("toy-sdk", "k"),)))
+    assert dict(PRESETS) == before and preset_for("mistral").kind == "openai"
+    with pytest.raises(UnknownAdapter):
+        adapter_spec("mistral")
+    with pytest.raises(UnknownAdapter):
+        adapter_spec("k")
+    # Every builtin name has one meaning: a kind's own preset is its only namesake.
+    for spec in adapter_specs():
+        others = [p for p in PRESETS.values() if p.name == spec.kind and p.kind != spec.kind]
+        assert not others, spec.kind
+
+
 def test_a_registered_adapter_is_known_to_every_lookup(toy: AdapterSpec) -> None:
     assert preset_for("toy").kind == "toy-sdk" and PRESETS["toy-local"].local
     assert {"toy", "toy-local"} <= set(known_providers())

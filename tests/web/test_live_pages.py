@@ -28,7 +28,7 @@ from valuerank.accounts import Role, add_member, create_token
 from valuerank.api import create_app
 from valuerank.config import Settings
 from valuerank.db import Database
-from valuerank.pipeline.run_status import watch_report
+from valuerank.runs.progress import read_report
 
 from .conftest import SCREENSHOTS, TOKEN, chromium_path
 from .test_runs_pages import DEON, UTIL, demo_definition, launch, worker
@@ -225,7 +225,7 @@ async def test_an_older_answer_landing_after_a_newer_one_is_not_drawn(
         async def reorder(route: Any) -> None:
             seen.append(len(seen) + 1)
             number = seen[-1]
-            ended = (await watch_report(db, org_id, run.id)).run.status.terminal
+            ended = (await read_report(db, org_id, run.id)).run.status.terminal
             answer = await route.fetch()
             if number == 1:
                 await asyncio.wait_for(final_answered.wait(), timeout=60)

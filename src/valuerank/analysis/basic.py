@@ -36,10 +36,8 @@ from valuerank.analysis.robustness import robustness
 from valuerank.analysis.sampling import basis_warnings
 from valuerank.analysis.sensitivity import METHOD as SENSITIVITY_METHOD
 from valuerank.analysis.sensitivity import value_sensitivity
+from valuerank.analysis.version import CODE_VERSION
 
-# Bump whenever a figure would come out differently: cached analyses of another version are
-# recomputed.
-CODE_VERSION = "1.4.0"
 ALPHA = 0.05
 
 VARIANTS = (

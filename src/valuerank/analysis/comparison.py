@@ -31,12 +31,12 @@ from typing import Any
 
 import numpy as np
 
-from valuerank.analysis.basic import CODE_VERSION
 from valuerank.analysis.data import AnalysisInput, FloatArray
 from valuerank.analysis.intervals import Correction, adjust
 from valuerank.analysis.output import AnalysisWarning, clean
 from valuerank.analysis.paired import INTERVAL_METHOD, decision_delta, value_deltas
 from valuerank.analysis.sampling import SampleBasis, paired_population
+from valuerank.analysis.version import CODE_VERSION
 
 BOOTSTRAP = 1000
 SEED = 20240612

@@ -30,7 +30,6 @@ from valuerank.analysis.agreement import (
     pairwise,
     weighted_kappa,
 )
-from valuerank.analysis.basic import CODE_VERSION
 from valuerank.analysis.data import AnalysisInput, FloatArray
 from valuerank.analysis.dimensions import correlations
 from valuerank.analysis.insights import insights_and_warnings
@@ -39,6 +38,7 @@ from valuerank.analysis.profile import contested
 from valuerank.analysis.sampling import basis_warnings
 from valuerank.analysis.structure import outliers, pca
 from valuerank.analysis.values import BOOTSTRAP, METHOD, bradley_terry
+from valuerank.analysis.version import CODE_VERSION
 
 DEEP_CONTESTED = 10
 SCENARIO_POPULATION = (

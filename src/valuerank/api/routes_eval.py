@@ -23,7 +23,7 @@ from valuerank.api.run_bodies import RunSettingsBody, launch_from_body
 from valuerank.api.schemas import Envelope
 from valuerank.api.schemas.runs import EventPage, LaunchedRun, RunReport, RunSummary, StartedRun
 from valuerank.api.views import event_page
-from valuerank.pipeline.run_status import watch_report
+from valuerank.runs.progress import read_report
 from valuerank.runs.service import cancel_run
 from valuerank.runs.starting import enqueue_run
 
@@ -42,7 +42,7 @@ async def create_eval_run_route(body: RunSettingsBody, ctx: Member) -> JSONRespo
 @router.get("/{run_id}", response_model=Envelope[RunReport])
 async def eval_run_route(run_id: str, ctx: Viewer) -> JSONResponse:
     """The run's status and progress (probe jobs per state, judging, cost, ETA, error)."""
-    report = await watch_report(ctx.db, ctx.org_id, run_id)
+    report = await read_report(ctx.db, ctx.org_id, run_id)
     return ok(report.to_dict())
 
 

@@ -36,9 +36,9 @@ from valuerank.api.schemas.runs import (
     RunSummary,
 )
 from valuerank.pipeline.dead_jobs import dead_jobs
-from valuerank.pipeline.run_status import watch_report
 from valuerank.queue import pause_org, queue_status, resume_org
 from valuerank.runs import service
+from valuerank.runs.progress import read_report
 
 router = APIRouter(prefix="/api/queue", tags=["queue"])
 
@@ -56,7 +56,7 @@ async def create_run_route(body: NewRunBody, ctx: Member) -> JSONResponse:
 @router.get("/runs/{run_id}", response_model=Envelope[RunReport])
 async def run_status_route(run_id: str, ctx: Viewer) -> JSONResponse:
     """The run's status and progress: probe jobs per state, judging, cost, ETA, error."""
-    report = await watch_report(ctx.db, ctx.org_id, run_id)
+    report = await read_report(ctx.db, ctx.org_id, run_id)
     return ok(report.to_dict())
 
 

@@ -7,14 +7,13 @@ from typing import Any
 
 from valuerank.db import Database
 from valuerank.default_rubric import JudgeRubric, run_judge_rubric
-from valuerank.pipeline.run_status import watch_report
 from valuerank.queue.dialect import iso
 from valuerank.queue.events import Event, events_after
 from valuerank.runs.actions import run_actions
 from valuerank.runs.breakdown import Breakdown, Failure, run_breakdown, run_failures
 from valuerank.runs.events import log_entry, tally_at
 from valuerank.runs.listing import RunFilter, find_runs
-from valuerank.runs.progress import RunReport, run_reports
+from valuerank.runs.progress import RunReport, run_report, run_reports
 from valuerank.runs.results import ModelResult, model_results
 from valuerank.runs.service import get_run
 
@@ -75,9 +74,10 @@ async def load_run_page(
 
 
 async def load_run(db: Database, org_id: str, ref: str) -> RunDetail:
-    """One run (id or unique prefix) with its refreshed report and per-model results."""
-    report = await watch_report(db, org_id, ref)
-    async with db.transaction() as conn:
+    """One run (id or unique prefix) with its report and per-model results, read in one
+    snapshot (the report's counts and the results agree) and writing nothing."""
+    async with db.snapshot() as conn:
+        report = await run_report(conn, org_id, ref)
         results = await model_results(conn, org_id, report.run.id)
         rubric = await run_judge_rubric(conn, org_id, report.run.rubric_id)
     return RunDetail(report, results, rubric)

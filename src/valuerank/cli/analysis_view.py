@@ -7,6 +7,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from valuerank.analysis.sensitivity_words import scale_ends, sentence
 from valuerank.cli.analysis_deep_view import print_deep
 from valuerank.cli.analysis_format import grouped_table, interval_text, num, p_text
 from valuerank.cli.judge_agreement_view import print_judge_agreement
@@ -22,8 +23,6 @@ def no_interval(status: str) -> str:
 def sensitivity_table(analysis: dict[str, Any]) -> Table:
     """What moves each model: decision points per unit of each stake's level score, from the
     decisions alone (analysis/sensitivity.py), largest effect first."""
-    from valuerank.analysis.sensitivity import scale_ends  # `analyze --help` stays light
-
     low, high = scale_ends(analysis.get("scaleLabels"))
     groups = {}
     for model, dims in analysis.get("valueSensitivity", {}).items():
@@ -51,8 +50,6 @@ def sensitivity_table(analysis: dict[str, Any]) -> Table:
 
 def sensitivity_lines(analysis: dict[str, Any], limit: int = 3) -> list[str]:
     """The strongest findings in words, one per model (those whose interval excludes 0)."""
-    from valuerank.analysis.sensitivity import sentence
-
     labels = analysis.get("scaleLabels")
     found = []
     for model, dims in analysis.get("valueSensitivity", {}).items():

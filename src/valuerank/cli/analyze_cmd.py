@@ -1,7 +1,9 @@
 """`valuerank analyze`, `valuerank compare`, `valuerank experiments …`, `valuerank lineage …`.
 
 The commands compute through the same services as the API and the jobs (valuerank.findings,
-valuerank.pipeline.experiments): cached results are served while the runs' inputs match.
+valuerank.pipeline.experiments): cached results are served while the runs' inputs match. Each
+command imports what it needs when it runs: a cached `analyze` reads a stored row and loads
+neither the statistics (scipy, statsmodels, matplotlib) nor the launch of runs.
 """
 
 from __future__ import annotations
@@ -15,13 +17,6 @@ import typer
 from valuerank.cli.analysis_view import print_analysis, print_comparison
 from valuerank.cli.common import JsonOption, console, database, print_json, run, session
 from valuerank.errors import InvalidInputError
-from valuerank.pipeline.analyze import check_narrative_model, narrate
-from valuerank.pipeline.experiments import (
-    add_variant,
-    create_experiment,
-    experiment_report,
-    list_experiments,
-)
 from valuerank.refs import short_id
 
 PlotsOption = typer.Option(
@@ -61,6 +56,9 @@ async def _analyze(
 
     async with database() as opened:
         if narrative_model is not None:
+            # The narrative's checks load the registry and the model calls: only when asked.
+            from valuerank.pipeline.analyze import check_narrative_model, narrate
+
             async with opened.db.transaction(immediate=True) as conn:  # seeds the registry
                 await check_narrative_model(
                     conn, opened.org_id, narrative_model, allow_unknown=allow_unknown_model
@@ -98,8 +96,6 @@ def analyze(
     as_json: bool = JsonOption,
 ) -> None:
     """Findings of a run: value profiles, agreement, dimension effects (cached by input)."""
-    from valuerank.analysis import plots
-
     wants_deep = deep or narrative_model is not None
 
     async def _go() -> dict[str, Any]:
@@ -122,6 +118,8 @@ def analyze(
     notes: list[str] = []
     written: list[str] = []
     if plots_dir is not None:
+        from valuerank.analysis import plots  # matplotlib: only when drawing
+
         written = _plots(plots.analysis_figures(analysis, current_deep), plots_dir)
         if current_deep is None:
             notes.append(PCA_NEEDS_DEEP)
@@ -198,6 +196,7 @@ def experiments_create(
     as_json: bool = JsonOption,
 ) -> None:
     """Create an experiment around a baseline run."""
+    from valuerank.pipeline.experiments import create_experiment
 
     async def _go() -> dict[str, Any]:
         async with session() as s:
@@ -259,6 +258,7 @@ def experiments_add_variant(
     as_json: bool = JsonOption,
 ) -> None:
     """Create (and start) a variant run: the baseline's settings with the stated changes."""
+    from valuerank.pipeline.experiments import add_variant
 
     async def _go() -> dict[str, Any]:
         stated = _changes(model, definition, temperature, sample_percentage, sample_seed, changes)
@@ -283,6 +283,7 @@ def experiments_report(
     as_json: bool = JsonOption,
 ) -> None:
     """Every variant compared with the baseline (once both have finished)."""
+    from valuerank.pipeline.experiments import experiment_report
 
     async def _go() -> dict[str, Any]:
         async with database() as opened:
@@ -307,6 +308,7 @@ def experiments_report(
 @experiments_app.command("list")
 def experiments_list(as_json: bool = JsonOption) -> None:
     """The organisation's experiments, newest first."""
+    from valuerank.pipeline.experiments import list_experiments
 
     async def _go() -> list[dict[str, Any]]:
         async with session() as s:

@@ -19,8 +19,7 @@ from rich.table import Table
 from valuerank.cli.common import console
 from valuerank.config import get_settings
 from valuerank.db import Database
-from valuerank.pipeline.run_status import watch_report
-from valuerank.runs.progress import RunReport
+from valuerank.runs.progress import RunReport, read_report
 from valuerank.runs.results import ModelResult
 from valuerank.runs.states import RunStatus
 
@@ -74,7 +73,7 @@ async def in_process_worker(
 
 
 async def report(db: Database, org_id: str, run_id: str) -> RunReport:
-    return await watch_report(db, org_id, run_id)
+    return await read_report(db, org_id, run_id)
 
 
 def _describe(r: RunReport) -> str:

@@ -24,11 +24,11 @@ from valuerank.cli.live import in_process_worker, report_json, results_table, wa
 from valuerank.client import runs as remote_runs
 from valuerank.client.runs import print_status_from, run_status
 from valuerank.config import get_settings
-from valuerank.pipeline.run_status import refresh_report
 from valuerank.queue.enqueue import priority_value
 from valuerank.refs import short_id
 from valuerank.runs import service
 from valuerank.runs.config import build_config
+from valuerank.runs.progress import run_report
 from valuerank.runs.results import ModelResult, model_results
 from valuerank.terminal import print_run_status
 
@@ -229,10 +229,10 @@ def status(
     async def _go() -> dict[str, Any]:
         from valuerank.default_rubric import run_judge_rubric
 
-        async with session() as s:
-            report = await refresh_report(s.conn, s.org_id, run_id)
-            results = await model_results(s.conn, s.org_id, report.run.id)
-            rubric = await run_judge_rubric(s.conn, s.org_id, report.run.rubric_id)
+        async with database() as opened, opened.db.snapshot() as conn:  # a read: no write
+            report = await run_report(conn, opened.org_id, run_id)
+            results = await model_results(conn, opened.org_id, report.run.id)
+            rubric = await run_judge_rubric(conn, opened.org_id, report.run.rubric_id)
         # The rubric its judges read, as GET /api/runs/{id} names it.
         return {**report_json(report, results), "rubric": rubric and rubric.to_dict()}
 

@@ -63,6 +63,23 @@ class Database:
             async with conn.begin():
                 yield conn
 
+    @asynccontextmanager
+    async def snapshot(self) -> AsyncIterator[AsyncConnection]:
+        """A read-only transaction whose statements all see one state of the database: for a
+        read made of several queries (a run's report and its results) that must agree.
+
+        PostgreSQL: REPEATABLE READ, READ ONLY (at the default READ COMMITTED each statement
+        sees its own snapshot; a write is refused). SQLite in WAL mode: a deferred transaction
+        reads one snapshot from its first read on, and takes no write lock.
+        """
+        async with self.engine.connect() as conn:
+            if not self.url.is_sqlite:
+                conn = await conn.execution_options(
+                    isolation_level="REPEATABLE READ", postgresql_readonly=True
+                )
+            async with conn.begin():
+                yield conn
+
     async def dispose(self) -> None:
         await self.engine.dispose()
 

@@ -18,18 +18,20 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from sqlalchemy import or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from valuerank.analysis import CODE_VERSION, analyze_basic, analyze_deep
+from valuerank.analysis.version import CODE_VERSION
 from valuerank.db.engine import Database
 from valuerank.db.tables import analyses, runs
-from valuerank.findings.loading import LoadedRun, load_run
 from valuerank.queue.dialect import iso, upsert
 from valuerank.queue.ids import new_id
 from valuerank.runs.service import Run, get_run
+
+if TYPE_CHECKING:
+    from valuerank.findings.loading import LoadedRun
 
 Kind = Literal["basic", "deep"]
 BASIC: Kind = "basic"
@@ -217,6 +219,10 @@ async def _read(
         stale = [k for k in needed if (row := stored[k]) is None or not row.fresh_for(known)]
         if known is not None and not stale and not force:
             return _Read(run, version, stored, known, None)
+        # Loading the inputs (and computing from them) needs the statistics stack, seconds
+        # to import: a cached answer, above, never loads it.
+        from valuerank.findings.loading import load_run
+
         loaded = await load_run(conn, run)
     read = _Read(run, version, stored, loaded.input_hash, loaded)
     await _label(db, read)
@@ -267,6 +273,7 @@ async def run_analysis(
 ) -> AnalysisOutcome:
     """The run's basic analysis (and the deep one when `deep`), from the cache when fresh."""
     timings = Timings()
+
     with timings.measure("query"):
         read = await _read(db, org_id, ref, (BASIC, DEEP) if deep else (BASIC,), force=force)
     outcome = AnalysisOutcome(read.run.id, read.input_hash, {}, cached=False, timings=timings)
@@ -275,6 +282,8 @@ async def run_analysis(
         basic = basic_row.result
         outcome.cached = True
     else:
+        from valuerank.analysis import analyze_basic  # only to compute: see `_read`
+
         with timings.measure("analysis"):
             basic = await asyncio.to_thread(analyze_basic, read.inputs().data)
         with timings.measure("query"):
@@ -288,6 +297,8 @@ async def run_analysis(
         if outcome.current_deep is not None and not force:
             outcome.deep_cached = True
         else:
+            from valuerank.analysis import analyze_deep
+
             with timings.measure("analysis"):
                 result = await asyncio.to_thread(analyze_deep, read.inputs().data, basic=basic)
             with timings.measure("query"):

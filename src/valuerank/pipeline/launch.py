@@ -14,14 +14,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from valuerank.credentials.store import require_credentials
 from valuerank.db.tables import run_scenarios
 from valuerank.default_rubric import JudgeRubric, rubric_for_judges
+from valuerank.formats.followups import DEFAULT_FOLLOWUPS
 from valuerank.org_defaults import get_org_defaults
 from valuerank.pipeline.judging import JUDGE_MAX_TOKENS, SUMMARY_MAX_TOKENS, run_rubric
-from valuerank.pipeline.prompts import (
-    DEFAULT_FOLLOWUPS,
-    first_prompt,
-    judge_messages,
-    summary_messages,
-)
+from valuerank.pipeline.prompts import first_prompt, judge_messages, summary_messages
 from valuerank.providers.costs import (
     JUDGE_ROLE,
     SUMMARY_ROLE,
@@ -35,6 +31,7 @@ from valuerank.providers.costs import (
 from valuerank.registry.check import check_models
 from valuerank.registry.service import prices_for, seed_models
 from valuerank.runs.config import RunConfig
+from valuerank.runs.estimates import followup_tokens
 from valuerank.runs.service import CreatedRun, Run, Started, create_run, start_run
 
 
@@ -57,13 +54,11 @@ async def estimate_cost(conn: AsyncConnection, run: Run) -> RunCostEstimate:
         await conn.execute(select(run_scenarios.c.content).where(run_scenarios.c.run_id == run.id))
     ).scalars()
     sizes = [estimate_tokens(first_prompt(config.preamble, str(c["body"]))) for c in bodies]
-    followups = DEFAULT_FOLLOWUPS[: config.followup_turns]
+    followups = len(DEFAULT_FOLLOWUPS[: config.followup_turns])
     prompt_tokens = round(statistics.fmean(sizes)) if sizes else 0
-    followup_tokens = (
-        round(statistics.fmean([estimate_tokens(f.prompt) for f in followups])) if followups else 0
-    )
-    turns = 1 + len(followups)
-    transcript_tokens = prompt_tokens + len(followups) * followup_tokens + turns * config.max_tokens
+    per_followup = followup_tokens(config.followup_turns)
+    turns = 1 + followups
+    transcript_tokens = prompt_tokens + followups * per_followup + turns * config.max_tokens
     followers = []
     if config.judge_models:
         instructions = estimate_message_tokens(judge_messages("", await run_rubric(conn, run)))
@@ -92,7 +87,7 @@ async def estimate_cost(conn: AsyncConnection, run: Run) -> RunCostEstimate:
         turns=turns,
         prompt_tokens=prompt_tokens,
         output_tokens_per_turn=config.max_tokens,
-        followup_tokens=followup_tokens,
+        followup_tokens=per_followup,
         system_tokens=estimate_tokens(config.system_prompt or ""),
         followers=followers,
     )

@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from valuerank.db.tables import run_scenarios, transcripts
 from valuerank.definitions.presentation import phrasing_of, presentation_of, presented_decision
 from valuerank.failpoints import PROBE_AFTER_TRANSCRIPT, failpoint
+from valuerank.formats.followups import DEFAULT_FOLLOWUPS, FollowUp
 from valuerank.formats.transcript_md import Transcript, Turn
 from valuerank.pipeline.calls import (
     CacheEntry,
@@ -29,13 +30,7 @@ from valuerank.pipeline.calls import (
     store_in_cache,
 )
 from valuerank.pipeline.context import PipelineContext
-from valuerank.pipeline.prompts import (
-    DEFAULT_FOLLOWUPS,
-    FollowUp,
-    probe_messages,
-    turn_prompts,
-    turn_seed,
-)
+from valuerank.pipeline.prompts import probe_messages, turn_prompts, turn_seed
 from valuerank.pipeline.run_end import finalize_at_tail, move_on_at_tail
 from valuerank.providers.base import CompletionRequest
 from valuerank.providers.model_id import parse_model_id

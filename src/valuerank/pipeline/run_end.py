@@ -9,17 +9,18 @@ closing it with its final status, and recovering a run that nothing would close.
 - The finalize job (`finalize.py`) waits out probing, then judging and summaries, and closes
   the run with `close_run`, the finalize rule written once: `completed` if it wrote any
   transcript, else `failed` with the probes' errors.
-- A stalled run (`stalled`: running or summarizing, no job queued or running) gets its
-  finalize job back from whoever reads its status (`heal_stalled`, from `run_status.py`); and
-  maintenance reaps it (`reap_stale_runs`, from `maintenance.py`): closed by `close_run` with a
-  `run_reaped` event, or given its finalize job back when it still owes judging or summaries.
+- A stalled run (`stalled`: running or summarizing, no job queued or running) is moved on by
+  maintenance, where writes belong (`reap_stale_runs`: the workers' periodic pass, `valuerank
+  maintenance run`, `POST /api/system/queue/maintenance/reap-stale-runs`): closed by
+  `close_run` with a `run_reaped` event, or given its finalize job back when it still owes
+  judging or summaries. Reading a run's status writes nothing (`runs.progress.read_report`).
 - Cancelling is a user's move (`runs.service.cancel_run`, from any open state). `close_run`
   moves a run only from running or summarizing (a guarded UPDATE), so a cancelled run is never
   closed after; rerun and expand reopen a closed run in a new generation, whose finalize job
   is a new one (the old one, if still queued, finds nothing to do).
 
-Light to import (no model calls, no analysis): `runs status` loads it to check for a stalled
-run. Lives in `pipeline/` because runs/ may not import the pipeline.
+Light to import (no model calls, no analysis). Lives in `pipeline/` because runs/ may not
+import the pipeline.
 """
 
 from __future__ import annotations
@@ -143,12 +144,6 @@ async def _has_live_job(conn: AsyncConnection, org_id: str, run_id: str) -> bool
 async def stalled(conn: AsyncConnection, run: Run) -> bool:
     """A run that should move on but has no job left that would move it."""
     return run.status in OPEN and not await _has_live_job(conn, run.org_id, run.id)
-
-
-async def heal_stalled(conn: AsyncConnection, run: Run) -> bool:
-    """A stalled run gets its finalize job (self-healing when the job that should have
-    enqueued it never ran its last step); True when this call enqueued it."""
-    return await stalled(conn, run) and await ensure_finalize(conn, run)
 
 
 # -- closing: the finalize rule ---------------------------------------------------------------

@@ -208,7 +208,10 @@ class UnknownAdapter(LookupError):
 
 
 # The registry's state: the specs by kind, and their presets by provider name (a preset's
-# name is unique across every adapter: it is the prefix of a model id).
+# name is unique across every adapter: it is the prefix of a model id). Kinds and presets
+# share one set of names: a name is one adapter's kind (and its own preset's, as `openai`),
+# or one preset, never a kind of one adapter and a preset of another (a native `mistral`
+# adapter beside the OpenAI-compatible `mistral` preset would make `mistral` two things).
 _adapters: dict[str, AdapterSpec] = {}
 _presets: dict[str, ProviderPreset] = {}
 # What readers get: a live, read-only view.
@@ -223,8 +226,28 @@ def register_adapter(spec: AdapterSpec) -> None:
     taken = sorted(p.name for p in spec.presets if p.name in _presets)
     if taken:
         raise ValueError(f"provider names already registered: {', '.join(taken)}")
+    clash = _name_clash(spec)
+    if clash:
+        raise ValueError(clash)
     _adapters[spec.kind] = spec
     _presets.update((preset.name, preset) for preset in spec.presets)
+
+
+def _name_clash(spec: AdapterSpec) -> str | None:
+    """Why `spec` would give a registered name a second meaning (None: it would not)."""
+    if spec.kind in _presets:
+        owner = _presets[spec.kind].kind
+        return (
+            f"adapter kind {spec.kind!r} is the name of a provider preset of adapter {owner!r}: "
+            "name the kind otherwise (one name means one thing)"
+        )
+    kinds = sorted(p.name for p in spec.presets if p.name in _adapters)
+    if kinds:
+        return (
+            f"provider names already registered as adapter kinds: {', '.join(kinds)} "
+            "(one name means one thing)"
+        )
+    return None
 
 
 def unregister_adapter(kind: str) -> AdapterSpec:

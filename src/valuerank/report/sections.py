@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from valuerank.analysis.sensitivity import sentence
+from valuerank.analysis.sensitivity_words import sentence
 
 # How each figure was computed, in words, and the `methodsUsed` keys that name the exact
 # method: the words stay general, the analysis JSON says what its code did.

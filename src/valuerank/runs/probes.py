@@ -14,12 +14,9 @@ from valuerank.providers.costs import conversation_tokens, estimate_tokens
 from valuerank.providers.model_id import parse_model_id
 from valuerank.queue import JobSpec, enqueue_many
 from valuerank.runs.config import RunConfig
+from valuerank.runs.estimates import followup_tokens
 from valuerank.runs.kinds import PROBE_KIND, ProbePayload, probe_item_key
 from valuerank.runs.run import Run
-
-# Tokens of one follow-up prompt, for rate-limit reservations only (the CLI's `ranked_list`
-# prompt is ~1,300 characters); the queue corrects every reservation with the real usage.
-FOLLOWUP_TOKENS_ESTIMATE = 330
 
 
 def conversation_estimate(config: RunConfig, body: str) -> int:
@@ -29,7 +26,7 @@ def conversation_estimate(config: RunConfig, body: str) -> int:
         1 + config.followup_turns,
         prompt,
         config.max_tokens,
-        FOLLOWUP_TOKENS_ESTIMATE if config.followup_turns else 0,
+        followup_tokens(config.followup_turns),
         estimate_tokens(config.system_prompt or ""),
     )
     return input_tokens + output_tokens

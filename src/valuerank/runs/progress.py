@@ -22,6 +22,7 @@ from typing import Any
 from sqlalchemy import Integer, Select, String, cast, func, literal, or_, select, union_all
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from valuerank.db.engine import Database
 from valuerank.db.tables import jobs, queue_controls, runs
 from valuerank.queue.dialect import as_utc
 from valuerank.queue.events import COUNTER_COLUMNS, PARTITION_SCOPE
@@ -200,6 +201,13 @@ def _eta(run: Run, progress: Progress, now: datetime) -> float | None:
 async def run_report(conn: AsyncConnection, org_id: str, ref: str) -> RunReport:
     run = await get_run(conn, org_id, ref)
     return (await run_reports(conn, org_id, [run]))[0]
+
+
+async def read_report(db: Database, org_id: str, ref: str) -> RunReport:
+    """The run's report, read in one snapshot and writing nothing: a read never moves a run
+    (a stalled one is maintenance's to move on: `pipeline/run_end.py`, `reap_stale_runs`)."""
+    async with db.snapshot() as conn:
+        return await run_report(conn, org_id, ref)
 
 
 async def run_reports(conn: AsyncConnection, org_id: str, listed: Sequence[Run]) -> list[RunReport]:

@@ -18,7 +18,7 @@ from fastapi.responses import HTMLResponse, Response
 from markupsafe import Markup
 from pydantic import Field
 
-from valuerank.analysis.sensitivity import sentence
+from valuerank.analysis.sensitivity_words import sentence
 from valuerank.api.deps import Viewer
 from valuerank.definitions.service import list_definitions
 from valuerank.findings.analyses import run_analysis
