@@ -35,6 +35,7 @@ from valuerank.queue import Enqueued, HandlerResult, Job, JobSpec, Permanent, en
 from valuerank.queue.ids import new_id
 from valuerank.registry.check import check_models
 from valuerank.registry.service import seed_models
+from valuerank.runs.partitions import analysis_partition
 from valuerank.runs.service import SUMMARIZE, Run
 from valuerank.runs.states import RunStatus
 
@@ -46,10 +47,6 @@ ANALYZE_DEEP = "analyze:deep"
 ANALYZE_COMPARE = "analyze:compare"
 KINDS: dict[Kind, str] = {"basic": ANALYZE_BASIC, "deep": ANALYZE_DEEP}
 NARRATIVE_MAX_TOKENS = 500
-
-
-def analysis_partition(run_id: str) -> str:
-    return f"analysis:{run_id}"
 
 
 async def check_narrative_model(
