@@ -10,7 +10,6 @@ from typing import Any
 
 from valuerank.accounts import Role
 from valuerank.db import Database
-from valuerank.pipeline.analyze import analysis_partition
 from valuerank.pipeline.calls import ProviderPool
 from valuerank.pipeline.context import PipelineContext
 from valuerank.pipeline.handlers import register_pipeline_handlers
@@ -18,6 +17,7 @@ from valuerank.pipeline.launch import launch_run
 from valuerank.queue import JobSpec, QueueSettings, Worker, enqueue_many, get_job, queue_status
 from valuerank.queue.builtin import FAIL, register_builtin_handlers
 from valuerank.runs.config import RunConfig
+from valuerank.runs.partitions import analysis_partition
 from valuerank.runs.service import get_run
 
 from .conftest import Live, import_demo

@@ -11,11 +11,15 @@ from sqlalchemy import func, select
 
 from valuerank.cli.live import in_process_worker
 from valuerank.db import Database
-from valuerank.db.tables import jobs, runs
+from valuerank.db.tables import events, jobs, queue_controls, runs
 from valuerank.orgs import ensure_org
 from valuerank.pipeline.calls import ProviderPool
-from valuerank.queue import QueueSettings
+from valuerank.pipeline.context import PipelineContext
+from valuerank.pipeline.handlers import register_pipeline_handlers
+from valuerank.queue import QueueSettings, Worker
 from valuerank.runs import service
+from valuerank.runs.hooks import RUN_HOOKS
+from valuerank.runs.partitions import run_partitions
 from valuerank.runs.progress import read_report
 
 from .conftest import import_demo
@@ -101,6 +105,45 @@ async def test_create_watch_steer_and_delete_a_run(
             assert_error(response, 403, "FORBIDDEN")
     async with live.client() as admin:  # a pending run is not under way: it may be deleted
         assert (await admin.delete(f"/api/queue/runs/{pending.id}")).status_code == 200
+
+
+async def _queue_rows(db: Database, run_id: str) -> dict[str, int]:
+    """Rows of the queue's tables in the run's partitions (its own and its analyses')."""
+    names = list(run_partitions(run_id))
+    async with db.transaction() as conn:
+        return {
+            "jobs": int(await conn.scalar(select(func.count()).where(jobs.c.partition.in_(names)))),
+            "events": int(
+                await conn.scalar(select(func.count()).where(events.c.partition.in_(names)))
+            ),
+            "queue_controls": int(
+                await conn.scalar(select(func.count()).where(queue_controls.c.key.in_(names)))
+            ),
+        }
+
+
+async def test_deleting_a_finished_run_leaves_nothing_of_it_in_the_queue(
+    live: Any, db: Database, org_id: str
+) -> None:
+    definition = await import_demo(db, org_id)
+    async with live.client_for("default", "member") as member:
+        made = await member.post("/api/queue/runs", json=body(definition))
+        assert made.status_code == 201, made.text
+        run_id = made.json()["data"]["id"]
+        burst = Worker(db, settings=FAST, concurrency=2, hooks=RUN_HOOKS)
+        ctx = PipelineContext(db, providers=ProviderPool(environ={}))
+        register_pipeline_handlers(burst, ctx)
+        try:
+            await burst.run_until_idle()  # the run, then its analysis
+        finally:
+            await ctx.aclose()
+        url = f"/api/queue/runs/{run_id}"
+        assert (await member.get(url)).json()["data"]["status"] == "completed"
+        before = await _queue_rows(db, run_id)
+        assert before["jobs"] > 0 and before["events"] > 0 and before["queue_controls"] == 2
+        deleted = await member.delete(url)
+        assert deleted.json()["data"] == {"id": run_id, "deleted": True}
+    assert await _queue_rows(db, run_id) == {"jobs": 0, "events": 0, "queue_controls": 0}
 
 
 async def test_refused_bodies_and_models_write_nothing(

@@ -11,7 +11,6 @@ from sqlalchemy import select
 
 from valuerank.db import Database
 from valuerank.db.tables import jobs, runs
-from valuerank.pipeline.analyze import analysis_partition
 from valuerank.pipeline.run_end import (
     close_run,
     finalize_at_tail,
@@ -21,6 +20,7 @@ from valuerank.pipeline.run_end import (
 )
 from valuerank.pipeline.run_results import store_consensus
 from valuerank.runs.kinds import FINALIZE
+from valuerank.runs.partitions import analysis_partition
 from valuerank.runs.service import cancel_run, get_run
 from valuerank.runs.states import RunStatus
 

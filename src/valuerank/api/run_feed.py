@@ -18,13 +18,12 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from sqlalchemy import select
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.api.listener import EventWaker
-from valuerank.db.tables import jobs
 from valuerank.errors import NotFoundError
+from valuerank.queue.partitions import has_live_jobs
 from valuerank.runs.events import RunEventReader
 from valuerank.runs.service import get_run
 
@@ -48,10 +47,7 @@ class FeedItem:
 
 async def has_active_jobs(conn: AsyncConnection, run_id: str) -> bool:
     """Whether a job of the run is queued or running (read from the jobs, not counters)."""
-    active = select(jobs.c.id).where(
-        jobs.c.partition == run_id, jobs.c.status.in_(("queued", "running"))
-    )
-    return (await conn.execute(active.limit(1))).first() is not None
+    return await has_live_jobs(conn, run_id)
 
 
 async def run_feed(

@@ -23,10 +23,11 @@ from valuerank.cli.common import JsonOption, console, database, print_json, run
 from valuerank.cli.live import in_process_worker, report_json, results_table, wait_for_run
 from valuerank.db import Database
 from valuerank.definitions.service import import_definition
-from valuerank.pipeline.analyze import ANALYZE_BASIC, analysis_partition
+from valuerank.pipeline.analyze import ANALYZE_BASIC
 from valuerank.pipeline.launch import launch_run
 from valuerank.refs import short_id
 from valuerank.runs.config import RunConfig
+from valuerank.runs.partitions import analysis_partition
 from valuerank.runs.progress import job_progress
 from valuerank.runs.results import model_results
 from valuerank.runs.states import RunStatus

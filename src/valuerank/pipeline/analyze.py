@@ -39,6 +39,7 @@ from valuerank.queue.tasks import JobKind, TaskPayload
 from valuerank.registry.check import check_models
 from valuerank.registry.service import seed_models
 from valuerank.runs.kinds import SUMMARIZE_KIND, SummaryPayload
+from valuerank.runs.partitions import analysis_partition
 from valuerank.runs.run import Run
 from valuerank.runs.states import RunStatus
 
@@ -89,10 +90,6 @@ KINDS: dict[Kind, JobKind[AnalyzePayload]] = {
     "deep": ANALYZE_DEEP_KIND,
 }
 NARRATIVE_MAX_TOKENS = 500
-
-
-def analysis_partition(run_id: str) -> str:
-    return f"analysis:{run_id}"
 
 
 async def check_narrative_model(

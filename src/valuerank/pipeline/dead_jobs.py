@@ -16,14 +16,13 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.db.tables import runs
-from valuerank.pipeline.analyze import analysis_partition
 from valuerank.queue.dialect import iso
 from valuerank.queue.errors import JobErrorRecord, errors_of_jobs
 from valuerank.queue.job import Job, failed_per_partition, list_failed_jobs
 from valuerank.runs.kinds import job_kind
+from valuerank.runs.partitions import ANALYSIS_PREFIX, analysis_partition
 
 Part = Literal["run", "analysis"]
-ANALYSIS_PREFIX = analysis_partition("")
 
 
 @dataclass(frozen=True)

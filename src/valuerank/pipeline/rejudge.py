@@ -17,7 +17,6 @@ A run created without judges gets its first ones (and the values rubric they rea
 from __future__ import annotations
 
 import os
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,15 +25,14 @@ from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.credentials.store import require_credentials
-from valuerank.db.tables import job_errors, jobs, judgments, runs, transcripts
+from valuerank.db.tables import judgments, runs, transcripts
 from valuerank.default_rubric import rubric_for_judges
 from valuerank.errors import ConflictError, InvalidInputError
 from valuerank.org_defaults import checked_models
 from valuerank.pipeline.finalize import enqueue_followers
 from valuerank.pipeline.run_end import ensure_finalize
 from valuerank.pipeline.run_results import store_consensus
-from valuerank.queue.events import add_counts
-from valuerank.queue.prune import FINISHED
+from valuerank.queue.partitions import delete_jobs, has_running_jobs
 from valuerank.queue.states import JobStatus
 from valuerank.refs import short_id
 from valuerank.registry.check import check_models
@@ -46,29 +44,7 @@ from valuerank.runs.states import TERMINAL, refuse
 
 # A judge job of a listed judge in one of these states is enqueued again (its item key is
 # taken, so the old row goes): a cancel or a failure left its transcript unread.
-_UNFINISHED = (JobStatus.CANCELLED.value, JobStatus.FAILED.value)
-
-
-async def _drop_judge_jobs(conn: AsyncConnection, run: Run, *where: Any) -> None:
-    """Delete finished judge jobs of the run (as pruning does: their errors first, the
-    partition's counters kept equal to what is stored)."""
-    ids = select(jobs.c.id).where(
-        jobs.c.org_id == run.org_id,
-        jobs.c.partition == run.id,
-        jobs.c.kind == JUDGE,
-        jobs.c.status.in_(FINISHED),
-        *where,
-    )
-    await conn.execute(delete(job_errors).where(job_errors.c.job_id.in_(ids.scalar_subquery())))
-    gone = (
-        await conn.execute(
-            delete(jobs).where(jobs.c.id.in_(ids.scalar_subquery())).returning(jobs.c.status)
-        )
-    ).scalars()
-    delta: Counter[JobStatus] = Counter()
-    for status in gone:
-        delta[JobStatus(status)] -= 1
-    await add_counts(conn, run.id, delta)
+_UNFINISHED = (JobStatus.CANCELLED, JobStatus.FAILED)
 
 
 @dataclass(frozen=True)
@@ -104,10 +80,7 @@ def new_judges(
 async def _check_judgeable(conn: AsyncConnection, run: Run) -> None:
     if run.status not in TERMINAL:
         raise refuse(run.id, run.status, "judge it again until it has ended (or cancel it)")
-    running = await conn.scalar(
-        select(jobs.c.id).where(jobs.c.partition == run.id, jobs.c.status == "running").limit(1)
-    )
-    if running is not None:
+    if await has_running_jobs(conn, run.id, org_id=run.org_id):
         raise refuse(run.id, run.status, "judge it again while its jobs are stopping")
     written = await conn.scalar(
         select(func.count())
@@ -135,7 +108,8 @@ async def _forget(conn: AsyncConnection, run: Run, removed: Sequence[str]) -> in
             judgments.c.judge_model.in_(removed),
         )
     )
-    await _drop_judge_jobs(conn, run, jobs.c.model.in_(removed))
+    # Finished judge jobs of the judges gone (as pruning deletes them: errors, counters).
+    await delete_jobs(conn, run.org_id, run.id, kind=JUDGE, models=removed)
     # The consensus is recomputed from the judgments left; a transcript with none has none.
     await conn.execute(
         update(transcripts)
@@ -181,7 +155,7 @@ async def judge_run(
     await conn.execute(
         update(runs).where(runs.c.org_id == org_id, runs.c.id == run.id).values(values)
     )
-    await _drop_judge_jobs(conn, run, jobs.c.model.in_(after), jobs.c.status.in_(_UNFINISHED))
+    await delete_jobs(conn, org_id, run.id, kind=JUDGE, statuses=_UNFINISHED, models=after)
     run = await reopen_run(conn, await get_run(conn, org_id, run.id))
     enqueued = await enqueue_followers(conn, run)
     await ensure_finalize(conn, run)

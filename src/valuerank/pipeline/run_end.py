@@ -28,14 +28,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import bindparam, exists, func, literal_column, select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.db.engine import Database
-from valuerank.db.tables import jobs, runs, transcripts
+from valuerank.db.tables import runs, transcripts
 from valuerank.pipeline.run_results import plain_summary, store_consensus
 from valuerank.queue import JobSpec, enqueue
 from valuerank.queue.events import append_event
+from valuerank.queue.partitions import (
+    has_live_jobs,
+    job_counts,
+    live_jobs_exist,
+    live_jobs_up_to,
+)
 from valuerank.queue.states import JobStatus
 from valuerank.runs.event_names import RUN_REAPED
 from valuerank.runs.kinds import FINALIZE, FINALIZE_KIND, JUDGE, PROBE, SUMMARIZE, FinalizePayload
@@ -47,7 +53,6 @@ from valuerank.runs.states import RunStatus, move_run
 # The states a run ends from (by the finalize rule; cancelling also ends paused and pending).
 OPEN = (RunStatus.RUNNING, RunStatus.SUMMARIZING)
 _OPEN_SOURCES = frozenset(OPEN)
-LIVE = (JobStatus.QUEUED, JobStatus.RUNNING)
 
 # -- the tail: the last probes enqueue the finalize job --------------------------------------
 
@@ -72,36 +77,10 @@ async def ensure_finalize(conn: AsyncConnection, run: Run) -> bool:
     return (await enqueue(conn, finalize_spec(run))).enqueued
 
 
-def _active_probes(status: JobStatus) -> Any:
-    """At most TAIL + 1 of a run's probe jobs in `status` (queued or running), the run given
-    as the parameters `org_id` and `run_id`. The status is a literal in the SQL so that both
-    databases use the partial index of that status (queued jobs by partition, running jobs
-    by organisation and partition): a few rows read, however large the run."""
-    found = (
-        select(literal_column("1"))
-        .select_from(jobs)
-        .where(
-            jobs.c.org_id == bindparam("org_id"),
-            jobs.c.partition == bindparam("run_id"),
-            jobs.c.status == literal_column(f"'{status.value}'"),
-            jobs.c.kind == PROBE,
-        )
-        .limit(TAIL + 1)
-        .subquery()
-    )
-    return select(func.count()).select_from(found).scalar_subquery()
-
-
-# Built once: every probe runs it.
-_ACTIVE_PROBES = select(_active_probes(JobStatus.QUEUED) + _active_probes(JobStatus.RUNNING))
-
-
 async def at_tail(conn: AsyncConnection, org_id: str, run_id: str) -> bool:
     """Are at most TAIL of the run's probe jobs still queued or running? Every probe asks when
     it ends, so this reads at most 2 × (TAIL + 1) index entries instead of counting the run."""
-    params = {"org_id": org_id, "run_id": run_id}
-    active = (await conn.execute(_ACTIVE_PROBES, params)).scalar_one()
-    return int(active) <= TAIL
+    return await live_jobs_up_to(conn, org_id, run_id, PROBE, TAIL + 1) <= TAIL
 
 
 async def finalize_at_tail(conn: AsyncConnection, run: Run) -> bool:
@@ -126,24 +105,9 @@ async def move_on_at_tail(db: Database, org_id: str, run_id: str) -> bool:
 # -- a stalled run: open, with no job left that would move it on -----------------------------
 
 
-async def _has_live_job(conn: AsyncConnection, org_id: str, run_id: str) -> bool:
-    # One status at a time, so that each lookup is a range of its partial index (queued,
-    # running) rather than a walk through the run's finished jobs.
-    for status in LIVE:
-        found = await conn.execute(
-            select(jobs.c.id)
-            .where(jobs.c.org_id == org_id, jobs.c.partition == run_id)
-            .where(jobs.c.status == status.value)
-            .limit(1)
-        )
-        if found.first() is not None:
-            return True
-    return False
-
-
 async def stalled(conn: AsyncConnection, run: Run) -> bool:
     """A run that should move on but has no job left that would move it."""
-    return run.status in OPEN and not await _has_live_job(conn, run.org_id, run.id)
+    return run.status in OPEN and not await has_live_jobs(conn, run.id, org_id=run.org_id)
 
 
 # -- closing: the finalize rule ---------------------------------------------------------------
@@ -154,15 +118,9 @@ _REASONS_SHOWN = 3
 async def failure_reason(conn: AsyncConnection, run_id: str) -> str:
     """Why no probe wrote a transcript, from the failed probes' own last errors (the most
     common first), and where to look."""
+    errors = job_counts(run_id, by=("last_error",), kinds=[PROBE], statuses=[JobStatus.FAILED])
     rows = await conn.execute(
-        select(jobs.c.last_error, func.count())
-        .where(
-            jobs.c.partition == run_id,
-            jobs.c.kind == PROBE,
-            jobs.c.status == JobStatus.FAILED.value,
-        )
-        .group_by(jobs.c.last_error)
-        .order_by(func.count().desc(), jobs.c.last_error)
+        errors.order_by(errors.selected_columns.n.desc(), errors.selected_columns.last_error)
     )
     counted = [(str(error or "no error recorded"), int(n)) for error, n in rows]
     failed = sum(n for _, n in counted)
@@ -220,9 +178,8 @@ async def find_stale_runs(
 ) -> list[tuple[str, str]]:
     """(org_id, run_id) of the stalled runs, oldest id first; all organisations unless
     `org_id`."""
-    live = exists().where(jobs.c.partition == runs.c.id, jobs.c.status.in_([s.value for s in LIVE]))
     query = select(runs.c.org_id, runs.c.id).where(
-        runs.c.status.in_([s.value for s in OPEN]), ~live
+        runs.c.status.in_([s.value for s in OPEN]), ~live_jobs_exist(runs.c.id)
     )
     if org_id is not None:
         query = query.where(runs.c.org_id == org_id)

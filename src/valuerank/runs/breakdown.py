@@ -17,10 +17,11 @@ from typing import Any
 from sqlalchemy import String, cast, func, null, select, union_all
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from valuerank.db.tables import JSONDocument, jobs, pruned_failures
+from valuerank.db.tables import JSONDocument, pruned_failures
 from valuerank.findings.keyset import newest_first
 from valuerank.providers.model_id import parse_model_id
 from valuerank.queue.dialect import iso
+from valuerank.queue.partitions import JobField, job_counts, job_rows
 from valuerank.queue.states import JobStatus
 from valuerank.runs.kinds import PROBE
 from valuerank.runs.progress import Progress
@@ -62,9 +63,7 @@ def provider_of(model: str) -> str:
 async def run_breakdown(conn: AsyncConnection, run: Run) -> Breakdown:
     """The run's probe jobs per model (in the run's order) and per provider (by name)."""
     rows = await conn.execute(
-        select(jobs.c.model, jobs.c.status, func.count())
-        .where(jobs.c.org_id == run.org_id, jobs.c.partition == run.id, jobs.c.kind == PROBE)
-        .group_by(jobs.c.model, jobs.c.status)
+        job_counts(run.id, by=("model", "status"), org_id=run.org_id, kinds=[PROBE])
     )
     # Every model and provider of the run is listed, with or without jobs yet.
     by_model: dict[str, dict[str, int]] = {m: {} for m in run.config.models}
@@ -136,28 +135,42 @@ def job_failure(row: Any) -> Failure:
     )
 
 
+# A live failure's columns, in the listing's order (the pruned ones' are kept as listed).
+_FAILURE_COLUMNS: tuple[JobField, ...] = (
+    "id",
+    "kind",
+    "payload",
+    "model",
+    "provider",
+    "attempts",
+    "max_attempts",
+    "last_error",
+    "created_at",
+    "finished_at",
+)
+
+
 async def run_failures(
     conn: AsyncConnection, run: Run, *, limit: int, after: tuple[str, str] | None = None
 ) -> list[Failure]:
     """Up to `limit + 1` failed jobs of the run, live or pruned, newest first (the extra one
     says a next page exists), after the job whose (`created_at` ISO-8601, `id`) is `after`."""
+    failed = job_rows(
+        run.id, _FAILURE_COLUMNS, org_id=run.org_id, statuses=[JobStatus.FAILED]
+    ).subquery("failed")
     live = select(
-        jobs.c.id,
-        jobs.c.kind,
-        jobs.c.payload,
+        failed.c.id,
+        failed.c.kind,
+        failed.c.payload,
         cast(null(), String).label("scenario_id"),
-        jobs.c.model,
-        jobs.c.provider,
+        failed.c.model,
+        failed.c.provider,
         cast(null(), String).label("transcript_id"),
-        jobs.c.attempts,
-        jobs.c.max_attempts,
-        jobs.c.last_error,
-        jobs.c.created_at,
-        jobs.c.finished_at,
-    ).where(
-        jobs.c.org_id == run.org_id,
-        jobs.c.partition == run.id,
-        jobs.c.status == JobStatus.FAILED.value,
+        failed.c.attempts,
+        failed.c.max_attempts,
+        failed.c.last_error,
+        failed.c.created_at,
+        failed.c.finished_at,
     )
     kept = pruned_failures.c
     pruned = select(
@@ -193,11 +206,7 @@ def _listed(row: Any) -> Failure:
 
 async def count_failures(conn: AsyncConnection, run: Run) -> int:
     """Every failed job of the run, whatever its kind, live or pruned."""
-    live = select(func.count()).where(
-        jobs.c.org_id == run.org_id,
-        jobs.c.partition == run.id,
-        jobs.c.status == JobStatus.FAILED.value,
-    )
+    live = job_counts(run.id, by=(), org_id=run.org_id, statuses=[JobStatus.FAILED])
     pruned = select(func.count()).where(
         pruned_failures.c.org_id == run.org_id, pruned_failures.c.run_id == run.id
     )

@@ -30,11 +30,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from valuerank.db.tables import events, jobs, run_scenarios, runs
+from valuerank.db.tables import run_scenarios, runs
 from valuerank.queue.events import Event, EventType, events_after
+from valuerank.queue.partitions import count_events, last_event, status_counts
 from valuerank.runs.event_names import (
     OLD_NAMES,
     RUN_CANCELLED,
@@ -166,32 +167,23 @@ async def tally_at(conn: AsyncConnection, run: Run, seq: int) -> ProbeTally:
     """The tally after event `seq`, as reading events 1…seq with `message_of` would leave it:
     from the last `run_complete` up to `seq` (its exact counts), then the probe events after
     it, counted by the database."""
-    in_run = (events.c.partition == run.id, events.c.org_id == run.org_id, events.c.seq <= seq)
-    last_end = (
-        await conn.execute(
-            select(events.c.seq, events.c.data)
-            .where(*in_run, events.c.type.in_(list(END_TYPES)))
-            .order_by(events.c.seq.desc())
-            .limit(1)
-        )
-    ).first()
+    last_end = await last_event(conn, run.org_id, run.id, types=sorted(END_TYPES), up_to=seq)
     done, since = 0, 0
     if last_end is not None:
         probes = (last_end.data or {}).get("probes")
         if isinstance(probes, Mapping) and isinstance(probes.get("done"), int):
-            done, since = int(probes["done"]), int(last_end.seq)
-    counted = await conn.execute(
-        select(events.c.type, func.count())
-        .where(
-            *in_run,
-            events.c.seq > since,
-            events.c.type.in_(list(_ENDED)),
-            events.c.data["kind"].as_string() == PROBE,
-        )
-        .group_by(events.c.type)
+            done, since = int(probes["done"]), last_end.seq
+    counted = await count_events(
+        conn,
+        run.org_id,
+        run.id,
+        types=list(_ENDED),
+        after=since,
+        up_to=seq,
+        data={"kind": PROBE},
     )
-    for kind, n in counted:
-        done += _ENDED[str(kind)] * int(n)
+    for kind, n in counted.items():
+        done += _ENDED[kind] * n
     return ProbeTally(done=done, total=await planned_probes(conn, run))
 
 
@@ -280,13 +272,9 @@ async def publish_run_events(
     if kind == PROBE and "counts" in data:
         # The event's counts minus the run's other jobs (few, read through the kind index);
         # they do not move while its probes do, so this is the probes' count at the event.
-        others = await conn.execute(
-            select(jobs.c.status, func.count())
-            .where(jobs.c.partition == partition, or_(jobs.c.kind < PROBE, jobs.c.kind > PROBE))
-            .group_by(jobs.c.status)
-        )
+        others = await status_counts(conn, partition, other_than_kind=PROBE)
         counts = Counter({str(k): int(n) for k, n in dict(data["counts"]).items()})
-        counts.subtract({str(status): int(n) for status, n in others})
+        counts.subtract(others)
         return type, {**data, **_probe_fields(Progress.of(counts))}
     return None
 

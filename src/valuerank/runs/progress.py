@@ -19,13 +19,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Integer, Select, String, cast, func, literal, or_, select, union_all
+from sqlalchemy import Integer, Select, String, cast, literal, select, union_all
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.db.engine import Database
-from valuerank.db.tables import jobs, queue_controls, runs
+from valuerank.db.tables import runs
 from valuerank.queue.dialect import as_utc
-from valuerank.queue.events import COUNTER_COLUMNS, PARTITION_SCOPE
+from valuerank.queue.partitions import counter_rows, job_counts
 from valuerank.queue.states import JobStatus
 from valuerank.runs.kinds import JUDGE, PROBE, SUMMARIZE
 from valuerank.runs.run import Run, get_run
@@ -98,11 +98,8 @@ def pruned_counts(document: str | None, kinds: Iterable[str]) -> Counter[str]:
 async def job_progress(conn: AsyncConnection, run_id: str, kinds: tuple[str, ...]) -> Progress:
     """The run's jobs of `kinds` counted one by one (exact; reads every such job), with its
     pruned ones."""
-    live = (
-        select(jobs.c.status, func.count(), literal(None, String))
-        .where(jobs.c.partition == run_id, jobs.c.kind.in_(kinds))
-        .group_by(jobs.c.status)
-    )
+    counted = job_counts(run_id, kinds=kinds).subquery("live")
+    live = select(counted.c.status, counted.c.n, literal(None, String))
     counts: Counter[str] = Counter()
     for status, n, pruned in await conn.execute(union_all(live, _pruned_row(run_id, 3))):
         if pruned is not None:
@@ -125,21 +122,14 @@ async def runs_progress(
     jobs. One statement for all, so all are read in one snapshot (a job finishing between two
     reads would be counted as a probe; one pruned, twice or not at all)."""
     ids = list(run_ids)
-    others = (
-        select(jobs.c.partition, jobs.c.kind, jobs.c.status, func.count(), literal(None, String))
-        .where(jobs.c.partition.in_(ids), or_(jobs.c.kind < PROBE, jobs.c.kind > PROBE))
-        .group_by(jobs.c.partition, jobs.c.kind, jobs.c.status)
+    kinds = job_counts(ids, by=("partition", "kind", "status"), other_than_kind=PROBE).subquery(
+        "others"
     )
-    counters = [
-        select(
-            queue_controls.c.key,
-            literal(None, String),
-            literal(status.value, String),
-            queue_controls.c[column],
-            literal(None, String),
-        ).where(queue_controls.c.scope == PARTITION_SCOPE, queue_controls.c.key.in_(ids))
-        for status, column in COUNTER_COLUMNS.items()
-    ]
+    others = select(*kinds.c, literal(None, String))
+    kept = counter_rows(ids).subquery("counters")
+    counters = select(
+        kept.c.partition, literal(None, String), kept.c.status, kept.c.n, literal(None, String)
+    )
     pruned_rows = select(
         runs.c.id,
         literal(None, String),
@@ -150,7 +140,7 @@ async def runs_progress(
     probes: dict[str, Counter[str]] = {run_id: Counter() for run_id in ids}
     judging: dict[str, Counter[str]] = {run_id: Counter() for run_id in ids}
     for run_id, kind, status, n, pruned in await conn.execute(
-        union_all(others, *counters, pruned_rows)
+        union_all(others, counters, pruned_rows)
     ):
         if pruned is not None:
             probes[run_id].update(pruned_counts(pruned, (PROBE,)))

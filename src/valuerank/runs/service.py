@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from sqlalchemy import delete, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from valuerank.db.tables import events, jobs, queue_controls, runs
+from valuerank.db.tables import runs
 from valuerank.errors import ConflictError, InvalidInputError
 from valuerank.queue import (
     cancel_partition,
@@ -24,10 +24,11 @@ from valuerank.queue import (
     requeue_failed,
     resume_partition,
 )
-from valuerank.queue.events import PARTITION_SCOPE
+from valuerank.queue.partitions import delete_partitions, has_running_jobs
 from valuerank.refs import short_id
 from valuerank.runs.config import RunConfig
 from valuerank.runs.event_names import RUN_CANCELLED, RUN_PAUSED, RUN_RESUMED
+from valuerank.runs.partitions import analysis_partition, run_partitions
 from valuerank.runs.planning import (
     CreatedRun,
     ScenarioPlan,
@@ -145,7 +146,8 @@ DELETABLE = frozenset({RunStatus.PENDING, *TERMINAL})
 async def delete_run(
     conn: AsyncConnection, org_id: str, ref: str, *, only_stopped: bool = False
 ) -> str:
-    """Delete a run and all its data (jobs, events, scenarios, transcripts, judgments).
+    """Delete a run and all its data (its jobs and its analyses' jobs, their events,
+    scenarios, transcripts, judgments).
 
     A run with running jobs must be cancelled first, so no worker writes into a deleted run.
     `only_stopped` (the API's policy) also refuses a run that is running, paused or
@@ -157,22 +159,12 @@ async def delete_run(
             f"run {short_id(run.id)} is {run.status.value}: cancel it before deleting it",
             hint="POST /api/queue/runs/{id}/cancel, then delete it",
         )
-    running = (
-        await conn.execute(
-            select(jobs.c.id).where(jobs.c.partition == run.id, jobs.c.status == "running").limit(1)
-        )
-    ).first()
-    if running is not None:
+    if await has_running_jobs(conn, run.id, org_id=org_id):
         raise refuse(run.id, run.status, "delete a run whose jobs are running (cancel it first)")
-    await conn.execute(delete(jobs).where(jobs.c.org_id == org_id, jobs.c.partition == run.id))
-    await conn.execute(
-        delete(events).where(events.c.org_id == org_id, events.c.partition == run.id)
-    )
-    await conn.execute(
-        delete(queue_controls).where(
-            queue_controls.c.scope == PARTITION_SCOPE, queue_controls.c.key == run.id
-        )
-    )
+    if await has_running_jobs(conn, analysis_partition(run.id), org_id=org_id):
+        raise refuse(run.id, run.status, "delete a run while it is being analysed (wait for it)")
+    # Its partitions go with it: jobs, their errors, events, counters and controls.
+    await delete_partitions(conn, org_id, run_partitions(run.id))
     await conn.execute(delete(runs).where(runs.c.org_id == org_id, runs.c.id == run.id))
     return run.id
 

@@ -13,12 +13,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from valuerank.db.tables import events
-from valuerank.queue.dialect import as_utc, iso
-from valuerank.queue.events import append_event, last_seq
+from valuerank.queue.dialect import iso
+from valuerank.queue.events import append_event, events_after, last_seq
 
 VALIDATION_ADDED = "multi_model.validation_added"
 CONSENSUS_UPDATED = "multi_model.consensus_updated"
@@ -79,25 +77,16 @@ async def updates_after(
     conn: AsyncConnection, org_id: str, after: int, limit: int = 200
 ) -> list[Update]:
     """The organisation's updates with seq > `after`, oldest first."""
-    rows = await conn.execute(
-        select(events.c.seq, events.c.type, events.c.data, events.c.created_at)
-        .where(
-            events.c.partition == updates_partition(org_id),
-            events.c.org_id == org_id,
-            events.c.seq > after,
-        )
-        .order_by(events.c.seq)
-        .limit(limit)
-    )
+    found = await events_after(conn, updates_partition(org_id), after, limit, org_id=org_id)
     return [
         Update(
-            seq=int(r.seq),
-            type=str(r.type),
-            created_at=as_utc(r.created_at),
-            context=dict(r.data.get("context") or {}),
-            data=dict(r.data.get("data") or {}),
+            seq=e.seq,
+            type=str(e.type),
+            created_at=e.created_at,
+            context=dict(e.data.get("context") or {}),
+            data=dict(e.data.get("data") or {}),
         )
-        for r in rows
+        for e in found
     ]
 
 

@@ -17,14 +17,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.credentials.store import require_credentials
-from valuerank.db.tables import jobs
 from valuerank.errors import InvalidInputError
 from valuerank.providers.model_id import parse_model_id
 from valuerank.queue import enqueue_many
+from valuerank.queue.partitions import jobs_of
 from valuerank.queue.states import JobStatus
 from valuerank.queue.tasks import JobKind, TaskPayload
 from valuerank.registry.service import check_text
@@ -164,18 +163,15 @@ async def unfinished_validations(
 ) -> list[AskedValidation]:
     """The task's `validate` jobs that did not succeed, oldest first (the pages show what
     is still queued and what failed; a succeeded job's answer is a recorded validation)."""
-    rows = await conn.execute(
-        select(jobs)
-        .where(
-            jobs.c.org_id == org_id,
-            jobs.c.partition == jobs_partition(org_id),
-            jobs.c.kind == VALIDATE,
-            # The item key starts with the task (see item_key): the partition's index serves it.
-            jobs.c.item_key.startswith(f"{VALIDATE}:{task_id}:", autoescape=True),
-            jobs.c.status != JobStatus.SUCCEEDED.value,
-        )
-        .order_by(jobs.c.created_at, jobs.c.id)
-        .limit(limit)
+    rows = await jobs_of(
+        conn,
+        org_id,
+        jobs_partition(org_id),
+        kinds=[VALIDATE],
+        # The item key starts with the task (see item_key): the partition's index serves it.
+        item_key_prefix=f"{VALIDATE}:{task_id}:",
+        not_status=JobStatus.SUCCEEDED,
+        limit=limit,
     )
     found = []
     for row in rows:
@@ -185,7 +181,7 @@ async def unfinished_validations(
                 job_id=row.id,
                 ra_tag_id=item.ra_tag_id,
                 model=item.model,
-                status=row.status,
+                status=row.status.value,
                 attempts=row.attempts,
                 max_attempts=row.max_attempts,
                 last_error=row.last_error,
