@@ -25,6 +25,7 @@ JOBS="${MUTATION_JOBS:-1}"
 # the test databases, as in the suite)
 declare -A MODULES=(
   [decision]="src/valuerank/scoring/decision.py|tests/scoring"
+  [scale]="src/valuerank/scoring/scale.py|tests/scoring tests/definitions/test_presentation.py"
   [consensus]="src/valuerank/consensus/consensus.py|tests/consensus"
   [expansion]="src/valuerank/definitions/expansion.py|tests/definitions/test_expansion.py"
   [sampling]="src/valuerank/definitions/sampling.py|tests/definitions/test_sampling.py"
