@@ -80,11 +80,16 @@ for name in "$@"; do
     printf 'pytest_add_cli_args_test_selection = ['
     printf '"%s", ' "${tests[@]}"
     echo ']'
-    echo 'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q"]'
+    # mutmut runs pytest again and again in one process (forked per mutant): the migrated
+    # database template the first session made (tests/migrated_template.py) must outlive
+    # the later sessions, so their temporary directories are kept (in the scratch copy,
+    # away from other pytest runs' rotation).
+    echo 'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q", "-o", "tmp_path_retention_count=1000000"]'
     echo 'use_git_change_detection = false'
   } >>"$work/pyproject.toml"
   echo "== $name: mutating $source_file, running ${tests[*]}"
-  (cd "$work" && PYTHONPATH="$work" "$PY" -m mutmut run --max-children "$JOBS" >"$work/run.log" 2>&1) || {
+  mkdir -p "$work/pytest-tmp"
+  (cd "$work" && PYTHONPATH="$work" PYTEST_DEBUG_TEMPROOT="$work/pytest-tmp" "$PY" -m mutmut run --max-children "$JOBS" >"$work/run.log" 2>&1) || {
     tail -40 "$work/run.log" >&2
     echo "mutmut failed on $name (log above)" >&2
     exit 1

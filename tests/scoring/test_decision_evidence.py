@@ -53,3 +53,9 @@ def test_label_text_keeps_its_own_letters() -> None:
         4: "X marks the spot",
         1: "no",
     }
+
+
+def test_a_label_said_alone_between_two_longer_quotes_still_counts() -> None:
+    answer = "I strongly support it; I support it; I strongly support it."
+    decision = decision_code(answer, scale_labels=LABELS)
+    assert decision == Decision(None, AMBIGUOUS, "scale_label", "strongly support it; support it")
