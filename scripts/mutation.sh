@@ -25,11 +25,12 @@ JOBS="${MUTATION_JOBS:-1}"
 # the test databases, as in the suite)
 declare -A MODULES=(
   [decision]="src/valuerank/scoring/decision.py|tests/scoring"
+  [scale]="src/valuerank/scoring/scale.py|tests/scoring tests/definitions/test_presentation.py"
   [consensus]="src/valuerank/consensus/consensus.py|tests/consensus"
-  [expansion]="src/valuerank/definitions/expansion.py|tests/definitions/test_expansion.py"
+  [expansion]="src/valuerank/definitions/expansion.py|tests/definitions/test_expansion.py tests/definitions/test_expansion_pins.py"
   [sampling]="src/valuerank/definitions/sampling.py|tests/definitions/test_sampling.py"
   [cluster_robust]="src/valuerank/analysis/cluster_robust.py|tests/analysis/test_cluster_robust.py tests/analysis/test_sensitivity.py tests/analysis/test_sensitivity_thresholds.py"
-  [claim]="src/valuerank/queue/claim.py|tests/queue/test_claim.py tests/queue/test_claim_limits.py"
+  [claim]="src/valuerank/queue/claim.py|tests/queue/test_claim.py tests/queue/test_claim_limits.py tests/queue/test_claim_putback.py"
   [lease]="src/valuerank/queue/lease.py|tests/queue/test_lease.py tests/queue/test_lease_pins.py"
   [auth]="src/valuerank/api/auth.py|tests/api/test_auth.py"
 )
@@ -79,11 +80,16 @@ for name in "$@"; do
     printf 'pytest_add_cli_args_test_selection = ['
     printf '"%s", ' "${tests[@]}"
     echo ']'
-    echo 'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q"]'
+    # mutmut runs pytest again and again in one process (forked per mutant): the migrated
+    # database template the first session made (tests/migrated_template.py) must outlive
+    # the later sessions, so their temporary directories are kept (in the scratch copy,
+    # away from other pytest runs' rotation).
+    echo 'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q", "-o", "tmp_path_retention_count=1000000"]'
     echo 'use_git_change_detection = false'
   } >>"$work/pyproject.toml"
   echo "== $name: mutating $source_file, running ${tests[*]}"
-  (cd "$work" && PYTHONPATH="$work" "$PY" -m mutmut run --max-children "$JOBS" >"$work/run.log" 2>&1) || {
+  mkdir -p "$work/pytest-tmp"
+  (cd "$work" && PYTHONPATH="$work" PYTEST_DEBUG_TEMPROOT="$work/pytest-tmp" "$PY" -m mutmut run --max-children "$JOBS" >"$work/run.log" 2>&1) || {
     tail -40 "$work/run.log" >&2
     echo "mutmut failed on $name (log above)" >&2
     exit 1

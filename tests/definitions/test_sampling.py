@@ -262,3 +262,21 @@ def test_draw_seed_is_a_fresh_seed_every_json_reader_holds() -> None:
     assert MAX_DRAWN_SEED == 2**31 - 1
     assert len(seeds) > 190  # drawn afresh, not a constant or a small set
     assert max(seeds) > 2**24  # spread over the range, not only its start
+
+
+def test_errors_name_the_type_that_was_given() -> None:
+    with pytest.raises(TypeError, match=r"^cannot take the id of int; pass key= to sample\(\)$"):
+        item_id(3)
+    with pytest.raises(TypeError, match=r"^percentage must be a number, not str$"):
+        sample(IDS_20, "10", 1)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^seed must be an int or a str, not float$"):
+        sample(IDS_20, 10, 1.5)  # type: ignore[arg-type]
+
+
+def test_rank_order_and_sample_count_use_the_key_given() -> None:
+    """Items without an ``id`` (rows as dicts) are ranked by the key, as plain ids would be."""
+    rows = [{"name": ident} for ident in IDS_20]
+    by_name = [row["name"] for row in rank_order(rows, 42, key=lambda row: row["name"])]
+    assert by_name == rank_order(IDS_20, 42)
+    chosen = sample_count(rows, 5, 42, key=lambda row: row["name"])
+    assert [row["name"] for row in chosen] == sample_count(IDS_20, 5, 42)
