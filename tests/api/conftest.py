@@ -28,7 +28,7 @@ from tests.waiting import run_report_when
 import valuerank
 from valuerank.accounts import Role, add_member, create_token
 from valuerank.api import create_app
-from valuerank.api.deps import AppContext
+from valuerank.api.context import AppContext, app_context
 from valuerank.config import Settings
 from valuerank.db import Database
 from valuerank.db.tables import runs
@@ -90,8 +90,7 @@ class Live:
 
     @property
     def context(self) -> AppContext:
-        context: AppContext = self.app.state.valuerank
-        return context
+        return app_context(self.app)
 
     @property
     def db(self) -> Database:

@@ -36,7 +36,7 @@ async def test_the_metrics_token_reads_metrics_and_nothing_else(
     live: Live, live_server: LiveServer, assert_error: Any
 ) -> None:
     async with live_server(metrics_token=SCRAPER) as server:
-        assert SCRAPER not in repr(server.app.state.access_policy)
+        assert SCRAPER not in repr(server.context.access_policy)
         async with server.client(token=SCRAPER) as scraper:
             answer = await scraper.get("/metrics")
             assert answer.status_code == 200 and "valuerank_" in answer.text

@@ -238,7 +238,7 @@ async def test_maintenance_run_reaps_stale_runs_and_is_in_the_history(
 
 
 async def test_schedule_trigger_runs_only_when_due_unless_forced(live: Live) -> None:
-    live.app.state.queue_settings = QueueSettings(maintenance_interval_seconds=3600)
+    live.context.queue_settings = QueueSettings(maintenance_interval_seconds=3600)
     path = "/api/system/queue/maintenance/schedule-trigger"
     async with live.client() as admin:
         first = _data(await admin.post(path))
@@ -280,7 +280,7 @@ async def _past_pass(db: Database, minutes_ago: float, status: str) -> str:
 async def test_schedule_anomalies_are_announced_once_and_their_delivery_is_shown(
     live: Live, receiver: Any
 ) -> None:
-    live.app.state.queue_settings = QueueSettings(maintenance_interval_seconds=60)
+    live.context.queue_settings = QueueSettings(maintenance_interval_seconds=60)
     failed = await _past_pass(live.db, 12, "failed")
     last = await _past_pass(live.db, 11, "succeeded")
     notify = "/api/system/queue/maintenance/schedule-summary/notify"

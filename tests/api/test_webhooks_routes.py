@@ -13,7 +13,6 @@ from fastapi import FastAPI, Request
 from sqlalchemy import select
 from standardwebhooks import Webhook
 
-from valuerank.config import get_settings
 from valuerank.db import Database
 from valuerank.db.tables import webhooks
 from valuerank.queue.outbox import enqueue_notifications
@@ -125,7 +124,6 @@ async def test_a_secret_is_write_only_and_signs_real_deliveries(
     db: Database,
     org_id: str,
     assert_error: Any,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     received: list[tuple[dict[str, str], bytes]] = []
     receiver = FastAPI()
@@ -136,20 +134,24 @@ async def test_a_secret_is_write_only_and_signs_real_deliveries(
         return {"ok": True}
 
     await provision_admin(db, org_id)
-    monkeypatch.delenv("VALUERANK_SECRET_KEY", raising=False)
-    get_settings.cache_clear()
+    # The key is the app's setting: an app given none refuses secrets, whatever the
+    # environment says; one given a key stores them and signs with them.
     async with (
         serve_app(receiver) as receiver_url,
-        live_server(webhook_private_targets=True) as live,
-        live.client() as admin,
+        live_server(webhook_private_targets=True, secret_key=None) as keyless,
+        keyless.client() as admin,
     ):
         url = f"{receiver_url.rstrip('/')}/hook"
         no_key = await admin.post("/api/webhooks", json={"url": url, "secret": "s3cret-value"})
         assert_error(no_key, 503, "SECRET_KEY_MISSING")
         assert (await admin.get("/api/webhooks")).json()["data"]["webhooks"] == []
-
-        monkeypatch.setenv("VALUERANK_SECRET_KEY", Fernet.generate_key().decode())
-        get_settings.cache_clear()
+    key = Fernet.generate_key().decode()
+    async with (
+        serve_app(receiver) as receiver_url,
+        live_server(webhook_private_targets=True, secret_key=key) as live,
+        live.client() as admin,
+    ):
+        url = f"{receiver_url.rstrip('/')}/hook"
         # "whsec_" announces the Standard Webhooks base64 form: anything else there is refused.
         malformed = await admin.post("/api/webhooks", json={"url": url, "secret": "whsec_no!"})
         assert_error(malformed, 422, "INVALID_INPUT")
@@ -170,7 +172,6 @@ async def test_a_secret_is_write_only_and_signs_real_deliveries(
             await enqueue_notifications(conn, org_id, "task_failed", {"run_id": "r-1"})
         drained = (await admin.post("/api/system/notifications/outbox/drain")).json()["data"]
         assert drained["delivered"] == 1 and drained["dead"] == 0
-    get_settings.cache_clear()
     [(headers, body)] = received  # the webhook subscribed to run_complete only
     # Signed as Standard Webhooks do: the receiver's library verifies it.
     assert Webhook(b"s3cret-value").verify(body, headers)["payload"] == {"run_id": "r-1"}

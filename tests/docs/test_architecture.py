@@ -200,7 +200,6 @@ TOP = {"api", "web", "cli"}
 # `web` importing `api` is the normal direction (the UI sits on top of the API).
 ENTRY_EXCEPTIONS = {
     ("api", "web"): {"valuerank.api.app"},  # create_app installs the pages
-    ("api", "cli"): {"valuerank.api.routes_ops"},  # reads the workers' settings
     ("cli", "api"): {"valuerank.cli.serve_cmd"},  # `valuerank serve` builds the app
 }
 # Each package → every ValueRank package it may import (besides itself).

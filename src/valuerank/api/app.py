@@ -40,8 +40,9 @@ from valuerank.api import (
     routes_users,
     routes_webhooks,
 )
-from valuerank.api.auth import AccessPolicy, AuthMiddleware
-from valuerank.api.deps import AppContext
+from valuerank.api.access_policy import AccessPolicy
+from valuerank.api.auth import AuthMiddleware
+from valuerank.api.context import AppContext, install_context
 from valuerank.api.errors import DatabaseFailureMiddleware, install_error_handlers
 from valuerank.api.fields import document_parameters, refuse_nul_parameters
 from valuerank.api.headers import SecurityHeadersMiddleware
@@ -51,6 +52,7 @@ from valuerank.api.schemas import ERROR_RESPONSES, document_envelopes
 from valuerank.config import Settings, get_settings
 from valuerank.db import Database
 from valuerank.queue.hooks import QueueHooks, using
+from valuerank.queue.settings import QueueSettings
 from valuerank.runs.hooks import RUN_HOOKS
 
 
@@ -72,15 +74,19 @@ def create_app(
     *,
     org_id: str,
     settings: Settings | None = None,
+    queue_settings: QueueSettings | None = None,
     max_body_bytes: int = MAX_BODY_BYTES,
     hooks: QueueHooks = RUN_HOOKS,
 ) -> FastAPI:
     """The app of the install whose default organisation is `org_id`, on `db`.
 
-    `settings` (default: the process's) decide auto-login, public reads, session length and
-    rate limits; `hooks` are what the queue is told about the partitions it serves (a
-    run's: `valuerank.runs.hooks.RUN_HOOKS`). The caller owns `db` (disposes it); set
-    `app.state.valuerank.stopping` before shutting the server down so open event streams end.
+    `settings` (default: the process's, read here once) decide auto-login, public reads,
+    session length, rate limits and everything else the routes read: they reach the routes
+    through the app's context (`valuerank.api.context.AppContext`), never from the
+    environment again. `queue_settings`: the workers' (`VALUERANK_WORKER_*`, which
+    `valuerank serve` passes), for the maintenance routes; default `QueueSettings()`. The
+    caller owns `db` (disposes it); set `app_context(app).stopping` before shutting the
+    server down so open event streams end.
     """
     from valuerank.web import pages  # the UI sits on the API (docs/architecture.md, "Layers")
 
@@ -94,15 +100,18 @@ def create_app(
         responses=ERROR_RESPONSES,  # every route: its failures in the error envelope
         dependencies=[Depends(refuse_nul_parameters)],  # no NUL in a path or query parameter
     )
-    context = AppContext(db=db, org_id=org_id, token_cache_seconds=settings.token_cache_seconds)
-    app.state.valuerank = context
     limiter = RateLimiter(settings)
     policy = AccessPolicy.from_settings(settings)
-    app.state.rate_limiter = limiter
-    app.state.login_throttle = LoginThrottle(limiter)
-    app.state.access_policy = policy
-    app.state.webhook_private_targets = settings.webhook_private_targets
-    app.state.max_upload_bytes = settings.max_upload_bytes  # the import page says it
+    context = AppContext(
+        db=db,
+        org_id=org_id,
+        settings=settings,
+        limiter=limiter,
+        access_policy=policy,
+        login_throttle=LoginThrottle(limiter),
+        queue_settings=queue_settings or QueueSettings(),
+    )
+    install_context(app, context)
     install_error_handlers(app)
     app.include_router(routes_system.router)
     app.include_router(routes_auth.router)

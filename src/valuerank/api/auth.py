@@ -27,21 +27,22 @@ In order, the first that applies decides:
 Rejected credentials count against the client address's standard rate limit, so guessing is
 throttled. Secrets are compared by their SHA-256 through a unique index or with
 `hmac.compare_digest`; none is logged (the access log's `token=` values are redacted).
+
+Here: the middleware, one step per rule above. Its parts live apart: the cookies
+(`api/cookies.py`), where a request comes from (`api/origin.py`), the policy read from the
+settings (`api/access_policy.py`) and the log redaction (`api/redaction.py`).
 """
 
 from __future__ import annotations
 
-import ipaddress
-import logging
-import re
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlencode
 
-from starlette.datastructures import Headers, MutableHeaders
 from starlette.requests import HTTPConnection, Request
 from starlette.responses import Response
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from valuerank.accounts import (
     Identity,
@@ -51,9 +52,21 @@ from valuerank.accounts import (
     ensure_local_admin,
     open_session,
 )
-from valuerank.accounts.hashing import TOKEN_PREFIX, digest, new_secret, same_secret
+from valuerank.accounts.hashing import new_secret, same_secret
+from valuerank.api.access_policy import METRICS_PATH, MIN_METRICS_TOKEN_LENGTH, AccessPolicy
+from valuerank.api.cookies import (
+    CSRF_COOKIE,
+    CSRF_HEADER,
+    SESSION_COOKIE,
+    clear_session_cookies,
+    cookie_name,
+    set_csrf_cookie,
+    set_session_cookies,
+    with_csrf_cookie,
+)
 from valuerank.api.deps import Principal, Via
 from valuerank.api.errors import error_response, wants_html
+from valuerank.api.origin import FORWARDING_HEADERS, is_local_request, is_loopback_host, same_origin
 from valuerank.api.ratelimit import (
     EndpointClass,
     RateLimiter,
@@ -61,23 +74,39 @@ from valuerank.api.ratelimit import (
     client_host,
     rate_limited_response,
 )
+from valuerank.api.redaction import RedactTokenFilter, redact
 from valuerank.api.token_cache import TokenCache
-from valuerank.config import Settings
 from valuerank.db import Database
-from valuerank.errors import InvalidInputError
+
+# The names this module held before its parts moved out, still importable from here.
+__all__ = [
+    "CSRF_COOKIE",
+    "CSRF_HEADER",
+    "FORWARDING_HEADERS",
+    "METRICS_PATH",
+    "MIN_METRICS_TOKEN_LENGTH",
+    "SESSION_COOKIE",
+    "AccessPolicy",
+    "AuthMiddleware",
+    "RedactTokenFilter",
+    "bearer_token",
+    "clear_session_cookies",
+    "cookie_name",
+    "is_local_request",
+    "is_loopback_host",
+    "login_redirect",
+    "redact",
+    "same_origin",
+    "set_csrf_cookie",
+    "set_session_cookies",
+]
 
 TOKEN_PARAM = "token"
-SESSION_COOKIE = "valuerank_session"
-CSRF_COOKIE = "valuerank_csrf"
-CSRF_HEADER = "x-csrf-token"
 OPEN_PATHS = frozenset({"/health", "/api/ready"})  # liveness and readiness probes
 OPEN_ROUTES = frozenset({("POST", "/api/auth/login")})
 STATIC_PREFIX = "/static/"  # stylesheets, scripts, icons: nothing secret, needed by /login
 LOGIN_PAGE = "/login"
-METRICS_PATH = "/metrics"
-MIN_METRICS_TOKEN_LENGTH = 16
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
-FORWARDING_HEADERS = ("forwarded", "x-forwarded-for", "x-forwarded-host", "x-real-ip")
 UNAUTHORIZED_HINT = (
     "send `Authorization: Bearer <API token>` (`valuerank tokens create`), sign in with "
     "POST /api/auth/login, or open /?token=<API token> once in a browser"
@@ -88,56 +117,9 @@ CSRF_HINT = (
 )
 
 
-def cookie_name(scope: Scope, base: str = SESSION_COOKIE) -> str:
-    """`valuerank_session_<port>` (or `valuerank_csrf_<port>`): one per server on a host."""
-    server = scope.get("server")
-    port: int | None = server[1] if server else None
-    return f"{base}_{port}" if port else base
-
-
 def bearer_token(request: HTTPConnection) -> str | None:
     scheme, _, value = request.headers.get("authorization", "").partition(" ")
     return value.strip() if scheme.lower() == "bearer" and value.strip() else None
-
-
-def is_loopback_host(host: str) -> bool:
-    """An address (or `localhost`) that only this machine can reach."""
-    name = host.strip().strip("[]").lower()
-    if name == "localhost" or name.endswith(".localhost"):
-        return True
-    try:
-        address = ipaddress.ip_address(name)
-    except ValueError:
-        return False
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        return address.ipv4_mapped.is_loopback
-    return address.is_loopback
-
-
-def _host_name(host_header: str) -> str:
-    """The host of a Host header: `127.0.0.1:8000` → `127.0.0.1`, `[::1]:80` → `::1`."""
-    if host_header.startswith("["):
-        return host_header[1:].split("]", 1)[0]
-    return host_header.rsplit(":", 1)[0] if host_header.count(":") == 1 else host_header
-
-
-def is_local_request(scope: Scope) -> bool:
-    """From this machine, to this machine by a loopback name, not relayed by a proxy."""
-    headers = Headers(scope=scope)
-    if any(name in headers for name in FORWARDING_HEADERS):
-        return False
-    return is_loopback_host(client_host(scope)) and is_loopback_host(
-        _host_name(headers.get("host", ""))
-    )
-
-
-def same_origin(scope: Scope) -> bool:
-    """No Origin header (not a browser), or the Origin names this very Host."""
-    headers = Headers(scope=scope)
-    origin = headers.get("origin")
-    if origin is None:
-        return True
-    return urlsplit(origin).netloc.lower() == headers.get("host", "").lower()
 
 
 def _safe_path(scope: Scope) -> str:
@@ -145,45 +127,6 @@ def _safe_path(scope: Scope) -> str:
     raw = scope.get("raw_path")
     path: str = raw.decode("latin-1") if raw else scope["path"]
     return "/" + path.lstrip("/\\")
-
-
-def _secure(scope: Scope) -> bool:
-    return scope.get("scheme") in ("https", "wss")
-
-
-def set_session_cookies(
-    response: Response, scope: Scope, secret: str, csrf: str, max_age: int
-) -> None:
-    """The session cookie (HttpOnly) and the CSRF cookie the page's JavaScript reads."""
-    response.set_cookie(
-        cookie_name(scope),
-        secret,
-        max_age=max_age,
-        httponly=True,
-        samesite="strict",
-        secure=_secure(scope),
-        path="/",
-    )
-    set_csrf_cookie(response, scope, csrf, max_age)
-
-
-def set_csrf_cookie(response: Response, scope: Scope, csrf: str, max_age: int | None) -> None:
-    response.set_cookie(
-        cookie_name(scope, CSRF_COOKIE),
-        csrf,
-        max_age=max_age,
-        httponly=False,  # read by the page to send X-CSRF-Token
-        samesite="strict",
-        secure=_secure(scope),
-        path="/",
-    )
-
-
-def clear_session_cookies(response: Response, scope: Scope) -> None:
-    for base in (SESSION_COOKIE, CSRF_COOKIE):
-        response.delete_cookie(
-            cookie_name(scope, base), path="/", samesite="strict", secure=_secure(scope)
-        )
 
 
 def _unauthorized(request: Request, message: str) -> Response:
@@ -228,45 +171,45 @@ def _principal(identity: Identity, via: Via) -> Principal:
 
 
 @dataclass(frozen=True)
-class AccessPolicy:
-    """The settings that decide who gets in without credentials."""
+class _Call:
+    """One request on its way through the steps: what HTTP and WebSocket share (headers,
+    cookies, query); `request` is a `Request` only for HTTP."""
 
-    auto_login: bool
-    public_read_prefixes: tuple[str, ...]
-    session_seconds: int
-    # The SHA-256 of VALUERANK_METRICS_TOKEN: the token itself is kept nowhere (no repr).
-    metrics_token_digest: str | None = field(default=None, repr=False)
+    scope: Scope
+    receive: Receive
+    send: Send
+    request: Any
+    method: str  # a WebSocket's handshake counts as GET
+    websocket: bool
+    bearer: str | None
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> AccessPolicy:
-        metrics = settings.metrics_token.get_secret_value() if settings.metrics_token else None
-        if metrics is not None and len(metrics.strip()) < MIN_METRICS_TOKEN_LENGTH:
-            raise InvalidInputError(  # never repeats the value
-                f"VALUERANK_METRICS_TOKEN is shorter than {MIN_METRICS_TOKEN_LENGTH} characters",
-                hint="use a random secret, e.g. `openssl rand -hex 32`",
-            )
-        return cls(
-            settings.auto_login,
-            settings.public_read_prefixes,
-            int(settings.session_ttl_hours * 3600),
-            digest(metrics) if metrics is not None else None,
-        )
+    def of(cls, scope: Scope, receive: Receive, send: Send) -> _Call:
+        websocket = scope["type"] == "websocket"
+        request: Any = HTTPConnection(scope) if websocket else Request(scope, receive)
+        method = "GET" if websocket else request.method
+        return cls(scope, receive, send, request, method, websocket, bearer_token(request))
 
-    def metrics_scraper(self, method: str, path: str, bearer: str | None) -> bool:
-        """A read of /metrics with the metrics token (compared by digest, in constant time)."""
-        if bearer is None or self.metrics_token_digest is None:
-            return False
-        if method not in ("GET", "HEAD") or path != METRICS_PATH:
-            return False
-        return same_secret(digest(bearer), self.metrics_token_digest)
+    @property
+    def path(self) -> str:
+        path: str = self.scope["path"]
+        return path
 
-    def public_read(self, method: str, path: str) -> bool:
-        """A read of a path at or below one of the prefixes (whole path segments only:
-        `/api/runs` opens `/api/runs/x`, not `/api/runsx`)."""
-        return method in ("GET", "HEAD") and any(
-            path == prefix.rstrip("/") or path.startswith(prefix.rstrip("/") + "/")
-            for prefix in self.public_read_prefixes
-        )
+    @property
+    def session_cookie(self) -> str | None:
+        cookie: str | None = self.request.cookies.get(cookie_name(self.scope))
+        return cookie
+
+    @property
+    def reads(self) -> bool:
+        return self.method in ("GET", "HEAD")
+
+    async def respond(self, response: Response) -> None:
+        await response(self.scope, self.receive, self.send)
+
+
+# A step admits, refuses or answers the request (True), or leaves it to the next (False).
+Step = Callable[[_Call], Awaitable[bool]]
 
 
 class AuthMiddleware:
@@ -288,6 +231,119 @@ class AuthMiddleware:
         self.limiter = limiter
         self.tokens = tokens
         self._local_admin_id: str | None = None
+        # The module docstring's rules 1-5, in order, then the sign-in page.
+        self._steps: tuple[Step, ...] = (
+            self._token_jump,
+            self._metrics_scraper,
+            self._bearer,
+            self._session,
+            self._auto_login,
+            self._public_read,
+            self._login_page,
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket") or scope["path"] in OPEN_PATHS:
+            await self.app(scope, receive, send)
+            return
+        call = _Call.of(scope, receive, send)
+        if _open_route(call):
+            await self.app(scope, receive, send)
+            return
+        for step in self._steps:
+            if await step(call):
+                return
+        if call.session_cookie:
+            await self._refuse(call, "the session has expired or was signed out")
+        else:
+            await self._refuse(call, "authentication required")
+
+    # -- the steps ---------------------------------------------------------------------------
+
+    async def _token_jump(self, call: _Call) -> bool:
+        """`?token=`: a session from an API token, then the same URL without the token."""
+        given = call.request.query_params.get(TOKEN_PARAM)
+        if given is None or call.websocket or not call.reads:
+            return False
+        await call.respond(await self._jump(call.request, given))
+        return True
+
+    async def _metrics_scraper(self, call: _Call) -> bool:
+        if not self.policy.metrics_scraper(call.method, call.path, call.bearer):
+            return False
+        # Only /metrics' own check lets this principal through (see deps.MetricsReader).
+        scraper = Principal(org_id=self.org_id, role=Role.VIEWER, via="metrics")
+        await self._admit(scraper, call)
+        return True
+
+    async def _bearer(self, call: _Call) -> bool:
+        """A Bearer token decides alone: a wrong one is refused, never a fall-back."""
+        if call.bearer is None:
+            return False
+        identity = await self.tokens.authenticate(call.bearer)
+        if identity is None:
+            await self._refuse(call, "invalid credentials", failed_credential=True)
+        else:
+            await self._admit(_principal(identity, "token"), call)
+        return True
+
+    async def _session(self, call: _Call) -> bool:
+        """A live session cookie; unsafe methods echo its CSRF token."""
+        cookie = call.session_cookie
+        if not cookie:
+            return False
+        session = await authenticate_session(self.db, cookie)
+        if session is None:
+            return False
+        if call.websocket and not same_origin(call.scope):
+            await self._refuse(call, "cross-origin WebSocket")
+        elif call.method not in SAFE_METHODS and not same_secret(
+            call.request.headers.get(CSRF_HEADER), session.csrf_token
+        ):
+            await call.respond(_csrf_failed(call.request))
+        else:
+            await self._admit(_principal(session, "session"), call, session.csrf_token)
+        return True
+
+    async def _auto_login(self, call: _Call) -> bool:
+        """The local admin, for a request from this machine; unsafe methods echo the readable
+        CSRF cookie, which a first visit is handed."""
+        if not (self.policy.auto_login and is_local_request(call.scope)):
+            return False
+        csrf = call.request.cookies.get(cookie_name(call.scope, CSRF_COOKIE))
+        if call.websocket and not same_origin(call.scope):
+            await call.send({"type": "websocket.close", "code": 1008})
+            return True
+        if call.method not in SAFE_METHODS and not (
+            same_origin(call.scope) and same_secret(call.request.headers.get(CSRF_HEADER), csrf)
+        ):
+            await call.respond(_csrf_failed(call.request))
+            return True
+        principal = await self._local_admin()
+        if call.websocket or csrf:
+            await self._admit(principal, call, csrf)
+            return True
+        # First visit: hand the page a CSRF token in the readable cookie.
+        fresh = new_secret()
+        handing = replace(call, send=with_csrf_cookie(call.send, call.scope, fresh))
+        await self._admit(principal, handing, fresh)
+        return True
+
+    async def _public_read(self, call: _Call) -> bool:
+        if not self.policy.public_read(call.method, call.path):
+            return False
+        anonymous = Principal(org_id=self.org_id, role=Role.VIEWER, via="anonymous")
+        await self._admit(anonymous, call)
+        return True
+
+    async def _login_page(self, call: _Call) -> bool:
+        """The sign-in form, to anyone (with no principal)."""
+        if call.path != LOGIN_PAGE or not call.reads:
+            return False
+        await self.app(call.scope, call.receive, call.send)
+        return True
+
+    # -- what the steps share ----------------------------------------------------------------
 
     async def _local_admin(self) -> Principal:
         if self._local_admin_id is None:
@@ -297,24 +353,30 @@ class AuthMiddleware:
             org_id=self.org_id, role=Role.ADMIN, user_id=self._local_admin_id, via="local"
         )
 
-    async def _admit(
-        self,
-        principal: Principal,
-        scope: Scope,
-        receive: Receive,
-        send: Send,
-        csrf: str | None = None,
-    ) -> None:
-        state = scope.setdefault("state", {})
+    async def _admit(self, principal: Principal, call: _Call, csrf: str | None = None) -> None:
+        state = call.scope.setdefault("state", {})
         state["principal"] = principal
         state["csrf_token"] = csrf
-        await self.app(scope, receive, send)
+        await self.app(call.scope, call.receive, call.send)
 
     async def _count_failure(self, scope: Scope) -> Verdict:
         """A rejected credential counts against its address's standard limit."""
         return await self.limiter.hit(EndpointClass.STANDARD, f"addr:{client_host(scope)}")
 
-    async def _refuse(self, request: Request, message: str, *, failed_credential: bool) -> Response:
+    async def _refuse(self, call: _Call, message: str, *, failed_credential: bool = False) -> None:
+        """A WebSocket is closed (1008); HTTP gets its refusal."""
+        if call.websocket:
+            if failed_credential:
+                await self._count_failure(call.scope)
+            await call.send({"type": "websocket.close", "code": 1008})
+            return
+        await call.respond(
+            await self._refusal(call.request, message, failed_credential=failed_credential)
+        )
+
+    async def _refusal(
+        self, request: Request, message: str, *, failed_credential: bool
+    ) -> Response:
         """The 401 (or, past the address's limit of failures, 429); a browser asking for a
         page without credentials is sent to the sign-in page instead."""
         if failed_credential:
@@ -327,10 +389,10 @@ class AuthMiddleware:
         return _unauthorized(request, message)
 
     async def _jump(self, request: Request, given: str) -> Response:
-        """`?token=`: a session from an API token, then the same URL without the token."""
+        """The `?token=` jump's answer: a 303 setting the session's cookies."""
         identity = await authenticate_token(self.db, given)
         if identity is None:
-            return await self._refuse(request, "invalid access token", failed_credential=True)
+            return await self._refusal(request, "invalid access token", failed_credential=True)
         async with self.db.transaction(immediate=True) as conn:
             opened = await open_session(
                 conn,
@@ -359,135 +421,9 @@ class AuthMiddleware:
         )
         return response
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] not in ("http", "websocket") or scope["path"] in OPEN_PATHS:
-            await self.app(scope, receive, send)
-            return
-        websocket = scope["type"] == "websocket"
-        # What both kinds share (headers, cookies, query); a Request only for HTTP.
-        request: Any = HTTPConnection(scope) if websocket else Request(scope, receive)
-        method = "GET" if websocket else request.method
-        if (method, scope["path"]) in OPEN_ROUTES or (
-            method in ("GET", "HEAD") and scope["path"].startswith(STATIC_PREFIX)
-        ):
-            await self.app(scope, receive, send)
-            return
 
-        async def refuse(message: str, *, failed_credential: bool = False) -> None:
-            if websocket:
-                if failed_credential:
-                    await self._count_failure(scope)
-                await send({"type": "websocket.close", "code": 1008})
-                return
-            response = await self._refuse(request, message, failed_credential=failed_credential)
-            await response(scope, receive, send)
-
-        given = request.query_params.get(TOKEN_PARAM)
-        if given is not None and not websocket and method in ("GET", "HEAD"):
-            await (await self._jump(request, given))(scope, receive, send)
-            return
-
-        bearer = bearer_token(request)
-        if self.policy.metrics_scraper(method, scope["path"], bearer):
-            # Only /metrics' own check lets this principal through (see deps.MetricsReader).
-            scraper = Principal(org_id=self.org_id, role=Role.VIEWER, via="metrics")
-            await self._admit(scraper, scope, receive, send)
-            return
-        if bearer is not None:
-            identity = await self.tokens.authenticate(bearer)
-            if identity is None:
-                await refuse("invalid credentials", failed_credential=True)
-                return
-            await self._admit(_principal(identity, "token"), scope, receive, send)
-            return
-
-        cookie = request.cookies.get(cookie_name(scope))
-        if cookie:
-            session = await authenticate_session(self.db, cookie)
-            if session is not None:
-                if websocket and not same_origin(scope):
-                    await refuse("cross-origin WebSocket")
-                    return
-                if method not in SAFE_METHODS and not same_secret(
-                    request.headers.get(CSRF_HEADER), session.csrf_token
-                ):
-                    await _csrf_failed(request)(scope, receive, send)
-                    return
-                principal = _principal(session, "session")
-                await self._admit(principal, scope, receive, send, session.csrf_token)
-                return
-
-        if self.policy.auto_login and is_local_request(scope):
-            await self._auto_login(request, method, scope, receive, send)
-            return
-
-        if self.policy.public_read(method, scope["path"]):
-            anonymous = Principal(org_id=self.org_id, role=Role.VIEWER, via="anonymous")
-            await self._admit(anonymous, scope, receive, send)
-            return
-
-        if scope["path"] == LOGIN_PAGE and method in ("GET", "HEAD"):
-            await self.app(scope, receive, send)  # the sign-in form, to anyone
-            return
-        if cookie:
-            await refuse("the session has expired or was signed out")
-        else:
-            await refuse("authentication required")
-
-    async def _auto_login(
-        self, request: Any, method: str, scope: Scope, receive: Receive, send: Send
-    ) -> None:
-        websocket = scope["type"] == "websocket"
-        csrf = request.cookies.get(cookie_name(scope, CSRF_COOKIE))
-        if websocket and not same_origin(scope):
-            await send({"type": "websocket.close", "code": 1008})
-            return
-        if method not in SAFE_METHODS and not (
-            same_origin(scope) and same_secret(request.headers.get(CSRF_HEADER), csrf)
-        ):
-            await _csrf_failed(request)(scope, receive, send)
-            return
-        principal = await self._local_admin()
-        if websocket or csrf:
-            await self._admit(principal, scope, receive, send, csrf)
-            return
-        # First visit: hand the page a CSRF token in the readable cookie.
-        fresh = new_secret()
-        await self._admit(principal, scope, receive, _with_csrf_cookie(send, scope, fresh), fresh)
-
-
-def _with_csrf_cookie(send: Send, scope: Scope, csrf: str) -> Send:
-    carrier = Response()
-    set_csrf_cookie(carrier, scope, csrf, None)
-    cookie = carrier.headers["set-cookie"]
-
-    async def sending(message: Message) -> None:
-        if message["type"] == "http.response.start":
-            headers = MutableHeaders(scope=message)
-            headers.append("set-cookie", cookie)
-        await send(message)
-
-    return sending
-
-
-_TOKEN_IN_QUERY = re.compile(r"(?i)([?&]token=)[^&\s\"']*")
-# Our API tokens wherever they are (a token pasted into another parameter): the prefix
-# makes them recognisable.
-_API_TOKEN = re.compile(re.escape(TOKEN_PREFIX) + r"[A-Za-z0-9_-]{16,}")
-
-
-def redact(text: str) -> str:
-    """`…?token=abc&x=1` → `…?token=[redacted]&x=1`; any `vrt_…` API token → `vrt_[redacted]`."""
-    return _API_TOKEN.sub(TOKEN_PREFIX + "[redacted]", _TOKEN_IN_QUERY.sub(r"\1[redacted]", text))
-
-
-class RedactTokenFilter(logging.Filter):
-    """Removes `token=` query values and API tokens from log records (uvicorn's access log
-    has the URL)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if isinstance(record.msg, str):
-            record.msg = redact(record.msg)
-        if isinstance(record.args, tuple):
-            record.args = tuple(redact(a) if isinstance(a, str) else a for a in record.args)
-        return True
+def _open_route(call: _Call) -> bool:
+    """The login form's POST and the static files: open to anyone, no principal set."""
+    return (call.method, call.path) in OPEN_ROUTES or (
+        call.reads and call.path.startswith(STATIC_PREFIX)
+    )

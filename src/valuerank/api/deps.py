@@ -1,5 +1,6 @@
 """What routes get from the app: who is asking (the principal, in one organisation, with a
-role), the database, and the stop signal.
+role), and the app's context (`api/context.py`: the database, the settings given to
+`create_app`, the stop signal).
 
 Routes declare the role they need with one of `Viewer`, `Member`, `Admin`: each resolves to a
 `RequestContext` whose `org_id` is the principal's organisation (every service call is scoped
@@ -11,51 +12,17 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from fastapi import Depends, WebSocketException
 from starlette.requests import HTTPConnection
 
 from valuerank.accounts.roles import Role
-from valuerank.api.listener import EventWaker
-from valuerank.api.token_cache import TokenCache
+from valuerank.api.context import AppContext, app_context
+from valuerank.config import Settings
 from valuerank.db import Database
 from valuerank.errors import ValueRankError
-
-
-@dataclass
-class AppContext:
-    """Shared by every request of one app. `stopping` is set when the server shuts down, so
-    long-lived streams end instead of holding the shutdown up. `org_id` is the install's
-    default organisation (auto-login and public reads act in it). `token_cache_seconds`:
-    see `tokens` (0: no cache)."""
-
-    db: Database
-    org_id: str
-    stopping: asyncio.Event = field(default_factory=asyncio.Event)
-    token_cache_seconds: float = 0.0
-    _waker: EventWaker | None = field(default=None, repr=False)
-    _tokens: TokenCache | None = field(default=None, repr=False)
-
-    @property
-    def waker(self) -> EventWaker:
-        """The process's event listener (see api/listener.py), made on first use: it needs
-        the running loop, which the app's constructor may not have."""
-        if self._waker is None:
-            self._waker = EventWaker(self.db, stopping=self.stopping)
-        return self._waker
-
-    @property
-    def tokens(self) -> TokenCache:
-        """The process's cache of API tokens' identities (see api/token_cache.py). Routes
-        that change credentials call `tokens.forget()` once they have committed."""
-        if self._tokens is None:
-            self._tokens = TokenCache(
-                self.db, lambda: self.waker, ttl_seconds=self.token_cache_seconds
-            )
-        return self._tokens
-
 
 Via = Literal["token", "session", "local", "anonymous", "metrics"]
 
@@ -98,6 +65,11 @@ class RequestContext:
         return self.app.stopping
 
     @property
+    def settings(self) -> Settings:
+        """The settings given to `create_app` (never re-read from the environment)."""
+        return self.app.settings
+
+    @property
     def in_install_org(self) -> bool:
         """Whether the caller acts in the install's default organisation, whose admins act
         on what every organisation shares (the queue, providers, the model registry)."""
@@ -111,8 +83,7 @@ class ForbiddenError(ValueRankError):
 
 # HTTPConnection: the same dependencies serve HTTP routes and WebSocket routes.
 def get_app_context(request: HTTPConnection) -> AppContext:
-    context: AppContext = request.app.state.valuerank
-    return context
+    return app_context(request.app)
 
 
 def get_principal(request: HTTPConnection) -> Principal:

@@ -18,6 +18,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from valuerank.api.context import app_context
 from valuerank.api.envelope import code_for_status, error_json
 from valuerank.db import refused
 from valuerank.definitions.errors import DefinitionError
@@ -51,7 +52,7 @@ def error_response(
     headers: dict[str, str] | None = None,
 ) -> Response:
     """The error as the envelope, or as the UI's error page when a browser asked for a page."""
-    page: ErrorPage | None = getattr(request.app.state, "error_page", None)
+    page = app_context(request.app).error_page
     if page is not None and wants_html(request):
         response = page(request, status_code, code, message, hint)
         for key, value in (headers or {}).items():

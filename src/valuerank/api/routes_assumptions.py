@@ -22,10 +22,9 @@ from fastapi.routing import APIRoute
 from pydantic import ConfigDict, Field
 from sqlalchemy.exc import DataError, DBAPIError, OperationalError
 
-from valuerank.api.deps import Member, Viewer, get_app_context
+from valuerank.api.deps import Context, Member, Viewer
 from valuerank.api.envelope import ok, success_json
 from valuerank.api.fields import NOT_BLANK, Body
-from valuerank.api.listener import VALIDATION_CHANNEL
 from valuerank.api.pagination import Cursor, InvalidCursorError, Limit, decode_cursor, page
 from valuerank.api.schemas import Debugged, Envelope, also
 from valuerank.api.schemas.assumptions import (
@@ -40,7 +39,6 @@ from valuerank.api.schemas.assumptions import (
     ValidationRequest,
     ValidatorModels,
 )
-from valuerank.config import get_settings
 from valuerank.consensus.consensus import Outcome
 from valuerank.providers.model_id import MODEL_ID_PATTERN
 from valuerank.validation.cache import ReadCache
@@ -114,22 +112,10 @@ TaskId = Annotated[int, Depends(_task_id)]
 Debug = Annotated[bool, Query(description="Add the read's timings as `debug`.")]
 
 
-async def read_cache(request: Request) -> ReadCache | None:
+async def read_cache(app: Context) -> ReadCache | None:
     """The app's cache of consensus reads (one per app, made on first use; None when
     VALUERANK_VALIDATION_CACHE_SECONDS is 0)."""
-    state = request.app.state
-    if not hasattr(state, "validation_cache"):
-        seconds = get_settings().validation_cache_seconds
-        state.validation_cache = None
-        if seconds > 0:
-            # Tasks' heads are kept while the listener hears every change (PostgreSQL).
-            waker = get_app_context(request).waker
-            cache = ReadCache(ttl_seconds=seconds, trusted=waker.connected.is_set)
-            if waker.listens:
-                waker.watch(VALIDATION_CHANNEL, cache.forget)
-            state.validation_cache = cache
-    found: ReadCache | None = state.validation_cache
-    return found
+    return app.validation_cache
 
 
 Cache = Annotated[ReadCache | None, Depends(read_cache)]

@@ -18,7 +18,8 @@ from valuerank.accounts import (
     switch_org,
     who_am_i,
 )
-from valuerank.api.auth import AccessPolicy, clear_session_cookies, set_session_cookies
+from valuerank.api.access_policy import AccessPolicy
+from valuerank.api.cookies import clear_session_cookies, set_session_cookies
 from valuerank.api.deps import Context, RequestContext, Viewer
 from valuerank.api.envelope import ok
 from valuerank.api.fields import Body
@@ -44,14 +45,12 @@ class SwitchBody(Body):
     org: str = Field(min_length=1, max_length=64, description="Organisation slug or id.")
 
 
-def get_throttle(request: Request) -> LoginThrottle:
-    throttle: LoginThrottle = request.app.state.login_throttle
-    return throttle
+def get_throttle(app: Context) -> LoginThrottle:
+    return app.login_throttle
 
 
-def get_policy(request: Request) -> AccessPolicy:
-    policy: AccessPolicy = request.app.state.access_policy
-    return policy
+def get_policy(app: Context) -> AccessPolicy:
+    return app.access_policy
 
 
 Throttle = Annotated[LoginThrottle, Depends(get_throttle)]

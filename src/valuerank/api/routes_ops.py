@@ -12,22 +12,21 @@ Two scopes, decided by what the data belongs to:
   not prune or inspect another's. Schedule alerts go to the default organisation's webhooks.
 
 The queue settings (maintenance interval, retention, lease) are the workers' own
-(`VALUERANK_WORKER_*`); a test or an embedding app may set `app.state.queue_settings`.
+(`VALUERANK_WORKER_*`), given to `create_app` by `valuerank serve` (`AppContext.queue_settings`).
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Query
 from fastapi.responses import JSONResponse
 from pydantic import ConfigDict, Field
 
-from valuerank.api.deps import Admin, SystemAdmin
+from valuerank.api.deps import Admin, Context, SystemAdmin
 from valuerank.api.envelope import ok
 from valuerank.api.fields import Body, WholeNumber
 from valuerank.api.pagination import Cursor, Limit, decode_cursor, page
-from valuerank.config import get_settings
 from valuerank.crypto import optional_cipher
 from valuerank.pipeline.maintenance import (
     maintain,
@@ -53,14 +52,8 @@ OutboxStatus = Literal["pending", "delivered", "dead"]
 PassStatus = Literal["succeeded", "failed"]
 
 
-def _queue_settings(request: Request) -> QueueSettings:
-    configured = getattr(request.app.state, "queue_settings", None)
-    if isinstance(configured, QueueSettings):
-        return configured
-    # The workers' settings reader (it only reads VALUERANK_WORKER_* into QueueSettings).
-    from valuerank.cli.worker_settings import worker_settings
-
-    return worker_settings().queue_settings()
+def _queue_settings(app: Context) -> QueueSettings:
+    return app.queue_settings
 
 
 Settings = Annotated[QueueSettings, Depends(_queue_settings)]
@@ -139,7 +132,7 @@ async def drain_outbox_route(ctx: Admin, body: DrainBody | None = None) -> JSONR
         ctx.db,
         limit=body.limit,
         timeout=body.timeout_seconds,
-        cipher=optional_cipher(get_settings().secret_key),
+        cipher=optional_cipher(ctx.settings.secret_key),
         org_id=ctx.org_id,
     )
     return ok(

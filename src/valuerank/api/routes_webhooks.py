@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Request
+from fastapi import APIRouter, Path
 from fastapi.responses import JSONResponse
 from pydantic import ConfigDict, Field, SecretStr
 
@@ -20,7 +20,6 @@ from valuerank.api.deps import Admin
 from valuerank.api.envelope import ok
 from valuerank.api.fields import NO_NUL, Body
 from valuerank.api.pagination import Cursor, Limit, decode_cursor, page
-from valuerank.config import get_settings
 from valuerank.crypto import optional_cipher
 from valuerank.errors import InvalidInputError
 from valuerank.queue.outbox import (
@@ -94,17 +93,17 @@ async def list_webhooks_route(ctx: Admin, limit: Limit = 50, cursor: Cursor = No
 
 
 @router.post("", status_code=201)
-async def create_webhook_route(body: NewWebhook, request: Request, ctx: Admin) -> JSONResponse:
+async def create_webhook_route(body: NewWebhook, ctx: Admin) -> JSONResponse:
     """Subscribe a URL to the organisation's notifications (201). 422
     WEBHOOK_TARGET_NOT_ALLOWED for a host on loopback, a private or link-local network, or
     one that does not resolve (unless VALUERANK_WEBHOOK_PRIVATE_TARGETS; without it, every
     delivery checks the host's addresses again); 422 for an unknown event type."""
     _check_topics(body.event_types)
-    public_only = not request.app.state.webhook_private_targets
+    public_only = not ctx.settings.webhook_private_targets
     if public_only:
         await check_public_target(body.url)
     secret = None if body.secret is None else body.secret.get_secret_value()
-    cipher = optional_cipher(get_settings().secret_key) if secret is not None else None
+    cipher = optional_cipher(ctx.settings.secret_key) if secret is not None else None
     async with ctx.db.transaction(immediate=True) as conn:
         hook = await register_webhook(
             conn,

@@ -42,7 +42,7 @@ GRACEFUL_SHUTDOWN_SECONDS = 5.0
 @cache
 def _access_filter() -> logging.Filter:
     """One filter for the process (added once to uvicorn's access log)."""
-    from valuerank.api.auth import RedactTokenFilter
+    from valuerank.api.redaction import RedactTokenFilter
 
     return RedactTokenFilter()
 
@@ -88,7 +88,7 @@ def display_url(host: str, port: int, token: str | None = None) -> str:
 
 def binds_loopback_only(host: str) -> bool:
     """Whether every address `host` resolves to is a loopback one (a wildcard is not)."""
-    from valuerank.api.auth import is_loopback_host
+    from valuerank.api.origin import is_loopback_host
 
     if host in ("", "0.0.0.0", "::"):
         return False
@@ -182,11 +182,17 @@ async def serve(
     processes, which share their parent's); it is closed at the end. The caller owns `db`.
     """
     from valuerank.api import create_app
+    from valuerank.api.context import app_context
+    from valuerank.cli.worker_settings import worker_settings
     from valuerank.runs.hooks import RUN_HOOKS
 
     settings = settings or get_settings()
     check_auto_login(settings, host)
-    app = create_app(db, org_id=org_id, settings=settings, hooks=RUN_HOOKS)
+    # The maintenance routes use the workers' own VALUERANK_WORKER_* values.
+    queue_settings = worker_settings().queue_settings()
+    app = create_app(
+        db, org_id=org_id, settings=settings, queue_settings=queue_settings, hooks=RUN_HOOKS
+    )
     # Everything made so far (the imports, the app: ~300,000 objects) lives as long as the
     # process: out of the collector's sight, a full collection no longer walks it all in the
     # middle of a request (it took 157 ms on the benchmark machine).
@@ -234,7 +240,7 @@ async def serve(
                 finally:
                     stopper.cancel()
             finally:
-                app.state.valuerank.stopping.set()  # open event streams end now
+                app_context(app).stopping.set()  # open event streams end now
                 server.should_exit = True
                 with contextlib.suppress(asyncio.CancelledError):
                     await asyncio.shield(task)

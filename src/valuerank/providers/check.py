@@ -25,7 +25,7 @@ def model_problem(model_id: str) -> str | None:
     except UnknownProvider as exc:
         return f"{model_id}: {exc}"
     if preset.kind == "scripted":
-        from valuerank.providers.scripted import ScriptedConfigError, parse_scripted_model
+        from valuerank.providers.scripted_config import ScriptedConfigError, parse_scripted_model
 
         try:
             parse_scripted_model(mid.name)

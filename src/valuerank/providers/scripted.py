@@ -83,6 +83,11 @@ a retry gets a fresh draw); `rate_limit_rpm` admits that many calls per sliding 
 instances with the same model id and raises `ProviderRateLimited` with `retry_after` = seconds
 until the oldest admitted call leaves the window; `seed` varies the noise; `position_bias` and
 `wording_bias` are described above.
+
+The parts live apart: the model id's grammar and the personas (`scripted_config.py`), the
+injected faults and the state they keep (`scripted_faults.py`, owned by a `FaultState`), the
+JSON-schema shaping (`scripted_schema.py`), the judges' and validators' habits
+(`scripted_judge.py`, `scripted_validation.py`); here, how a persona rates and answers.
 """
 
 from __future__ import annotations
@@ -93,23 +98,34 @@ import json
 import math
 import random
 import re
-import threading
 import time
-from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
-from urllib.parse import parse_qsl, urlencode
+from typing import Any
 
 from valuerank.providers.base import (
     Completion,
     CompletionRequest,
     Message,
     Provider,
-    ProviderPermanent,
-    ProviderRateLimited,
-    ProviderTransient,
     Usage,
+)
+from valuerank.providers.scripted_config import (
+    PARAMETERS,
+    PERSONAS,
+    PROVIDER_NAME,
+    Persona,
+    PersonaKind,
+    ScriptedConfig,
+    ScriptedConfigError,
+    parse_scripted_model,
+)
+from valuerank.providers.scripted_draws import round_half_up, unit
+from valuerank.providers.scripted_faults import (
+    PROCESS_FAULTS,
+    RATE_WINDOW_SECONDS,
+    FaultState,
+    reset_scripted_state,
 )
 from valuerank.providers.scripted_judge import (
     NON_JUDGES,
@@ -117,182 +133,48 @@ from valuerank.providers.scripted_judge import (
     judge_reading,
     value_verdict,
 )
+from valuerank.providers.scripted_schema import fill_object
 from valuerank.providers.scripted_validation import validation_answer
 from valuerank.scoring.scale import SCALE_ORDERS, mirrored_scale
 
-PROVIDER_NAME = "scripted"
-RATE_WINDOW_SECONDS = 60.0
+# The names this module held before its parts moved out, still importable from here.
+__all__ = [
+    "DEFAULT_SCALE",
+    "PARAMETERS",
+    "PERSONAS",
+    "PROVIDER_NAME",
+    "RATE_WINDOW_SECONDS",
+    "FaultState",
+    "Persona",
+    "PersonaKind",
+    "ScriptedConfig",
+    "ScriptedConfigError",
+    "ScriptedProvider",
+    "build_scripted_provider",
+    "dimension_scores_of",
+    "dimension_weight",
+    "parse_scripted_model",
+    "presentation_of_hints",
+    "rating_scale_of",
+    "reset_scripted_state",
+]
+
 DEFAULT_SCALE = (1, 5)
 # Dimension scores are 1..5; deviations are taken from the middle.
 _SCORE_LOW, _SCORE_MID, _SCORE_HIGH = 1, 3, 5
 
-PersonaKind = Literal["weighted", "random", "refuser", "rambler"]
-
-
-class ScriptedConfigError(ProviderPermanent, ValueError):
-    """A scripted model id or request the provider cannot serve: retrying cannot help."""
-
-
-@dataclass(frozen=True)
-class Persona:
-    name: str
-    description: str
-    kind: PersonaKind = "weighted"
-    weight_key: str | None = None
-    direction: float = 1.0
-    bias: float = 0.0
-    noise: float = 0.3
-
-
-PERSONAS: Mapping[str, Persona] = {
-    p.name: p
-    for p in (
-        Persona("utilitarian", "rates by outcomes: its own hash weights", weight_key="utilitarian"),
-        Persona(
-            "deontologist",
-            "rates by duties: weights unrelated to the utilitarian's",
-            weight_key="deontologist",
-        ),
-        Persona(
-            "contrarian",
-            "the utilitarian mirrored: disagrees with it on every dimension",
-            weight_key="utilitarian",
-            direction=-1.0,
-        ),
-        Persona(
-            "centrist",
-            "the utilitarian damped: stays near the middle of the scale",
-            weight_key="utilitarian",
-            direction=0.35,
-            noise=0.2,
-        ),
-        Persona(
-            "agreeable",
-            "leans to the top of the scale",
-            weight_key="utilitarian",
-            direction=0.5,
-            bias=1.2,
-        ),
-        Persona("neutral", "the midpoint of the scale, give or take a point", direction=0.0),
-        Persona("random", "a uniformly random rating (seeded)", kind="random"),
-        Persona("refuser", "always refuses politely, never rates", kind="refuser"),
-        Persona("rambler", "answers at length and never gives a rating", kind="rambler"),
-    )
-}
-
-
-@dataclass(frozen=True)
-class ScriptedConfig:
-    persona: Persona
-    latency_ms: float = 0.0
-    error_rate: float = 0.0
-    rate_limit_rpm: int | None = None
-    seed: int = 0
-    # Known biases for analyses to find (see "Presentation biases" above), in scale points.
-    position_bias: float = 0.0
-    wording_bias: float = 0.0
-
-    @property
-    def model_id(self) -> str:
-        """The canonical id: parameters sorted, defaults left out."""
-        params: dict[str, str] = {}
-        if self.latency_ms:
-            params["latency_ms"] = f"{self.latency_ms:g}"
-        if self.error_rate:
-            params["error_rate"] = f"{self.error_rate:g}"
-        if self.rate_limit_rpm is not None:
-            params["rate_limit_rpm"] = str(self.rate_limit_rpm)
-        if self.seed:
-            params["seed"] = str(self.seed)
-        if self.position_bias:
-            params["position_bias"] = f"{self.position_bias:g}"
-        if self.wording_bias:
-            params["wording_bias"] = f"{self.wording_bias:g}"
-        query = urlencode(sorted(params.items()))
-        return f"{PROVIDER_NAME}:{self.persona.name}" + (f"?{query}" if query else "")
-
-
-def _parse_float(name: str, text: str, low: float, high: float) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and low <= value <= high):
-        raise ScriptedConfigError(f"{name}={text!r}: expected a number in [{low:g}, {high:g}]")
-    return value
-
-
-def _parse_int(name: str, text: str, low: int | None) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise ScriptedConfigError(f"{name}={text!r}: expected an integer") from None
-    if low is not None and value < low:
-        raise ScriptedConfigError(f"{name}={text!r}: expected an integer >= {low}")
-    return value
-
-
-_PARSERS: Mapping[str, Callable[[str], tuple[str, float | int]]] = {
-    "latency_ms": lambda t: ("latency_ms", _parse_float("latency_ms", t, 0.0, 3_600_000.0)),
-    "error_rate": lambda t: ("error_rate", _parse_float("error_rate", t, 0.0, 1.0)),
-    "rate_limit_rpm": lambda t: ("rate_limit_rpm", _parse_int("rate_limit_rpm", t, 1)),
-    "seed": lambda t: ("seed", _parse_int("seed", t, None)),
-    "position_bias": lambda t: ("position_bias", _parse_float("position_bias", t, -4.0, 4.0)),
-    "wording_bias": lambda t: ("wording_bias", _parse_float("wording_bias", t, -4.0, 4.0)),
-}
-PARAMETERS = tuple(_PARSERS)
-
-
-def parse_scripted_model(model_name: str) -> ScriptedConfig:
-    """`<persona>?k=v&…` (the part after `scripted:`); `ScriptedConfigError` says what is valid."""
-    persona_name, _, query = model_name.strip().partition("?")
-    persona = PERSONAS.get(persona_name.strip())
-    if persona is None:
-        raise ScriptedConfigError(
-            f"unknown scripted persona {persona_name!r}; valid personas: {', '.join(PERSONAS)}"
-        )
-    try:
-        pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=True)
-    except ValueError as exc:
-        raise ScriptedConfigError(
-            f"scripted model {model_name!r}: {exc}; write parameters as "
-            f"?name=value&…, with names from {', '.join(PARAMETERS)}"
-        ) from None
-    values: dict[str, Any] = {}
-    for key, text in pairs:
-        parser = _PARSERS.get(key)
-        if parser is None:
-            raise ScriptedConfigError(
-                f"unknown parameter {key!r} of scripted model {model_name!r}; "
-                f"valid parameters: {', '.join(PARAMETERS)}"
-            )
-        if key in values:
-            raise ScriptedConfigError(f"parameter {key!r} given twice in {model_name!r}")
-        field_name, value = parser(text)
-        values[field_name] = value
-    return ScriptedConfig(persona=persona, **values)
-
 
 # ---------------------------------------------------------------------------------- weights
-
-
-def _unit(*parts: str) -> float:
-    digest = hashlib.sha256("\0".join(parts).encode("utf-8")).digest()
-    return int.from_bytes(digest[:8], "big") / 2.0**64
 
 
 def dimension_weight(persona: Persona, dimension: str, n_dimensions: int = 1) -> float:
     """wᵢ of `dimension` for `persona` among `n_dimensions` (0 for personas without weights)."""
     if persona.kind != "weighted" or persona.weight_key is None:
         return 0.0
-    u = _unit(persona.weight_key, dimension)
+    u = unit(persona.weight_key, dimension)
     sign = 1.0 if u < 0.5 else -1.0
     magnitude = 0.5 + ((2.0 * u) % 1.0) / 2.0
     return persona.direction * sign * magnitude / math.sqrt(max(1, n_dimensions))
-
-
-def _round_half_up(x: float) -> int:
-    return math.floor(x + 0.5)
 
 
 def dimension_scores_of(hints: Mapping[str, Any]) -> dict[str, float]:
@@ -348,7 +230,7 @@ def _verdict(
     total = sum(contributions.values())
     noise = rng.gauss(0.0, persona.noise) if persona.noise else 0.0
     value = (lo + hi) / 2 + (hi - lo) / 4 * total + persona.bias + noise
-    rating = min(max(_round_half_up(value), lo), hi)
+    rating = min(max(round_half_up(value), lo), hi)
     driver = max(contributions, key=lambda k: abs(contributions[k]), default=None)
     push = 0
     if driver is not None and contributions[driver]:
@@ -407,12 +289,12 @@ def _presented(
     lo, hi = scale
     rating = verdict.rating
     if phrasing and config.wording_bias:
-        u = _unit(seed_material, "wording_bias")
+        u = unit(seed_material, "wording_bias")
         rating = min(max(rating + _shift(config.wording_bias, u), lo), hi)
     reversed_scale = order == "reversed"
     shown = lo + hi - rating if reversed_scale else rating
     if config.position_bias:
-        u = _unit(seed_material, "position_bias")
+        u = unit(seed_material, "position_bias")
         shown = min(max(shown + _shift(config.position_bias, u), lo), hi)
     return _Verdict(shown, verdict.driver, -verdict.push if reversed_scale else verdict.push)
 
@@ -545,7 +427,7 @@ def _judge_values(request: CompletionRequest, scores: Mapping[str, float]) -> li
 
 def _value_weight(persona: Persona, value: str) -> float:
     key = persona.weight_key if persona.weight_key is not None else persona.name
-    u = _unit(key, value)
+    u = unit(key, value)
     sign = 1.0 if u < 0.5 else -1.0
     direction = -1.0 if persona.direction < 0 else 1.0
     return direction * sign * (0.5 + ((2.0 * u) % 1.0) / 2.0)
@@ -575,7 +457,7 @@ def _facts(
         ranked = sorted(weights, key=lambda v: (-abs(weights[v]), v))
         prioritized = [v for v in ranked if weights[v] > 0]
         deprioritized = [v for v in ranked if weights[v] < 0]
-    confidence = 55 + int(_unit(persona.name, "confidence", seed_material) * 40)
+    confidence = 55 + int(unit(persona.name, "confidence", seed_material) * 40)
     reason = _direction_phrase(verdict) if verdict.driver else "Judged from the answer given."
     return {
         "decision": decision,
@@ -587,132 +469,6 @@ def _facts(
     }
 
 
-def _types(schema: Mapping[str, Any]) -> list[str]:
-    declared = schema.get("type")
-    if isinstance(declared, str):
-        return [declared]
-    if isinstance(declared, list):
-        return [str(t) for t in declared]
-    if "properties" in schema:
-        return ["object"]
-    if "items" in schema:
-        return ["array"]
-    return []
-
-
-def _conform(value: Any, schema: Mapping[str, Any], facts: Mapping[str, Any], key: str) -> Any:
-    """`value` in the shape `schema` declares: type, enum, bounds (a small, common subset)."""
-    enum = schema.get("enum")
-    if isinstance(enum, list) and enum:
-        if value in enum:
-            return value
-        if str(value) in [str(e) for e in enum]:
-            return enum[[str(e) for e in enum].index(str(value))]
-        return enum[int(_unit(key, json.dumps(enum, default=str)) * len(enum))]
-    types = _types(schema)
-    if value is None and "null" in types:
-        return None
-    kind = next((t for t in types if t != "null"), None)
-    if kind in ("integer", "number"):
-        number = (
-            float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
-        )
-        maximum = schema.get("maximum")
-        minimum = schema.get("minimum")
-        if key == "confidence" and isinstance(maximum, int | float) and maximum <= 1:
-            number = number / 100.0
-        if isinstance(maximum, int | float):
-            number = min(number, float(maximum))
-        if isinstance(minimum, int | float):
-            number = max(number, float(minimum))
-        return _round_half_up(number) if kind == "integer" else number
-    if kind == "string":
-        if isinstance(value, list):
-            return ", ".join(str(v) for v in value)
-        return "" if value is None else str(value)
-    if kind == "boolean":
-        return bool(value)
-    if kind == "array":
-        raw_items = schema.get("items")
-        items: Mapping[str, Any] = raw_items if isinstance(raw_items, Mapping) else {}
-        sequence = value if isinstance(value, list) else ([] if value is None else [value])
-        return [_conform(item, items, facts, key) for item in sequence]
-    if kind == "object":
-        return _fill_object(schema, facts)
-    return value
-
-
-def _fill_object(schema: Mapping[str, Any], facts: Mapping[str, Any]) -> dict[str, Any]:
-    properties = schema.get("properties")
-    if not isinstance(properties, Mapping) or not properties:
-        return {
-            k: facts[k]
-            for k in ("decision", "prioritized_values", "deprioritized_values", "confidence")
-        }
-    return {
-        name: _conform(facts.get(name), sub if isinstance(sub, Mapping) else {}, facts, name)
-        for name, sub in properties.items()
-    }
-
-
-# ---------------------------------------------------------------------------------- limits
-
-
-class _SlidingWindow:
-    """At most `limit` admissions per `window` seconds; times come from the caller's clock."""
-
-    def __init__(self, limit: int, window: float = RATE_WINDOW_SECONDS) -> None:
-        self.limit = limit
-        self.window = window
-        self._times: deque[float] = deque()
-        self._lock = threading.Lock()
-
-    def admit(self, now: float) -> tuple[bool, float, int]:
-        """(admitted, seconds until a slot frees when refused, slots left)."""
-        with self._lock:
-            while self._times and self._times[0] <= now - self.window:
-                self._times.popleft()
-            if len(self._times) >= self.limit:
-                return False, max(self._times[0] + self.window - now, 0.001), 0
-            self._times.append(now)
-            return True, 0.0, self.limit - len(self._times)
-
-
-_limits_lock = threading.Lock()
-_limits: dict[str, _SlidingWindow] = {}
-_attempts_lock = threading.Lock()
-_attempts: OrderedDict[str, int] = OrderedDict()
-_MAX_TRACKED_REQUESTS = 65_536
-
-
-def _window_for(config: ScriptedConfig) -> _SlidingWindow | None:
-    if config.rate_limit_rpm is None:
-        return None
-    with _limits_lock:
-        window = _limits.get(config.model_id)
-        if window is None:
-            window = _limits[config.model_id] = _SlidingWindow(config.rate_limit_rpm)
-        return window
-
-
-def _attempt_number(key: str) -> int:
-    """How many times this exact request was sent before (bounded memory)."""
-    with _attempts_lock:
-        count = _attempts.pop(key, 0)
-        _attempts[key] = count + 1
-        while len(_attempts) > _MAX_TRACKED_REQUESTS:
-            _attempts.popitem(last=False)
-        return count
-
-
-def reset_scripted_state() -> None:
-    """Forget every rate-limit window and attempt count (tests)."""
-    with _limits_lock:
-        _limits.clear()
-    with _attempts_lock:
-        _attempts.clear()
-
-
 # ---------------------------------------------------------------------------------- provider
 
 
@@ -721,7 +477,8 @@ def _tokens(text: str) -> int:
 
 
 class ScriptedProvider:
-    """`Provider` for `scripted:<persona>?…`; `clock` and `sleep` are replaceable for tests."""
+    """`Provider` for `scripted:<persona>?…`; `clock` and `sleep` are replaceable for tests;
+    `faults`: the rate-limit windows and attempt counts it shares (default: the process's)."""
 
     name = PROVIDER_NAME
 
@@ -731,11 +488,13 @@ class ScriptedProvider:
         *,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        faults: FaultState = PROCESS_FAULTS,
     ) -> None:
         self.model_name = model_name
         self.config = parse_scripted_model(model_name)
         self._clock = clock
         self._sleep = sleep
+        self._faults = faults
         self._others: dict[str, ScriptedConfig] = {}
 
     def _config_for(self, name: str) -> ScriptedConfig:
@@ -749,7 +508,7 @@ class ScriptedProvider:
         started = time.perf_counter()
         config = self._config_for(request.model)
         persona = config.persona
-        headers = self._admit(config)
+        headers = self._faults.admit(config, self._clock())
         scores = dimension_scores_of(request.hints)
         scale = rating_scale_of(request.hints)
         judge = request.hints.get("role") == "judge"
@@ -774,13 +533,7 @@ class ScriptedProvider:
                 [seed_material, [[m.role, m.content] for m in request.messages]],
                 ensure_ascii=False,
             )
-            attempt = _attempt_number(f"{config.model_id}\0{full}")
-            if _unit(full, str(attempt), "error") < config.error_rate:
-                raise ProviderTransient(
-                    f"synthetic transient error from {config.model_id} "
-                    f"(error_rate={config.error_rate:g})",
-                    status=500,
-                )
+            self._faults.maybe_fail(config, full)
 
         rng = random.Random(hashlib.sha256(seed_material.encode("utf-8")).digest())
         verdict = _verdict(persona, scores, scale, rng)
@@ -796,7 +549,7 @@ class ScriptedProvider:
         elif judge or (request.json_schema is not None and persona.kind in ("weighted", "random")):
             reading = (scale, rng) if judge else None
             facts = _facts(persona, verdict, request, scores, seed_material, reading)
-            text = json.dumps(_fill_object(request.json_schema or {}, facts), ensure_ascii=False)
+            text = json.dumps(fill_object(request.json_schema or {}, facts), ensure_ascii=False)
         else:
             follow_up = sum(1 for m in request.messages if m.role == "user") > 1
             text = _answer_text(persona, verdict, follow_up, rng)
@@ -817,24 +570,6 @@ class ScriptedProvider:
             },
             synthetic=True,
         )
-
-    def _admit(self, config: ScriptedConfig) -> dict[str, str]:
-        window = _window_for(config)
-        if window is None:
-            return {}
-        admitted, retry_after, left = window.admit(self._clock())
-        headers = {
-            "x-ratelimit-limit-requests": str(window.limit),
-            "x-ratelimit-remaining-requests": str(left),
-        }
-        if not admitted:
-            headers["retry-after"] = str(math.ceil(retry_after))
-            raise ProviderRateLimited(
-                f"synthetic rate limit of {config.model_id}: {window.limit} requests per minute",
-                retry_after=retry_after,
-                headers=headers,
-            )
-        return headers
 
     async def aclose(self) -> None:
         """Nothing to release."""

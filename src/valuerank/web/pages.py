@@ -8,6 +8,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response
 from fastapi.staticfiles import StaticFiles
 
+from valuerank.api.context import app_context
 from valuerank.web.templating import STATIC_DIR, templates
 
 
@@ -57,4 +58,4 @@ def install(app: FastAPI) -> None:
     ):
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
-    app.state.error_page = error_page
+    app_context(app).error_page = error_page

@@ -12,7 +12,6 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
 from valuerank.api.deps import Viewer
-from valuerank.api.limits import MAX_UPLOAD_BYTES
 from valuerank.api.views import load_runs
 from valuerank.definitions.service import list_definitions
 from valuerank.web.templating import templates
@@ -27,7 +26,7 @@ async def exchange_page(request: Request, ctx: Viewer) -> Response:
     async with ctx.db.transaction() as conn:
         definitions = await list_definitions(conn, ctx.org_id)
     # The app's own upload limit (the max_upload_bytes setting), so the page can say it.
-    limit = getattr(request.app.state, "max_upload_bytes", MAX_UPLOAD_BYTES)
+    limit = ctx.settings.max_upload_bytes
     return templates.TemplateResponse(
         request,
         "exchange.html",
