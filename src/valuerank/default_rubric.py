@@ -13,16 +13,18 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from dataclasses import dataclass
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
+from pydantic import Field
+from pydantic.dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank import versioning
 from valuerank.db.tables import rubrics
 from valuerank.errors import NotFoundError
+from valuerank.shapes import SHAPE, dump
 
 if TYPE_CHECKING:
     from valuerank.formats.rubric import Rubric
@@ -55,32 +57,31 @@ def default_rubric_hash() -> str:
     return rubric_content_hash(default_rubric().to_dict())
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, config=SHAPE)
 class JudgeRubric:
-    """The rubric a run's judges read. `id` and `version_label` are None only in a preview
-    of the default before it is stored in the organisation (the first judged run stores it)."""
+    """The values rubric a run's judges read. `id` and `version_label` are None only in a
+    preview of the default before it is stored in the organisation (the first judged run
+    stores it)."""
 
-    id: str | None
+    id: Annotated[
+        str | None, Field(description="Rubric version id; null in a preview of the default.")
+    ]
     name: str
     version_label: str | None
-    values: int
-    default: bool
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "name": self.name,
-            "version_label": self.version_label,
-            "values": self.values,
-            "default": self.default,
-        }
+    values: Annotated[int, Field(description="How many values the rubric defines.")]
+    default: Annotated[
+        bool,
+        Field(
+            description="True when it is ValueRank's packaged default (the organisation has none)."
+        ),
+    ]
 
     def describe(self) -> str:
-        return describe_rubric(self.to_dict())
+        return describe_rubric(dump(self))
 
 
 def describe_rubric(rubric: Mapping[str, Any]) -> str:
-    """One line for people, from `JudgeRubric.to_dict()` (as the API answers it):
+    """One line for people, from a `JudgeRubric` as the API answers it:
     `valuerank-default v1 (14 values; the default rubric, as the organisation has none)`."""
     label = f" {rubric['version_label']}" if rubric.get("version_label") else ""
     count = int(rubric["values"])

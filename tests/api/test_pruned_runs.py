@@ -27,6 +27,7 @@ from valuerank.queue.hooks import using
 from valuerank.queue.maintenance_history import prune_jobs_pass
 from valuerank.runs import service
 from valuerank.runs.hooks import RUN_HOOKS
+from valuerank.shapes import dump
 
 DAY = 86400.0
 
@@ -182,7 +183,7 @@ async def test_a_run_reopened_after_pruning_counts_each_job_once(
 
         async with pipeline_worker(db):
             report = await run_report_when(db, org_id, run_id)
-        assert report.progress.to_dict() == kept["detail"]["progress"]
+        assert dump(report.progress) == kept["detail"]["progress"]
         again = await _seen(client, cli_status, run_id)
         assert again["detail"]["progress"] == kept["detail"]["progress"]
         assert again["cli"]["progress"] == kept["detail"]["progress"]

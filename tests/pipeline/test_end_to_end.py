@@ -34,6 +34,7 @@ from valuerank.runs.config import RunConfig
 from valuerank.runs.progress import RunReport, read_report
 from valuerank.runs.results import model_results
 from valuerank.runs.states import RunStatus
+from valuerank.shapes import dump
 
 DEMO = Path(valuerank.__file__).parent / "demo" / "exp-demo-whistleblower.md"
 # Quick polls and immediate retries; everything else as in production.
@@ -86,8 +87,8 @@ async def test_a_run_completes_with_judges_consensus_and_summaries(
     run_id = await _launch(db, org_id, config)
     async with _worker(db):
         report = await run_report_when(db, org_id, run_id)
-    assert report.run.status is RunStatus.COMPLETED, report.to_dict()
-    assert report.progress.to_dict() == {
+    assert report.run.status is RunStatus.COMPLETED, dump(report)
+    assert dump(report.progress) == {
         "total": 15,
         "queued": 0,
         "running": 0,

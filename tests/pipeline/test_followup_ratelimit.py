@@ -31,6 +31,7 @@ from valuerank.queue.ratelimit import bucket_key, bucket_state, configure_bucket
 from valuerank.runs.config import RunConfig
 from valuerank.runs.service import start_run
 from valuerank.runs.states import RunStatus
+from valuerank.shapes import dump
 
 DEMO = Path(valuerank.__file__).parent / "demo" / "exp-demo-whistleblower.md"
 FAST = QueueSettings(poll_seconds=0.02, heartbeat_seconds=0.05, retry_base_seconds=0.0)
@@ -119,7 +120,7 @@ async def test_follow_up_turns_reserve_their_own_requests(
         worker.stop()
         await task
         await ctx.aclose()
-    assert report.run.status is RunStatus.COMPLETED, report.to_dict()
+    assert report.run.status is RunStatus.COMPLETED, dump(report)
 
     times = sorted(server.times)
     assert len(times) == 2 * probes  # turn 1 and the follow-up of each probe, once each

@@ -35,6 +35,7 @@ from valuerank.pipeline.launch import launch_run
 from valuerank.runs import service
 from valuerank.runs.config import RunConfig
 from valuerank.runs.states import RunStatus
+from valuerank.shapes import dump
 
 PLAIN = "scripted:utilitarian"
 PULLED = "scripted:utilitarian?position_bias=1"
@@ -117,7 +118,7 @@ async def test_a_run_over_all_phrasings_and_both_orders_stores_mapped_decisions(
 
     async with _worker(db):
         report = await run_report_when(db, org_id, run_id)
-    assert report.run.status is RunStatus.COMPLETED, report.to_dict()
+    assert report.run.status is RunStatus.COMPLETED, dump(report)
     stored = await _stored(db, run_id)
     assert len(stored) == len(expected) * 3
     written_ids = [sid for sid in expected if presentation_of(sid)[1] == "as-written"]
@@ -264,7 +265,7 @@ async def test_a_judges_reading_of_a_reversed_transcript_is_mapped_back_too(
     run_id = await _launch(db, org_id, config)
     async with _worker(db):
         report = await run_report_when(db, org_id, run_id)
-    assert report.run.status is RunStatus.COMPLETED, report.to_dict()
+    assert report.run.status is RunStatus.COMPLETED, dump(report)
     async with db.transaction() as conn:
         rows = (
             await conn.execute(

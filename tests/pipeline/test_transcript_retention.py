@@ -23,6 +23,7 @@ from valuerank.queue.dialect import db_now_plus
 from valuerank.runs.results import model_results
 from valuerank.runs.service import get_run
 from valuerank.runs.states import RunStatus
+from valuerank.shapes import dump
 
 DAY = 86400.0
 
@@ -80,7 +81,7 @@ async def test_an_old_run_is_exported_then_its_transcripts_deleted(
     recent = await _finished_run(db, org_id, stale_run, days_ago=10)
     before_old, before_recent = await _transcripts(db, old), await _transcripts(db, recent)
     async with db.transaction() as conn:
-        results_before = [r.to_dict() for r in await model_results(conn, org_id, old)]
+        results_before = dump(await model_results(conn, org_id, old))
     assert before_old and before_recent
 
     _set(env, "90", tmp_path / "archive")
@@ -101,7 +102,7 @@ async def test_an_old_run_is_exported_then_its_transcripts_deleted(
     assert await _transcripts(db, recent) == before_recent  # within the retention: kept
     async with db.transaction() as conn:
         run = await get_run(conn, org_id, old)
-        results_after = [r.to_dict() for r in await model_results(conn, org_id, old)]
+        results_after = dump(await model_results(conn, org_id, old))
     assert run.status is RunStatus.COMPLETED
     assert results_after == results_before  # the run's results stay (its tallies)
     assert (await _pass(db))["runs"] == []  # nothing left to export

@@ -48,6 +48,7 @@ from valuerank.queue import QueueSettings, Worker
 from valuerank.registry import list_models
 from valuerank.runs.config import RunConfig
 from valuerank.runs.states import RunStatus
+from valuerank.shapes import dump
 
 if TYPE_CHECKING:
     from tests.providers.fake_servers import OpenAIServer
@@ -253,7 +254,7 @@ async def test_a_run_is_checked_estimated_and_probed_through_a_registered_adapte
         worker.stop()
         await task
         await ctx.aclose()
-    assert report.run.status is RunStatus.COMPLETED, report.to_dict()
+    assert report.run.status is RunStatus.COMPLETED, dump(report)
     calls = openai_server.requests
     assert len(calls) == probes
     assert {c.headers["authorization"] for c in calls} == {"Bearer toy-key-0000"}

@@ -21,6 +21,7 @@ from valuerank.runs import service
 from valuerank.runs.config import RunConfig, build_config
 from valuerank.runs.progress import run_report
 from valuerank.runs.states import RunStatus
+from valuerank.shapes import dump
 
 DEMO = Path(valuerank.__file__).parent / "demo" / "exp-demo-whistleblower.md"
 MODELS = ("scripted:utilitarian", "scripted:deontologist")
@@ -82,7 +83,7 @@ async def test_start_enqueues_one_probe_per_item_and_twice_adds_nothing(
     assert all(p["estimated_tokens"] > 2 * 1000 for p in payloads)
     async with db.transaction() as conn:
         report = await run_report(conn, org_id, created.run.id)
-    assert report.progress.to_dict() == {
+    assert dump(report.progress) == {
         "total": 20,
         "queued": 20,
         "running": 0,

@@ -21,11 +21,12 @@ from valuerank.api.envelope import ok
 from valuerank.api.pagination import EventsAfter, EventsLimit
 from valuerank.api.run_bodies import RunSettingsBody, launch_from_body
 from valuerank.api.schemas import Envelope
-from valuerank.api.schemas.runs import EventPage, LaunchedRun, RunReport, RunSummary, StartedRun
+from valuerank.api.schemas.runs import EventPage, LaunchedRun, RunSummary, StartedRun
 from valuerank.api.views import event_page
-from valuerank.runs.progress import read_report
+from valuerank.runs.progress import RunReport, read_report
 from valuerank.runs.service import cancel_run
 from valuerank.runs.starting import enqueue_run
+from valuerank.shapes import dump
 
 router = APIRouter(prefix="/api/eval/runs", tags=["eval"])
 
@@ -43,7 +44,7 @@ async def create_eval_run_route(body: RunSettingsBody, ctx: Member) -> JSONRespo
 async def eval_run_route(run_id: str, ctx: Viewer) -> JSONResponse:
     """The run's status and progress (probe jobs per state, judging, cost, ETA, error)."""
     report = await read_report(ctx.db, ctx.org_id, run_id)
-    return ok(report.to_dict())
+    return ok(dump(report))
 
 
 @router.post("/{run_id}/start", response_model=Envelope[StartedRun])

@@ -32,13 +32,13 @@ from valuerank.api.schemas.runs import (
     QueuePaused,
     QueueStatus,
     RetriedJob,
-    RunReport,
     RunSummary,
 )
 from valuerank.pipeline.dead_jobs import dead_jobs
 from valuerank.queue import pause_org, queue_status, resume_org
 from valuerank.runs import service
-from valuerank.runs.progress import read_report
+from valuerank.runs.progress import RunReport, read_report
+from valuerank.shapes import dump
 
 router = APIRouter(prefix="/api/queue", tags=["queue"])
 
@@ -57,7 +57,7 @@ async def create_run_route(body: NewRunBody, ctx: Member) -> JSONResponse:
 async def run_status_route(run_id: str, ctx: Viewer) -> JSONResponse:
     """The run's status and progress: probe jobs per state, judging, cost, ETA, error."""
     report = await read_report(ctx.db, ctx.org_id, run_id)
-    return ok(report.to_dict())
+    return ok(dump(report))
 
 
 Steer = Callable[[AsyncConnection, str, str], Awaitable[service.Run]]

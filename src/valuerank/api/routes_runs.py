@@ -19,17 +19,16 @@ from valuerank.api.pagination import Cursor, EventsAfter, EventsLimit, Limit, af
 from valuerank.api.run_bodies import ModelId
 from valuerank.api.schemas import Envelope
 from valuerank.api.schemas.runs import (
-    Breakdown,
     EventPage,
     ExpandedRun,
     FailurePage,
     JudgedRun,
     RequeuedRun,
-    RunDetail,
     RunPage,
 )
 from valuerank.api.sse import run_event_stream
 from valuerank.api.views import (
+    RunDetail,
     event_page,
     load_breakdown,
     load_failures,
@@ -39,9 +38,11 @@ from valuerank.api.views import (
 )
 from valuerank.org_defaults import MAX_JUDGES
 from valuerank.pipeline.rejudge import judge_run
+from valuerank.runs.breakdown import Breakdown
 from valuerank.runs.listing import RunFilter
 from valuerank.runs.service import expand_run, get_run, rerun_failed
 from valuerank.runs.states import RunStatus
+from valuerank.shapes import dump
 
 router = APIRouter(prefix="/api/runs", tags=["runs"])
 
@@ -107,7 +108,7 @@ async def get_run_route(run_id: str, ctx: Viewer) -> JSONResponse:
     and `actions`: what may be done with it now (`start`, `pause`, `resume`, `cancel`,
     `rerun_failed`, `expand`, `delete`; see valuerank.runs.actions)."""
     detail = await load_run(ctx.db, ctx.org_id, run_id)
-    return ok(detail.to_dict())
+    return ok(dump(detail))
 
 
 @router.get("/{run_id}/breakdown", response_model=Envelope[Breakdown])
@@ -115,7 +116,7 @@ async def run_breakdown_route(run_id: str, ctx: Viewer) -> JSONResponse:
     """The run's probe jobs per target model and per provider, each with its counts per
     state (`total`, `queued`, `running`, `completed`, `failed`, `cancelled`, `done`); every
     model of the run is listed, with zeros before its jobs exist."""
-    return ok((await load_breakdown(ctx.db, ctx.org_id, run_id)).to_dict())
+    return ok(dump(await load_breakdown(ctx.db, ctx.org_id, run_id)))
 
 
 @router.get("/{run_id}/failures", response_model=Envelope[FailurePage])
@@ -127,7 +128,7 @@ async def run_failures_route(
     found = await load_failures(
         ctx.db, ctx.org_id, run_id, limit=limit, after=after_created(cursor)
     )
-    items = [f.to_dict() for f in found]
+    items = dump(found)
     return ok(page("failures", items, limit=limit, key=lambda f: [f["created_at"], f["job_id"]]))
 
 

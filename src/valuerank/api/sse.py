@@ -36,6 +36,7 @@ from valuerank.api.views import RunDetail, load_run
 from valuerank.errors import NotFoundError
 from valuerank.runs.breakdown import count_failures, run_breakdown
 from valuerank.runs.states import RunStatus
+from valuerank.shapes import dump
 
 log = logging.getLogger("valuerank.api")
 
@@ -59,9 +60,9 @@ def sections_key(detail: RunDetail, failed: int) -> str:
     """A short digest of what a run page's sections (web/templates/run_sections.html) are
     drawn from: the results per model, the failed jobs, the sample, the summary and whether
     the run ended. Equal keys: the same sections."""
-    run = detail.report.run
+    run = detail.run
     drawn = [
-        [r.to_dict() for r in detail.results],
+        dump(detail.results),
         failed,
         run.config.sample_percentage,
         run.summary,
@@ -75,11 +76,11 @@ async def load_snapshot(waker: EventWaker, org_id: str, run_id: str) -> dict[str
     """The run, its breakdown and its sections key, as the page draws them."""
     detail = await load_run(waker.db, org_id, run_id)
     async with waker.db.transaction() as conn:
-        breakdown = await run_breakdown(conn, detail.report.run)
-        failed = await count_failures(conn, detail.report.run)
+        breakdown = await run_breakdown(conn, detail.run)
+        failed = await count_failures(conn, detail.run)
     return {
-        "run": detail.to_dict(),
-        "breakdown": breakdown.to_dict(),
+        "run": dump(detail),
+        "breakdown": dump(breakdown),
         "sections": sections_key(detail, failed),
     }
 

@@ -1,55 +1,94 @@
-"""What the API and the pages show of runs: read in one transaction, turned into plain dicts."""
+"""What the API and the pages show of runs: read in one transaction, as shapes
+(`valuerank.shapes`) that the routes dump and document."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import fields
+from datetime import datetime
+from typing import Any, Self
+
+from pydantic import Field, computed_field
+from pydantic.dataclasses import dataclass
 
 from valuerank.db import Database
 from valuerank.default_rubric import JudgeRubric, run_judge_rubric
-from valuerank.queue.dialect import iso
 from valuerank.queue.events import Event, events_after
-from valuerank.runs.actions import run_actions
+from valuerank.runs.actions import RunAction, run_actions
 from valuerank.runs.breakdown import Breakdown, Failure, run_breakdown, run_failures
 from valuerank.runs.events import log_entry, tally_at
 from valuerank.runs.listing import RunFilter, find_runs
 from valuerank.runs.progress import RunReport, run_report, run_reports
 from valuerank.runs.results import ModelResult, model_results
 from valuerank.runs.service import get_run
+from valuerank.shapes import SHAPE, Timestamp, dump
+
+
+@dataclass(frozen=True, config=SHAPE)
+class RunItem(RunReport):
+    """A run in a list: who it is, its status, and its probe progress."""
+
+    @classmethod
+    def of(cls, report: RunReport, *more: Any) -> Self:
+        """The report's own fields, then `more` (a subclass's)."""
+        return cls(*(getattr(report, f.name) for f in fields(report)), *more)
+
+    @computed_field(return_type=Timestamp | None)  # type: ignore[prop-decorator]
+    @property
+    def started_at(self) -> datetime | None:
+        return self.run.started_at
+
+    @computed_field(return_type=Timestamp | None)  # type: ignore[prop-decorator]
+    @property
+    def finished_at(self) -> datetime | None:
+        return self.run.finished_at
 
 
 def run_item(report: RunReport) -> dict[str, Any]:
-    """A run in a list: who it is, its status, and its probe progress."""
-    run = report.run
-    return {
-        **run.summary_dict(),
-        **report.to_dict(),
-        "created_at": iso(run.created_at),
-        "started_at": iso(run.started_at),
-        "finished_at": iso(run.finished_at),
-    }
+    """A run in a list, as JSON."""
+    return dump(RunItem.of(report))  # type: ignore[no-any-return]
 
 
-@dataclass(frozen=True)
-class RunDetail:
-    report: RunReport
-    results: list[ModelResult]
-    rubric: JudgeRubric | None = None
+@dataclass(frozen=True, config=SHAPE)
+class RunDetail(RunItem):
+    """One run: its list item, its settings, rubric, per-model results and what may be done
+    with it now."""
 
-    def to_dict(self) -> dict[str, Any]:
-        run = self.report.run
-        return {
-            **run_item(self.report),
-            "summary": run.summary,
-            "priority": run.priority,
-            "sample_percentage": run.config.sample_percentage,
-            "samples_per_scenario": run.config.samples_per_scenario,
-            "judge_models": list(run.config.judge_models),
-            "default_judges": run.config.default_judges,
-            "rubric": None if self.rubric is None else self.rubric.to_dict(),
-            "results": [r.to_dict() for r in self.results],
-            "actions": [a.value for a in run_actions(self.report)],
-        }
+    results: list[ModelResult] = Field(default_factory=list)
+    rubric: JudgeRubric | None = Field(
+        default=None, description="The rubric the run's judges read (null: none recorded)."
+    )
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def summary(self) -> str | None:
+        return self.run.summary
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def priority(self) -> int:
+        return self.run.priority
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def samples_per_scenario(self) -> int:
+        return self.run.config.samples_per_scenario
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def judge_models(self) -> list[str]:
+        return list(self.run.config.judge_models)
+
+    @computed_field(  # type: ignore[prop-decorator]
+        description="True when the judges are the organisation's defaults (none were named)."
+    )
+    @property
+    def default_judges(self) -> bool:
+        return self.run.config.default_judges
+
+    @computed_field(description="What may be done with the run now.")  # type: ignore[prop-decorator]
+    @property
+    def actions(self) -> list[RunAction]:
+        return run_actions(self)
 
 
 async def load_runs(db: Database, org_id: str, *, limit: int) -> list[RunReport]:
@@ -80,7 +119,7 @@ async def load_run(db: Database, org_id: str, ref: str) -> RunDetail:
         report = await run_report(conn, org_id, ref)
         results = await model_results(conn, org_id, report.run.id)
         rubric = await run_judge_rubric(conn, org_id, report.run.rubric_id)
-    return RunDetail(report, results, rubric)
+    return RunDetail.of(report, results, rubric)
 
 
 async def load_breakdown(db: Database, org_id: str, ref: str) -> Breakdown:

@@ -22,6 +22,7 @@ from valuerank.db import Database
 from valuerank.runs.progress import RunReport, read_report
 from valuerank.runs.results import ModelResult
 from valuerank.runs.states import RunStatus
+from valuerank.shapes import dump
 
 if TYPE_CHECKING:
     from valuerank.pipeline.calls import ProviderPool
@@ -167,7 +168,7 @@ def results_table(
 
 
 def report_json(r: RunReport, results: list[ModelResult] | None = None) -> dict[str, Any]:
-    data = r.to_dict()
+    data: dict[str, Any] = dump(r)
     if results is not None:
-        data["results"] = [m.to_dict() for m in results]
+        data["results"] = dump(results)
     return data

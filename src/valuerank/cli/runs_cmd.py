@@ -6,6 +6,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import typer
+from pydantic import TypeAdapter
 from rich.markup import escape
 from rich.table import Table
 
@@ -30,6 +31,7 @@ from valuerank.runs import service
 from valuerank.runs.config import build_config
 from valuerank.runs.progress import run_report
 from valuerank.runs.results import ModelResult, model_results
+from valuerank.shapes import dump
 from valuerank.terminal import print_run_status
 
 app = typer.Typer(help="Runs: send a definition's scenarios to models.", no_args_is_help=True)
@@ -234,7 +236,7 @@ def status(
             results = await model_results(conn, opened.org_id, report.run.id)
             rubric = await run_judge_rubric(conn, opened.org_id, report.run.rubric_id)
         # The rubric its judges read, as GET /api/runs/{id} names it.
-        return {**report_json(report, results), "rubric": rubric and rubric.to_dict()}
+        return {**report_json(report, results), "rubric": rubric and dump(rubric)}
 
     print_run_status(run(_go(), as_json=as_json), as_json=as_json)
 
@@ -251,7 +253,7 @@ def results(
         async with session() as s:
             r = await service.get_run(s.conn, s.org_id, run_id)
             rows = await model_results(s.conn, s.org_id, r.id)
-        return {"id": r.id, "summary": r.summary, "results": [m.to_dict() for m in rows]}
+        return {"id": r.id, "summary": r.summary, "results": dump(rows)}
 
     server = api_client(get_settings())
     if server is not None:
@@ -262,7 +264,7 @@ def results(
     if as_json:
         print_json(data)
         return
-    console.print(results_table([ModelResult.from_dict(m) for m in data["results"]]))
+    console.print(results_table(TypeAdapter(list[ModelResult]).validate_python(data["results"])))
     if data["summary"]:
         console.print(data["summary"])
 

@@ -37,6 +37,7 @@ from valuerank.runs.progress import job_progress
 from valuerank.runs.results import ModelResult
 from valuerank.runs.run import Run, get_run
 from valuerank.runs.states import RunStatus, move_run
+from valuerank.shapes import dump
 
 
 def _follower_specs(run: Run, ids: list[str]) -> list[JobSpec]:
@@ -90,7 +91,7 @@ async def _narrative(ctx: PipelineContext, run: Run, results: list[ModelResult])
         return text
     request = CompletionRequest(
         model=parse_model_id(model).name,
-        messages=run_summary_messages([r.to_dict() for r in results]),
+        messages=run_summary_messages(dump(results)),
         temperature=0.0,
         max_tokens=400,
         hints={"role": "summary"},

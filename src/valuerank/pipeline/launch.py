@@ -33,6 +33,7 @@ from valuerank.registry.service import prices_for, seed_models
 from valuerank.runs.config import RunConfig
 from valuerank.runs.estimates import followup_tokens
 from valuerank.runs.service import CreatedRun, Run, Started, create_run, start_run
+from valuerank.shapes import dump
 
 
 async def _priced(conn: AsyncConnection, models: Sequence[str]) -> list[ModelPrice]:
@@ -110,7 +111,7 @@ class Launched:
             "jobs": self.created.jobs_planned,
             "enqueued": self.started.enqueued if self.started else 0,
             "estimate": self.estimate.to_dict(),
-            "rubric": None if self.rubric is None else self.rubric.to_dict(),
+            "rubric": None if self.rubric is None else dump(self.rubric),
             "judge_models": list(run.config.judge_models),
             "summary_model": run.config.summary_model,
             "defaults_used": list(self.defaults_used),

@@ -49,6 +49,7 @@ from valuerank.runs.progress import job_progress
 from valuerank.runs.results import ModelResult
 from valuerank.runs.run import Run, get_run
 from valuerank.runs.states import RunStatus, move_run
+from valuerank.shapes import dump
 
 # The states a run ends from (by the finalize rule; cancelling also ends paused and pending).
 OPEN = (RunStatus.RUNNING, RunStatus.SUMMARIZING)
@@ -239,7 +240,7 @@ async def reap_stale_run(conn: AsyncConnection, org_id: str, run_id: str) -> Rea
             "reason": REASON,
             "error": error,
             # done/total as in run_complete (readers end the run's progress with them).
-            "probes": {"done": probes.done, **probes.to_dict()},
+            "probes": {"done": probes.done, **dump(probes)},
         },
     )
     return ReapedRun(run.id, org_id, run.status.value, target.value, error)

@@ -10,50 +10,71 @@ runs/pruned.py), in one (created_at, id) order.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, replace
-from datetime import datetime
+from dataclasses import replace
 from typing import Any
 
+from pydantic import computed_field
+from pydantic.dataclasses import dataclass
 from sqlalchemy import String, cast, func, null, select, union_all
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.db.tables import JSONDocument, pruned_failures
 from valuerank.findings.keyset import newest_first
 from valuerank.providers.model_id import parse_model_id
-from valuerank.queue.dialect import iso
 from valuerank.queue.partitions import JobField, job_counts, job_rows
 from valuerank.queue.states import JobStatus
 from valuerank.runs.kinds import PROBE
 from valuerank.runs.progress import Progress
 from valuerank.runs.run import Run
+from valuerank.shapes import SHAPE, Timestamp
 
 # A job's error as stored can be long (a provider's whole answer): a list shows this much.
 ERROR_CHARS = 2000
 
 
-@dataclass(frozen=True)
-class GroupProgress:
-    """The probe jobs of one model (or one provider) of a run."""
+@dataclass(frozen=True, config=SHAPE)
+class GroupProgress(Progress):
+    """The probe jobs of one model (or one provider) of a run: its `key`."""
 
-    key: str
-    progress: Progress
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def done(self) -> int:
+        return super().done
 
-    def to_dict(self, name: str) -> dict[str, Any]:
-        return {name: self.key, **self.progress.to_dict(), "done": self.progress.done}
+    @property
+    def progress(self) -> Progress:
+        return self
+
+    @property
+    def key(self) -> str:
+        raise NotImplementedError
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, config=SHAPE)
+class ModelProgress(GroupProgress):
+    model: str
+
+    @property
+    def key(self) -> str:
+        return self.model
+
+
+@dataclass(frozen=True, config=SHAPE)
+class ProviderProgress(GroupProgress):
+    provider: str
+
+    @property
+    def key(self) -> str:
+        return self.provider
+
+
+@dataclass(frozen=True, config=SHAPE)
 class Breakdown:
-    run_id: str
-    models: list[GroupProgress]
-    providers: list[GroupProgress]
+    """A run's probe jobs per target model and per provider."""
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "run_id": self.run_id,
-            "models": [g.to_dict("model") for g in self.models],
-            "providers": [g.to_dict("provider") for g in self.providers],
-        }
+    run_id: str
+    models: list[ModelProgress]
+    providers: list[ProviderProgress]
 
 
 def provider_of(model: str) -> str:
@@ -75,12 +96,12 @@ async def run_breakdown(conn: AsyncConnection, run: Run) -> Breakdown:
         provider[status] = provider.get(status, 0) + int(n)
     return Breakdown(
         run.id,
-        [GroupProgress(m, Progress.of(Counter(c))) for m, c in by_model.items()],
-        [GroupProgress(p, Progress.of(Counter(by_provider[p]))) for p in sorted(by_provider)],
+        [ModelProgress.of(Counter(c), model=m) for m, c in by_model.items()],
+        [ProviderProgress.of(Counter(by_provider[p]), provider=p) for p in sorted(by_provider)],
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, config=SHAPE)
 class Failure:
     """A failed job of a run (probe, judge, summarize, finalize) and why it failed."""
 
@@ -93,23 +114,8 @@ class Failure:
     attempts: int
     max_attempts: int
     error: str | None
-    created_at: datetime
-    finished_at: datetime | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "job_id": self.job_id,
-            "kind": self.kind,
-            "scenario_id": self.scenario_id,
-            "model": self.model,
-            "provider": self.provider,
-            "transcript_id": self.transcript_id,
-            "attempts": self.attempts,
-            "max_attempts": self.max_attempts,
-            "error": self.error,
-            "created_at": iso(self.created_at),
-            "finished_at": iso(self.finished_at),
-        }
+    created_at: Timestamp
+    finished_at: Timestamp | None
 
 
 def _text(value: Any) -> str | None:

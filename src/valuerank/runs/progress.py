@@ -15,10 +15,11 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Self
 
+from pydantic import computed_field, field_serializer
+from pydantic.dataclasses import dataclass
 from sqlalchemy import Integer, Select, String, cast, literal, select, union_all
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -29,13 +30,17 @@ from valuerank.queue.partitions import counter_rows, job_counts
 from valuerank.queue.states import JobStatus
 from valuerank.runs.kinds import JUDGE, PROBE, SUMMARIZE
 from valuerank.runs.run import Run, get_run
+from valuerank.runs.summary import RunIdentity
 from valuerank.runs.tallies import tallies_of_runs
+from valuerank.shapes import SHAPE
 
 STATES = ("queued", "running", "completed", "failed", "cancelled")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, config=SHAPE)
 class Progress:
+    """Jobs per state (`completed` counts succeeded jobs)."""
+
     total: int
     queued: int
     running: int
@@ -58,22 +63,13 @@ class Progress:
         api.js `completedPercent` is the same rule)."""
         return 100 * self.completed // self.total if self.total else 0
 
-    def to_dict(self) -> dict[str, int]:
-        return {
-            "total": self.total,
-            "queued": self.queued,
-            "running": self.running,
-            "completed": self.completed,
-            "failed": self.failed,
-            "cancelled": self.cancelled,
-        }
-
     @classmethod
-    def of(cls, by_status: Counter[str]) -> Progress:
-        """From job counts keyed by the queue's statuses (`succeeded` is `completed` here)."""
+    def of(cls, by_status: Counter[str], **more: Any) -> Self:
+        """From job counts keyed by the queue's statuses (`succeeded` is `completed` here);
+        `more`: a subclass's own fields."""
         counts = {s: max(0, by_status[s]) for s in STATES if s != "completed"}
         counts["completed"] = max(0, by_status[JobStatus.SUCCEEDED.value])
-        return cls(total=sum(counts.values()), **counts)
+        return cls(total=sum(counts.values()), **counts, **more)
 
 
 def _pruned_row(run_id: str, columns: int) -> Select[Any]:
@@ -157,25 +153,29 @@ async def runs_progress(
     return {run_id: (Progress.of(probes[run_id]), Progress.of(judging[run_id])) for run_id in ids}
 
 
-@dataclass(frozen=True)
-class RunReport:
-    run: Run
+@dataclass(frozen=True, config=SHAPE)
+class RunReport(RunIdentity):
+    """A run's status and progress: probe jobs (`progress`), judge and summary jobs
+    (`judging`), transcripts, cost so far and an ETA."""
+
     progress: Progress  # probe jobs: one per (scenario, model, sample)
     judging: Progress  # judge and summarize jobs
     transcripts: int
     cost_usd: float
     eta_seconds: float | None
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            **self.run.summary_dict(),
-            "progress": self.progress.to_dict(),
-            "judging": self.judging.to_dict(),
-            "transcripts": self.transcripts,
-            "cost_usd": round(self.cost_usd, 6),
-            "eta_seconds": None if self.eta_seconds is None else round(self.eta_seconds, 1),
-            "error": self.run.error,
-        }
+    @field_serializer("cost_usd")
+    def _rounded_cost(self, value: float) -> float:
+        return round(value, 6)
+
+    @field_serializer("eta_seconds")
+    def _rounded_eta(self, value: float | None) -> float | None:
+        return None if value is None else round(value, 1)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def error(self) -> str | None:
+        return self.run.error
 
 
 def _eta(run: Run, progress: Progress, now: datetime) -> float | None:

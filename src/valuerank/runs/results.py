@@ -3,48 +3,40 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, fields
-from typing import Any
+from collections.abc import Iterable
 
+from pydantic import Field, field_serializer
+from pydantic.dataclasses import dataclass
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.runs.tallies import Tally, run_tally
+from valuerank.shapes import SHAPE
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, config=SHAPE)
 class ModelResult:
+    """How one model of a run decided (a shape: `shapes.dump` writes it, and reads a
+    server's answer back with `TypeAdapter(ModelResult)`)."""
+
     model: str
     transcripts: int
     decided: int
     refusals: int
     mean_decision: float | None
     stdev_decision: float | None
-    decision_counts: dict[int, int] = field(default_factory=dict)
+    decision_counts: dict[int, int] = Field(
+        default_factory=dict, description="Decision code (1–5) → transcripts."
+    )
     cost_usd: float | None = None
     synthetic: bool = False
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "model": self.model,
-            "transcripts": self.transcripts,
-            "decided": self.decided,
-            "refusals": self.refusals,
-            "mean_decision": None if self.mean_decision is None else round(self.mean_decision, 3),
-            "stdev_decision": None
-            if self.stdev_decision is None
-            else round(self.stdev_decision, 3),
-            "decision_counts": {str(k): v for k, v in sorted(self.decision_counts.items())},
-            "cost_usd": self.cost_usd,
-            "synthetic": self.synthetic,
-        }
+    @field_serializer("mean_decision", "stdev_decision")
+    def _rounded(self, value: float | None) -> float | None:
+        return None if value is None else round(value, 3)
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ModelResult:
-        """The inverse of `to_dict` (e.g. a server's answer, for the CLI's table)."""
-        values = {f.name: data[f.name] for f in fields(cls)}
-        values["decision_counts"] = {int(k): v for k, v in data["decision_counts"].items()}
-        return cls(**values)
+    @field_serializer("decision_counts")
+    def _by_code(self, counts: dict[int, int]) -> dict[str, int]:
+        return {str(k): v for k, v in sorted(counts.items())}
 
 
 def _mean_stdev(counts: dict[int, int]) -> tuple[float | None, float | None]:

@@ -168,7 +168,7 @@ async def new_run_page(
 
 async def _sections(db: Database, detail: RunDetail) -> dict[str, Any]:
     """What the changing parts of a run's page show: results, chart, failures, summary."""
-    run = detail.report.run
+    run = detail.run
     async with db.transaction() as conn:
         failures = await run_failures(conn, run, limit=FAILURES_SHOWN)
         failed = await count_failures(conn, run)
@@ -190,18 +190,18 @@ async def _sections(db: Database, detail: RunDetail) -> dict[str, Any]:
 @router.get("/runs/{run_id}", response_class=HTMLResponse)
 async def run_page(request: Request, run_id: str, ctx: Viewer) -> Response:
     detail = await load_run(ctx.db, ctx.org_id, run_id)
-    run = detail.report.run
+    run = detail.run
     async with ctx.db.transaction() as conn:
         breakdown = await run_breakdown(conn, run)
         newest = await last_seq(conn, run.id)
         defaults = await get_org_defaults(conn, ctx.org_id)
-    actions = run_actions(detail.report)
+    actions = run_actions(detail)
     return templates.TemplateResponse(
         request,
         "run.html",
         {
             **await _sections(ctx.db, detail),
-            "report": detail.report,
+            "report": detail,
             "breakdown": breakdown,
             "actions": {a.value for a in actions},
             "events_after": max(0, newest - EVENTS_REPLAYED),

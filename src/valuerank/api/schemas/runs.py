@@ -1,5 +1,7 @@
 """What the run, queue and eval routes answer (see `envelope.py` for how they are used):
-a run's summary, report, detail and list items, its events, a launch, the queue's status."""
+a run's summary, pages of runs and failures, its events, a launch, the queue's status. A
+run's report, detail, list item, breakdown and failures are shapes of their own
+(`valuerank.shapes`), defined where they are built (`runs/`, `api/views.py`)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,9 @@ from typing import Any, Literal
 from pydantic import Field
 
 from valuerank.api.schemas.envelope import Out
-from valuerank.runs.actions import RunAction
+from valuerank.api.views import RunItem
+from valuerank.default_rubric import JudgeRubric
+from valuerank.runs.breakdown import Failure
 from valuerank.runs.states import RunStatus
 
 
@@ -36,111 +40,10 @@ class RunSummary(Out):
     created_at: datetime
 
 
-class Progress(Out):
-    """Jobs per state (`completed` counts succeeded jobs)."""
-
-    total: int
-    queued: int
-    running: int
-    completed: int
-    failed: int
-    cancelled: int
-
-
-class RunReport(RunSummary):
-    """A run's status and progress: probe jobs (`progress`), judge and summary jobs
-    (`judging`), transcripts, cost so far and an ETA."""
-
-    progress: Progress
-    judging: Progress
-    transcripts: int
-    cost_usd: float
-    eta_seconds: float | None
-    error: str | None
-
-
-class RunItem(RunReport):
-    started_at: datetime | None
-    finished_at: datetime | None
-
-
 class RunPage(Out):
     runs: list[RunItem]
     count: int
     next_cursor: str | None
-
-
-class ModelResult(Out):
-    model: str
-    transcripts: int
-    decided: int
-    refusals: int
-    mean_decision: float | None
-    stdev_decision: float | None
-    decision_counts: dict[str, int] = Field(description="Decision code (1–5) → transcripts.")
-    cost_usd: float | None
-    synthetic: bool
-
-
-class JudgeRubric(Out):
-    """The values rubric a run's judges read (`default_rubric.JudgeRubric`)."""
-
-    id: str | None = Field(description="Rubric version id; null in a preview of the default.")
-    name: str
-    version_label: str | None
-    values: int = Field(description="How many values the rubric defines.")
-    default: bool = Field(
-        description="True when it is ValueRank's packaged default (the organisation has none)."
-    )
-
-
-class RunDetail(RunItem):
-    summary: str | None
-    priority: int
-    samples_per_scenario: int
-    judge_models: list[str]
-    default_judges: bool = Field(
-        description="True when the judges are the organisation's defaults (none were named)."
-    )
-    rubric: JudgeRubric | None = Field(
-        description="The rubric the run's judges read (null: none recorded)."
-    )
-    results: list[ModelResult]
-    actions: list[RunAction] = Field(description="What may be done with the run now.")
-
-
-class ModelProgress(Progress):
-    model: str
-    done: int
-
-
-class ProviderProgress(Progress):
-    provider: str
-    done: int
-
-
-class Breakdown(Out):
-    """A run's probe jobs per target model and per provider."""
-
-    run_id: str
-    models: list[ModelProgress]
-    providers: list[ProviderProgress]
-
-
-class Failure(Out):
-    """A failed job of a run, with the error that ended it."""
-
-    job_id: str
-    kind: str
-    scenario_id: str | None
-    model: str | None
-    provider: str | None
-    transcript_id: str | None
-    attempts: int
-    max_attempts: int
-    error: str | None
-    created_at: datetime
-    finished_at: datetime | None
 
 
 class FailurePage(Out):
