@@ -44,7 +44,7 @@ def test_short_commands_and_the_worker_do_not_load_the_statistics_stack() -> Non
     assert _heavy_imported("export", "run", "--help") == []
     assert _heavy_imported("analyze", "--help") == []
     # …which the analysis does load when it computes: the probe sees it.
-    assert "numpy" in _heavy_imported("analyze", "--help", preload=("valuerank.findings.analyses",))
+    assert "numpy" in _heavy_imported("analyze", "--help", preload=("valuerank.analysis.basic",))
 
 
 def test_every_command_of_every_module_is_listed_and_runs() -> None:

@@ -17,13 +17,12 @@ import functools
 from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Self, TypedDict, TypeVar, Unpack
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.queue.enqueue import (
-    DEFAULT_MAX_ATTEMPTS,
     Enqueued,
     JobSpec,
     PriorityName,
@@ -34,6 +33,20 @@ from valuerank.queue.job import Job
 
 if TYPE_CHECKING:
     from valuerank.queue.worker import Worker
+
+
+class JobOptions(TypedDict, total=False):
+    """`JobSpec`'s fields other than the kind, organisation and payload."""
+
+    partition: str | None
+    item_key: str | None
+    priority: PriorityName | str | int
+    run_at: datetime | None
+    delay_seconds: float | None
+    max_attempts: int
+    provider: str | None
+    model: str | None
+
 
 P = TypeVar("P")
 C = TypeVar("C")
@@ -107,64 +120,16 @@ class JobKind(Generic[P]):
     def payload(self, job: Job) -> P:
         return self.from_payload(job.payload)
 
-    def spec(
-        self,
-        payload: P,
-        *,
-        org_id: str,
-        partition: str | None = None,
-        item_key: str | None = None,
-        priority: PriorityName | str | int = "normal",
-        run_at: datetime | None = None,
-        delay_seconds: float | None = None,
-        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
-        provider: str | None = None,
-        model: str | None = None,
-    ) -> JobSpec:
-        """The job to enqueue (see `JobSpec`) with this kind and `payload`."""
-        return JobSpec(
-            kind=self.name,
-            org_id=org_id,
-            payload=self.to_payload(payload),
-            partition=partition,
-            item_key=item_key,
-            priority=priority,
-            run_at=run_at,
-            delay_seconds=delay_seconds,
-            max_attempts=max_attempts,
-            provider=provider,
-            model=model,
-        )
+    def spec(self, payload: P, *, org_id: str, **options: Unpack[JobOptions]) -> JobSpec:
+        """The job to enqueue (see `JobSpec`, whose defaults `options` keep) with this kind
+        and `payload`."""
+        return JobSpec(kind=self.name, org_id=org_id, payload=self.to_payload(payload), **options)
 
     async def enqueue(
-        self,
-        conn: AsyncConnection,
-        payload: P,
-        *,
-        org_id: str,
-        partition: str | None = None,
-        item_key: str | None = None,
-        priority: PriorityName | str | int = "normal",
-        run_at: datetime | None = None,
-        delay_seconds: float | None = None,
-        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
-        provider: str | None = None,
-        model: str | None = None,
+        self, conn: AsyncConnection, payload: P, *, org_id: str, **options: Unpack[JobOptions]
     ) -> Enqueued:
         """Enqueue one job of this kind (idempotent by `item_key`, see `enqueue`)."""
-        spec = self.spec(
-            payload,
-            org_id=org_id,
-            partition=partition,
-            item_key=item_key,
-            priority=priority,
-            run_at=run_at,
-            delay_seconds=delay_seconds,
-            max_attempts=max_attempts,
-            provider=provider,
-            model=model,
-        )
-        return await enqueue(conn, spec)
+        return await enqueue(conn, self.spec(payload, org_id=org_id, **options))
 
 
 def kind_names(kinds: Iterable[JobKind[Any]]) -> dict[str, str]:
