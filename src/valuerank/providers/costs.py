@@ -209,7 +209,7 @@ def estimate_run_cost(
     followers: Sequence[FollowerCalls] = (),
 ) -> RunCostEstimate:
     """Estimate a run of `prompts` scenarios × `models` × `samples` conversations of `turns`,
-    and the `followers`' calls on each of those conversations.
+    and the `followers`' calls on each of those conversations' transcripts (one per model).
 
     `prompt_tokens` is the mean size of a first prompt (see `estimate_tokens`),
     `output_tokens_per_turn` the expected answer size (e.g. the run's max_tokens for an
@@ -223,12 +223,15 @@ def estimate_run_cost(
         (model, PROBE_ROLE, conversations * turns, conversations * per_in, conversations * per_out)
         for model in models
     ]
+    # A follower (a judge, the summary model) reads every transcript: one per conversation
+    # of every target model, not one per scenario.
+    transcripts = conversations * len(models)
     for group in followers:
         per_call_in = _count("input_tokens", group.input_tokens)
         per_call_out = _count("output_tokens", group.output_tokens)
         shapes += [
-            (model, group.role, conversations, conversations * per_call_in,
-             conversations * per_call_out)
+            (model, group.role, transcripts, transcripts * per_call_in,
+             transcripts * per_call_out)
             for model in group.models
         ]  # fmt: skip
     estimates: list[ModelCostEstimate] = []
