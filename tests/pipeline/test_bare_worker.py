@@ -11,13 +11,13 @@ import json
 import os
 import subprocess
 import sys
-from typing import Any
 
 from sqlalchemy import func, select
+from tests.api.test_run_event_names import _topics
 from tests.conftest import TestDatabase
 
 from valuerank.db import Database
-from valuerank.db.tables import jobs, outbox, runs
+from valuerank.db.tables import jobs, runs
 from valuerank.pipeline.launch import launch_run
 from valuerank.queue import events_after
 from valuerank.queue.outbox import register_webhook
@@ -47,16 +47,6 @@ async def main():
 
 asyncio.run(main())
 """
-
-
-async def _topics(db: Database, webhook_id: str) -> list[tuple[str, dict[str, Any]]]:
-    async with db.transaction() as conn:
-        rows = await conn.execute(
-            select(outbox.c.topic, outbox.c.payload)
-            .where(outbox.c.webhook_id == webhook_id)
-            .order_by(outbox.c.created_at, outbox.c.id)
-        )
-        return [(r.topic, r.payload) for r in rows]
 
 
 async def test_a_worker_from_a_bare_import_runs_every_hook_of_a_run(

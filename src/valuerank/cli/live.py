@@ -73,10 +73,6 @@ async def in_process_worker(
         await ctx.aclose()
 
 
-async def report(db: Database, org_id: str, run_id: str) -> RunReport:
-    return await read_report(db, org_id, run_id)
-
-
 def _describe(r: RunReport) -> str:
     p = r.progress
     extra = f" · judging {r.judging.done}/{r.judging.total}" if r.judging.total else ""
@@ -101,7 +97,7 @@ async def wait_for_run(
         transient=False,
     )
     with bar:
-        current = await report(db, org_id, run_id)
+        current = await read_report(db, org_id, run_id)
         task = bar.add_task(
             "run", total=current.progress.total or None, name=current.run.name, state=""
         )
@@ -119,7 +115,7 @@ async def wait_for_run(
             if deadline is not None and time.monotonic() >= deadline:
                 return current, False
             await asyncio.sleep(POLL_SECONDS)
-            previous, current = current, await report(db, org_id, run_id)
+            previous, current = current, await read_report(db, org_id, run_id)
             moving = current.progress.running or current.progress.done != previous.progress.done
             if moving or current.run.status is not RunStatus.RUNNING:
                 idle_since = time.monotonic()
