@@ -114,7 +114,9 @@ def test_runs_status_starts_without_alembic_or_the_job_handlers(tmp_path: Path) 
     assert _loaded(status, NOT_FOR_STATUS, env) == []
 
 
-def test_a_cached_analysis_is_shown_without_the_statistics(cli: Invoke, database_url: Any) -> None:
+def test_a_cached_analysis_is_shown_without_the_statistics(
+    cli: Invoke, database_url: Any, tmp_path: Path
+) -> None:
     # A small run without judges, analysed once (basic and deep): the cache is then current.
     definition = str(cli("definitions", "import", DEMO, "--json").json()["id"])
     created = cli(
@@ -136,6 +138,20 @@ def test_a_cached_analysis_is_shown_without_the_statistics(cli: Invoke, database
             "assert 'Value sensitivity' in out or '\"cached\": true' in out, out"
         )
         assert _loaded(shown, HEAVY, env) == [], args
+    # A report draws its figures once and keeps them: the next one, in a new process, draws
+    # nothing and needs no matplotlib.
+    first = cli("report", run_id, "-o", str(tmp_path / "first.html"), "--json")
+    assert first.exit_code == 0, first.stdout
+    again = tmp_path / "again.html"
+    reported = (
+        "from typer.testing import CliRunner\n"
+        "from valuerank.cli import app\n"
+        f"result = CliRunner().invoke(app, ['report', {run_id!r}, '-o', {str(again)!r}])\n"
+        "assert result.exit_code == 0, result.output"
+    )
+    assert _loaded(reported, HEAVY, env) == []
+    figures = 'aria-label="Value sensitivity'
+    assert figures in again.read_text() and figures in (tmp_path / "first.html").read_text()
     # …and computing still loads them (the same command, forced).
     forced = (
         "from typer.testing import CliRunner\n"

@@ -792,6 +792,22 @@ analyses = Table(
     Index("ix_analyses_org_id_run_id", "org_id", "run_id"),
 )
 
+# The figures drawn from a stored analysis row (report/figure_store.py), as inline SVG: kept
+# beside it so a new process (`valuerank report`) draws nothing while the analysis is current.
+# Stale when the row's `input_hash` or the figures' `version` (the drawing code's) differ.
+analysis_figures = Table(
+    "analysis_figures",
+    metadata,
+    Column("run_id", String(ID_LENGTH), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("kind", String(16), nullable=False),  # basic | deep, as the analysis drawn from
+    _org_id(),
+    Column("input_hash", String(64), nullable=False),
+    Column("version", String(64), nullable=False),
+    Column("svgs", JSONDocument, nullable=False),  # figure name -> <svg>
+    _created_at(),
+    PrimaryKeyConstraint("run_id", "kind"),
+)
+
 # A comparison of two runs (`analyze:compare`): queued, then completed with its result (or
 # failed with the reason). `input_hash` covers both runs' inputs and the options.
 comparisons = Table(

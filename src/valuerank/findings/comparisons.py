@@ -11,13 +11,12 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from sqlalchemy import func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from valuerank.analysis import CODE_VERSION, compare
-from valuerank.analysis.intervals import Correction
+from valuerank.analysis import CODE_VERSION
 from valuerank.db.engine import Database
 from valuerank.db.tables import comparisons
 from valuerank.errors import InvalidInputError, NotFoundError
@@ -26,6 +25,9 @@ from valuerank.findings.loading import LoadedRun, input_hash, load_run
 from valuerank.queue.dialect import iso
 from valuerank.queue.ids import new_id
 from valuerank.runs.service import Run, get_run
+
+if TYPE_CHECKING:
+    from valuerank.analysis.intervals import Correction
 
 Status = Literal["queued", "completed", "failed"]
 CORRECTIONS: tuple[Correction, ...] = ("fdr_bh", "holm")
@@ -156,6 +158,8 @@ def pair_hash(a: LoadedRun, b: LoadedRun, options: dict[str, Any]) -> str:
 
 
 def compute(a: LoadedRun, b: LoadedRun, options: dict[str, Any]) -> dict[str, Any]:
+    from valuerank.analysis import compare  # the statistics, only to compute: see `_read`
+
     result = compare(a.data, b.data, correction=options.get("correction", "fdr_bh"))
     return {"baselineRunId": a.run.id, "comparisonRunId": b.run.id, **result}
 

@@ -13,13 +13,11 @@ from valuerank.db.engine import Database
 from valuerank.definitions.service import get_definition
 from valuerank.errors import NotFoundError
 from valuerank.findings.analyses import run_analysis
-from valuerank.findings.comparisons import compare_runs
 from valuerank.queue.dialect import as_utc
 from valuerank.refs import short_id
 from valuerank.report.errors import NoTranscriptsError
-from valuerank.report.figures import report_figures
+from valuerank.report.figures import analysis_figures, comparison_figure
 from valuerank.report.render import ComparisonPart, ReportDocument, RunHeader, render_report
-from valuerank.report.svg import figure_key
 from valuerank.runs.service import Run, get_run
 
 Progress = Callable[[str], None]
@@ -82,6 +80,9 @@ async def gather_report(
     header = await _header(db, org_id, run)
     comparison = None
     if baseline is not None:
+        # Comparing loads the runs (numpy); a report without one needs none of it.
+        from valuerank.findings.comparisons import compare_runs
+
         progress("comparison")
         compared = (await compare_runs(db, org_id, baseline, run.id)).comparison
         async with db.transaction() as conn:
@@ -92,17 +93,14 @@ async def gather_report(
             result=compared.result or {},
         )
     progress("figures")
-    deep = outcome.current_deep
-    # The analysis page's key: the page and the report share figures.
-    key = figure_key(org_id, run.id, outcome.input_hash, deep is not None)
-    figures = await asyncio.to_thread(
-        report_figures,
-        basic,
-        deep,
-        None if comparison is None else comparison.result,
-        key=key,
-        comparison_id=None if comparison is None else comparison.comparison_id,
+    figures = await analysis_figures(
+        db, org_id, run.id, outcome.input_hash, basic, outcome.current_deep
     )
+    if comparison is not None:
+        forest = await asyncio.to_thread(
+            comparison_figure, comparison.result, comparison.comparison_id
+        )
+        figures = {**figures, "comparison_forest": forest}
     return ReportDocument(
         run=header,
         basic=basic,

@@ -5,15 +5,18 @@ Every text is escaped (matplotlib escapes what it writes); ids are prefixed so s
 can share one page; styles become presentation attributes (the pages' Content-Security-Policy
 allows no inline styles).
 
-Rendering a run's figures takes 0.3–2 s of matplotlib, so `cached_analysis_svgs` keeps the
-SVGs of the last `SVG_CACHE_SIZE` analyses in memory, keyed by `figure_key` (the run, its
-inputs' hash, the analysis code version, whether a deep analysis is drawn): a cached analysis's
-page or report renders nothing. A figure that fails to draw becomes a figure saying so (the
+Rendering a run's figures takes 0.3–2 s of matplotlib, so `svg_cache` keeps the SVGs of the
+last `SVG_CACHE_SIZE` analyses in memory, keyed by `figure_key` (the run, its inputs' hash,
+the analysis code version, whether a deep analysis is drawn), and report/figures.py keeps
+them in the database too: a cached analysis's page or report renders nothing. matplotlib is
+imported only to draw. A figure that fails to draw becomes a figure saying so (the
 page still answers) and is logged.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import io
 import logging
 import re
@@ -21,21 +24,13 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping
 from html import escape
-from typing import Any
-
-from matplotlib import rc_context
-from matplotlib.figure import Figure
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from valuerank.analysis import CODE_VERSION
-from valuerank.analysis.plots import (
-    agreement_heatmap,
-    comparison_forest,
-    dimension_effects,
-    empty_figure,
-    pca_scatter,
-    value_sensitivity,
-    win_rates,
-)
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 _PROLOG = re.compile(r"^.*?(?=<svg)", re.DOTALL)
 _SIZE = re.compile(r'(<svg[^>]*?)\s(width|height)="[^"]*"')
@@ -67,6 +62,8 @@ def _attributes(match: re.Match[str]) -> str:
 
 def figure_svg(fig: Figure, prefix: str, label: str) -> str:
     """`fig` as an inline `<svg>` (text kept as text, ids prefixed, scales with its box)."""
+    from matplotlib import rc_context  # only to draw: a stored figure needs no matplotlib
+
     buffer = io.StringIO()
     # tight_layout() has already placed everything; a layout engine left on the figure
     # would make savefig draw it once more just to lay it out (a third of the time).
@@ -98,36 +95,70 @@ _LABELS = {
 }
 
 
-def _figure(
-    name: str, draw: Callable[[Mapping[str, Any]], Figure], data: Mapping[str, Any]
-) -> Figure:
+Drawer = Callable[[Mapping[str, Any]], "Figure"]
+
+
+def _figure(name: str, draw: Drawer, data: Mapping[str, Any]) -> Figure:
     """`draw(data)`, or a figure saying it could not be drawn: one figure never costs the
     page (the plots handle every shape of result the tests generate; this is the backstop)."""
     try:
         return draw(data)
     except Exception:  # any drawing error: the page must still answer
+        from valuerank.analysis.plots import empty_figure
+
         log.exception("FIGURE_FAILED: the %s figure could not be drawn", name)
         return empty_figure(
             _LABELS[name], "FIGURE_FAILED: this figure could not be drawn (see the server log)"
         )
 
 
-def analysis_svgs(basic: Mapping[str, Any], deep: Mapping[str, Any] | None) -> dict[str, str]:
-    """The analysis package's figures of a run as inline SVG, by name (blocking: matplotlib)."""
-    drawers: dict[str, Callable[[Mapping[str, Any]], Figure]] = {
+def _drawn(drawers: Mapping[str, Drawer], data: Mapping[str, Any]) -> dict[str, str]:
+    return {
+        name: figure_svg(_figure(name, draw, data), name.replace("_", "-"), _LABELS[name])
+        for name, draw in drawers.items()
+    }
+
+
+def basic_svgs(basic: Mapping[str, Any]) -> dict[str, str]:
+    """The figures drawn from a basic analysis, as inline SVG by name (blocking: matplotlib)."""
+    from valuerank.analysis.plots import (
+        agreement_heatmap,
+        dimension_effects,
+        value_sensitivity,
+        win_rates,
+    )
+
+    drawers = {
         "value_sensitivity": value_sensitivity,
         "win_rates": win_rates,
         "agreement_heatmap": agreement_heatmap,
         "dimension_effects": dimension_effects,
     }
-    sources: dict[str, Mapping[str, Any]] = dict.fromkeys(drawers, basic)
-    if deep is not None:
-        drawers["pca_scatter"] = pca_scatter
-        sources["pca_scatter"] = deep
-    return {
-        name: figure_svg(_figure(name, draw, sources[name]), name.replace("_", "-"), _LABELS[name])
-        for name, draw in drawers.items()
-    }
+    return _drawn(drawers, basic)
+
+
+def deep_svgs(deep: Mapping[str, Any]) -> dict[str, str]:
+    """The figures drawn from a deep analysis (blocking: matplotlib)."""
+    from valuerank.analysis.plots import pca_scatter
+
+    return _drawn({"pca_scatter": pca_scatter}, deep)
+
+
+def analysis_svgs(basic: Mapping[str, Any], deep: Mapping[str, Any] | None) -> dict[str, str]:
+    """The analysis package's figures of a run as inline SVG, by name (blocking: matplotlib)."""
+    return {**basic_svgs(basic), **(deep_svgs(deep) if deep is not None else {})}
+
+
+@functools.cache
+def figures_version() -> str:
+    """What drew the figures: a hash of the drawing code (the plots and this module), so a
+    stored figure drawn by other code is drawn again, without a number to remember to bump."""
+    here = Path(__file__)
+    sources = (here.parents[1] / "analysis" / "plots.py", here)
+    digest = hashlib.sha256()
+    for source in sources:
+        digest.update(source.read_bytes())
+    return digest.hexdigest()[:32]
 
 
 class SvgCache:
@@ -163,20 +194,9 @@ class SvgCache:
 svg_cache = SvgCache(SVG_CACHE_SIZE)
 
 
-def cached_analysis_svgs(
-    key: Hashable, basic: Mapping[str, Any], deep: Mapping[str, Any] | None
-) -> tuple[dict[str, str], bool]:
-    """(`analysis_svgs(basic, deep)`, whether they came from the cache). `key` must change
-    whenever what the figures are drawn from does (blocking: matplotlib on a miss)."""
-    found = svg_cache.get(key)
-    if found is not None:
-        return found, True
-    svgs = analysis_svgs(basic, deep)
-    svg_cache.put(key, svgs)
-    return svgs, False
-
-
 def forest_svg(result: Mapping[str, Any]) -> str:
     """The forest plot of a comparison's decision deltas (blocking: matplotlib)."""
+    from valuerank.analysis.plots import comparison_forest
+
     label = "Decision delta per model with 95% intervals; red: significant"
     return figure_svg(comparison_forest(result), "forest", label)

@@ -4,9 +4,9 @@ comparing two runs (deltas with intervals and significance as a forest plot, the
 divergent scenarios), experiments and the lineage results of a definition.
 
 The figures are the analysis package's own (analysis/plots.py) rendered as inline SVG, once
-per analysis (report/svg.cached_analysis_svgs); the data comes from the services the API
-and CLI call. Queuing work (a deep analysis, a
-background comparison) happens in the page's JavaScript through the API."""
+per analysis and kept beside it (report/figures.analysis_figures); the data comes from the
+services the API and CLI call. Queuing work (a deep analysis, a background comparison) happens
+in the page's JavaScript through the API."""
 
 from __future__ import annotations
 
@@ -25,7 +25,8 @@ from valuerank.findings.analyses import run_analysis
 from valuerank.findings.comparisons import Comparison, compare_runs, get_comparison
 from valuerank.findings.lineage import lineage_results
 from valuerank.pipeline.experiments import experiment_report, list_experiments
-from valuerank.report.svg import cached_analysis_svgs, figure_key, forest_svg
+from valuerank.report.figures import analysis_figures
+from valuerank.report.svg import forest_svg
 from valuerank.runs.listing import find_runs
 from valuerank.runs.service import Run, get_run
 from valuerank.web.templating import templates
@@ -47,8 +48,9 @@ async def analysis_page(request: Request, run_id: str, ctx: Viewer) -> Response:
     async with ctx.db.transaction() as conn:
         run = await get_run(conn, ctx.org_id, outcome.run_id)
     basic = outcome.analysis
-    key = figure_key(ctx.org_id, outcome.run_id, outcome.input_hash, deep is not None)
-    svgs, _ = await asyncio.to_thread(cached_analysis_svgs, key, basic, deep)
+    svgs = await analysis_figures(
+        ctx.db, ctx.org_id, outcome.run_id, outcome.input_hash, basic, deep
+    )
     return templates.TemplateResponse(
         request,
         "analysis.html",
