@@ -8,10 +8,11 @@ import asyncio
 from typing import Any
 
 import httpx
-from sqlalchemy import insert, select, text, update
+import pytest
+from sqlalchemy import func, insert, select, text, update
 
 from valuerank.db import Database, create_database
-from valuerank.db.tables import jobs, maintenance_runs, outbox
+from valuerank.db.tables import jobs, maintenance_runs, outbox, response_cache
 from valuerank.orgs import ensure_org
 from valuerank.queue import JobSpec, QueueSettings, claim, enqueue_many
 from valuerank.queue.dialect import db_now_plus
@@ -344,3 +345,35 @@ async def test_ready_checks_the_database_and_the_schema(
             assert_error(await client.get("/api/ready"), 503, "DATABASE_UNAVAILABLE")
     finally:
         await down.dispose()
+
+
+async def test_a_pass_started_by_the_api_keeps_what_the_apps_settings_say(
+    live: Live, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The retention comes from the settings the app was made with, not the environment."""
+    async with live.db.transaction() as conn:
+        for n, age_days in enumerate((200, 1)):
+            await conn.execute(
+                insert(response_cache).values(
+                    org_id=live.org_id,
+                    key=f"{n:064d}",
+                    model="scripted:utilitarian",
+                    completion={"text": "kept?"},
+                    created_at=db_now_plus(conn.dialect.name, -age_days * 86400.0),
+                )
+            )
+    monkeypatch.setenv("VALUERANK_RESPONSE_CACHE_DAYS", "30")  # what the app was not given
+    settings = live.context.settings
+    async with live.client() as admin:
+        live.context.settings = settings.model_copy(update={"response_cache_days": 0})
+        kept = _data(await admin.post("/api/system/queue/maintenance/run"))
+        assert kept["actions"]["response_cache"]["retention_days"] is None
+        live.context.settings = settings.model_copy(update={"response_cache_days": 90.0})
+        pruned = _data(await admin.post("/api/system/queue/maintenance/run"))
+    assert pruned["actions"]["response_cache"] == {
+        "pruned": 1,
+        "more": False,
+        "retention_days": 90.0,
+    }
+    async with live.db.transaction() as conn:
+        assert await conn.scalar(select(func.count()).select_from(response_cache)) == 1

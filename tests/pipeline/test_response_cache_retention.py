@@ -12,7 +12,7 @@ from valuerank.config import get_settings
 from valuerank.db import Database
 from valuerank.db.tables import response_cache
 from valuerank.pipeline.calls import prune_response_cache
-from valuerank.pipeline.maintenance import RESPONSE_CACHE, maintain
+from valuerank.pipeline.maintenance import RESPONSE_CACHE, Retention, maintain
 from valuerank.queue import QueueSettings
 from valuerank.queue.dialect import db_now_plus
 
@@ -51,7 +51,7 @@ async def test_maintenance_deletes_answers_past_the_retention(
     await cached(db, org_id, [200, 1, 95, 91, 10])
     cache_days.setenv("VALUERANK_RESPONSE_CACHE_DAYS", "90")
     get_settings.cache_clear()
-    record = await maintain(db, QueueSettings(), trigger="cli")
+    record = await maintain(db, QueueSettings(), Retention.of(get_settings()), trigger="cli")
     assert record is not None
     assert record.actions[RESPONSE_CACHE] == {"pruned": 3, "more": False, "retention_days": 90.0}
     assert await remaining(db) == ["1", "4"]
@@ -59,7 +59,7 @@ async def test_maintenance_deletes_answers_past_the_retention(
     cache_days.setenv("VALUERANK_RESPONSE_CACHE_DAYS", "0")  # keep forever
     get_settings.cache_clear()
     await cached(db, org_id, [400])
-    record = await maintain(db, QueueSettings(), trigger="cli")
+    record = await maintain(db, QueueSettings(), Retention.of(get_settings()), trigger="cli")
     assert record is not None and record.actions[RESPONSE_CACHE]["pruned"] == 0
     async with db.transaction() as conn:
         assert await conn.scalar(select(func.count()).select_from(response_cache)) == 3

@@ -15,7 +15,7 @@ from valuerank.db.tables import jobs, runs
 from valuerank.orgs import ensure_org
 from valuerank.pipeline.context import PipelineContext
 from valuerank.pipeline.handlers import register_pipeline_handlers
-from valuerank.pipeline.maintenance import maintain, reap_stale_runs_pass
+from valuerank.pipeline.maintenance import Retention, maintain, reap_stale_runs_pass
 from valuerank.queue import QueueSettings, Worker, claim, events_after
 from valuerank.queue.maintenance import MaintenanceRun
 from valuerank.runs.kinds import FINALIZE
@@ -48,7 +48,7 @@ async def test_a_run_whose_probes_all_succeeded_is_completed(
     run_id = await stale_run(org_id, write=True)
     assert await _status(db, org_id, run_id) is RunStatus.RUNNING
 
-    stale = _stale(await maintain(db, SETTINGS, trigger="cli"))
+    stale = _stale(await maintain(db, SETTINGS, Retention(), trigger="cli"))
 
     assert (stale["reaped"], stale["completed"], stale["failed"], stale["resumed"]) == (1, 1, 0, 0)
     assert stale["runs"] == [{"run_id": run_id, "from": "running", "outcome": "completed"}]
@@ -61,7 +61,7 @@ async def test_a_run_whose_probes_all_succeeded_is_completed(
     assert event["status"] == "completed" and event["previous_status"] == "running"
     assert event["probes"]["completed"] == event["probes"]["total"] > 0
     # Nothing left to reap: a second pass finds nothing and writes no event.
-    assert _stale(await maintain(db, SETTINGS, trigger="cli"))["reaped"] == 0
+    assert _stale(await maintain(db, SETTINGS, Retention(), trigger="cli"))["reaped"] == 0
     assert len(await _reaped_events(db, run_id)) == 1
 
 
@@ -70,7 +70,7 @@ async def test_a_run_whose_probes_all_failed_fails_with_the_reason(
 ) -> None:
     run_id = await stale_run(org_id, write=False)
 
-    stale = _stale(await maintain(db, SETTINGS, trigger="cli"))
+    stale = _stale(await maintain(db, SETTINGS, Retention(), trigger="cli"))
 
     assert (stale["reaped"], stale["failed"], stale["completed"]) == (1, 1, 0)
     async with db.transaction() as conn:
@@ -120,7 +120,7 @@ async def test_runs_with_a_live_job_or_paused_are_not_touched(
     [claimed] = await claim(db, worker_id="w-live", limit=1, settings=SETTINGS)
     assert claimed.partition == running_id
 
-    stale = _stale(await maintain(db, SETTINGS, trigger="cli"))
+    stale = _stale(await maintain(db, SETTINGS, Retention(), trigger="cli"))
 
     assert stale["reaped"] == 1 and [r["run_id"] for r in stale["runs"]] == [stale_id]
     assert await _status(db, org_id, stale_id) is RunStatus.COMPLETED
@@ -139,8 +139,8 @@ async def test_two_passes_at_once_reap_each_run_once(
     second = await stale_run(other_org, write=False)  # maintenance is install-wide
 
     records = await asyncio.gather(
-        maintain(db, SETTINGS, trigger="cli", wait=False),
-        maintain(db, SETTINGS, trigger="worker", wait=True),
+        maintain(db, SETTINGS, Retention(), trigger="cli", wait=False),
+        maintain(db, SETTINGS, Retention(), trigger="worker", wait=True),
         reap_stale_runs_pass(db, trigger="api"),
         reap_stale_runs_pass(db, trigger="api"),
     )
@@ -163,7 +163,7 @@ async def test_a_run_still_owing_judging_gets_its_finalize_job_back(
 ) -> None:
     run_id = await stale_run(org_id, write=True, judges=("scripted:judge",))
 
-    stale = _stale(await maintain(db, SETTINGS, trigger="cli"))
+    stale = _stale(await maintain(db, SETTINGS, Retention(), trigger="cli"))
 
     assert (stale["resumed"], stale["reaped"]) == (1, 0)
     assert await _status(db, org_id, run_id) is RunStatus.RUNNING
@@ -176,7 +176,7 @@ async def test_a_run_still_owing_judging_gets_its_finalize_job_back(
     assert [f.status for f in finalize] == ["queued"]
     assert await _reaped_events(db, run_id) == []
     # Its finalize job is live now: the next pass leaves the run alone.
-    assert _stale(await maintain(db, SETTINGS, trigger="cli"))["resumed"] == 0
+    assert _stale(await maintain(db, SETTINGS, Retention(), trigger="cli"))["resumed"] == 0
 
 
 async def test_the_workers_periodic_pass_reaps_stale_runs(
@@ -199,5 +199,5 @@ async def test_a_pending_run_is_not_stale(db: Database, org_id: str, stale_run: 
     run_id = await stale_run(org_id, write=True)
     async with db.transaction(immediate=True) as conn:
         await conn.execute(runs.update().where(runs.c.id == run_id).values(status="pending"))
-    assert _stale(await maintain(db, SETTINGS, trigger="cli"))["reaped"] == 0
+    assert _stale(await maintain(db, SETTINGS, Retention(), trigger="cli"))["reaped"] == 0
     assert await _status(db, org_id, run_id) is RunStatus.PENDING

@@ -17,7 +17,7 @@ from sqlalchemy import select, update
 from valuerank.config import get_settings
 from valuerank.db import Database
 from valuerank.db.tables import runs, transcripts
-from valuerank.pipeline.maintenance import TRANSCRIPT_RETENTION, maintain
+from valuerank.pipeline.maintenance import TRANSCRIPT_RETENTION, Retention, maintain
 from valuerank.queue import QueueSettings
 from valuerank.queue.dialect import db_now_plus
 from valuerank.runs.results import model_results
@@ -46,7 +46,7 @@ def _set(env: pytest.MonkeyPatch, days: str, folder: Path | None) -> None:
 async def _finished_run(db: Database, org_id: str, stale_run: Any, days_ago: float) -> str:
     """A completed run with transcripts, finished `days_ago` days ago."""
     run_id: str = await stale_run(org_id, write=True)
-    await maintain(db, QueueSettings(), trigger="cli")  # the stale run is completed
+    await maintain(db, QueueSettings(), Retention.of(get_settings()), trigger="cli")  # reaped
     async with db.transaction() as conn:
         await conn.execute(
             update(runs)
@@ -68,7 +68,7 @@ async def _transcripts(db: Database, run_id: str) -> dict[str, str]:
 
 
 async def _pass(db: Database) -> dict[str, Any]:
-    record = await maintain(db, QueueSettings(), trigger="cli")
+    record = await maintain(db, QueueSettings(), Retention.of(get_settings()), trigger="cli")
     assert record is not None and record.status == "succeeded", record
     result: dict[str, Any] = record.actions[TRANSCRIPT_RETENTION]
     return result

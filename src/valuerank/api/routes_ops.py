@@ -23,12 +23,13 @@ from fastapi import APIRouter, Depends, Query
 from fastapi.responses import JSONResponse
 from pydantic import ConfigDict, Field
 
-from valuerank.api.deps import Admin, Context, SystemAdmin
+from valuerank.api.deps import Admin, Context, RequestContext, SystemAdmin
 from valuerank.api.envelope import ok
 from valuerank.api.fields import Body, WholeNumber
 from valuerank.api.pagination import Cursor, Limit, decode_cursor, page
 from valuerank.crypto import optional_cipher
 from valuerank.pipeline.maintenance import (
+    Retention,
     maintain,
     reap_stale_runs_pass,
     schedule_summary,
@@ -57,6 +58,11 @@ def _queue_settings(app: Context) -> QueueSettings:
 
 
 Settings = Annotated[QueueSettings, Depends(_queue_settings)]
+
+
+def _retention(ctx: RequestContext) -> Retention:
+    """What a pass started here keeps: the app's settings, as the workers' are theirs."""
+    return Retention.of(ctx.settings)
 
 
 def _after(cursor: str | None) -> str | None:
@@ -209,7 +215,7 @@ async def prune_jobs_route(
 async def run_maintenance_route(ctx: SystemAdmin, settings: Settings) -> JSONResponse:
     """One full maintenance pass now (after a running one, if any): reap, prune, recount,
     close stale runs. Its record, with what it did."""
-    done = await maintain(ctx.db, settings, trigger="api", wait=True)
+    done = await maintain(ctx.db, settings, _retention(ctx), trigger="api", wait=True)
     assert done is not None  # a waiting pass is never skipped
     return ok(done.to_dict())
 
@@ -230,7 +236,7 @@ async def schedule_trigger_route(
     """A scheduler tick (for cron): a full pass if one is due — none started within 90 % of
     the interval — or now anyway with `force`. `ran` false when it was not due."""
     body = body or TriggerBody()
-    done = await schedule_trigger(ctx.db, settings, force=body.force)
+    done = await schedule_trigger(ctx.db, settings, _retention(ctx), force=body.force)
     async with ctx.db.transaction() as conn:
         summary, _ = await schedule_summary(conn, settings)
     return ok(

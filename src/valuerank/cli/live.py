@@ -48,8 +48,10 @@ async def in_process_worker(
     # other commands that only read need none of them.
     from valuerank.cli.worker_settings import worker_settings
     from valuerank.crypto import optional_cipher
+    from valuerank.pipeline.calls import ProviderPool
     from valuerank.pipeline.context import PipelineContext
     from valuerank.pipeline.handlers import register_pipeline_handlers
+    from valuerank.pipeline.maintenance import Retention
     from valuerank.queue import Worker
     from valuerank.runs.hooks import RUN_HOOKS
 
@@ -61,7 +63,9 @@ async def in_process_worker(
         cipher=optional_cipher(get_settings().secret_key),
         hooks=RUN_HOOKS,
     )
-    ctx = PipelineContext(db) if providers is None else PipelineContext(db, providers=providers)
+    retention = Retention.of(get_settings())
+    pool = ProviderPool() if providers is None else providers
+    ctx = PipelineContext(db, providers=pool, retention=retention)
     register_pipeline_handlers(worker, ctx)
     task = asyncio.create_task(worker.run_forever())
     try:

@@ -17,7 +17,7 @@ from valuerank.cli.worker_settings import worker_settings
 from valuerank.config import get_settings
 from valuerank.db import Database
 from valuerank.db.migrate import ensure_schema
-from valuerank.pipeline.maintenance import maintain, schedule_summary
+from valuerank.pipeline.maintenance import Retention, maintain, schedule_summary
 from valuerank.queue.maintenance_history import list_maintenance_runs
 
 app = typer.Typer(
@@ -70,7 +70,13 @@ def run_(as_json: bool = JsonOption) -> None:
     exported to VALUERANK_TRANSCRIPT_EXPORT_DIR, then deleted."""
 
     async def _go(db: Database) -> dict[str, Any] | None:
-        done = await maintain(db, worker_settings().queue_settings(), trigger="cli", wait=False)
+        done = await maintain(
+            db,
+            worker_settings().queue_settings(),
+            Retention.of(get_settings()),
+            trigger="cli",
+            wait=False,
+        )
         return None if done is None else done.to_dict()
 
     result = run(_with_db(_go), as_json=as_json)

@@ -26,6 +26,7 @@ from valuerank.db import Database
 from valuerank.db.migrate import ensure_schema
 from valuerank.pipeline.context import PipelineContext
 from valuerank.pipeline.handlers import register_pipeline_handlers
+from valuerank.pipeline.maintenance import Retention
 from valuerank.queue import Worker
 from valuerank.queue.builtin import register_builtin_handlers
 from valuerank.runs.hooks import RUN_HOOKS
@@ -60,7 +61,7 @@ def build_worker(
         hooks=RUN_HOOKS,
     )
     register_builtin_handlers(w)
-    pipeline = PipelineContext(db)
+    pipeline = PipelineContext(db, retention=Retention.of(get_settings()))
     register_pipeline_handlers(w, pipeline)
     return w, pipeline
 

@@ -93,5 +93,5 @@ def register_pipeline_handlers(worker: Worker, ctx: PipelineContext) -> None:
     counts)."""
     PIPELINE_TASKS.install(worker, ctx)
     worker.add_hooks(RUN_HOOKS)
-    for name, chore in maintenance_chores().items():  # e.g. reaping stale runs
+    for name, chore in maintenance_chores(ctx.retention).items():  # e.g. reaping stale runs
         worker.add_maintenance_chore(name, chore)

@@ -12,12 +12,13 @@ deleting the transcripts of runs finished longer ago than VALUERANK_TRANSCRIPT_R
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from valuerank.config import get_settings
+from valuerank.config import Settings
 from valuerank.db.engine import Database
 from valuerank.pipeline.calls import prune_response_cache
 from valuerank.pipeline.run_end import reap_stale_runs
@@ -44,39 +45,56 @@ async def _stale_runs(conn: AsyncConnection) -> dict[str, Any]:
     return await reap_stale_runs(conn)
 
 
-async def _response_cache(conn: AsyncConnection) -> dict[str, Any]:
-    days = get_settings().response_cache_days
-    if not days:
-        return {"pruned": 0, "more": False, "retention_days": None}
-    pruned = await prune_response_cache(conn, older_than_days=days, batch=DEFAULT_BATCH)
-    return {"pruned": pruned, "more": pruned == DEFAULT_BATCH, "retention_days": days}
+@dataclass(frozen=True)
+class Retention:
+    """How long the pipeline keeps cached responses and transcripts (None: for ever), and
+    where expiring transcripts are exported first: the process's settings, given explicitly
+    by whoever builds the worker or the app."""
+
+    response_cache_days: float | None = None
+    transcript_retention_days: float | None = None
+    transcript_export_dir: str | None = None
+
+    @classmethod
+    def of(cls, settings: Settings) -> Retention:
+        return cls(
+            response_cache_days=settings.response_cache_days,
+            transcript_retention_days=settings.transcript_retention_days,
+            transcript_export_dir=settings.transcript_export_dir,
+        )
 
 
-async def _transcript_retention(conn: AsyncConnection) -> dict[str, Any]:
-    settings = get_settings()
-    if not settings.transcript_retention_days:
-        return {"retention_days": None, "runs": [], "deleted": 0, "more": False, "error": None}
-    from valuerank.pipeline.transcript_retention import apply_transcript_retention
-
-    return await apply_transcript_retention(
-        conn,
-        older_than_days=settings.transcript_retention_days,
-        export_dir=settings.transcript_export_dir,
-    )
-
-
-def maintenance_chores() -> dict[str, Chore]:
+def maintenance_chores(retention: Retention) -> dict[str, Chore]:
     """What the pipeline adds to every full maintenance pass."""
+
+    async def response_cache(conn: AsyncConnection) -> dict[str, Any]:
+        days = retention.response_cache_days
+        if not days:
+            return {"pruned": 0, "more": False, "retention_days": None}
+        pruned = await prune_response_cache(conn, older_than_days=days, batch=DEFAULT_BATCH)
+        return {"pruned": pruned, "more": pruned == DEFAULT_BATCH, "retention_days": days}
+
+    async def transcript_retention(conn: AsyncConnection) -> dict[str, Any]:
+        days = retention.transcript_retention_days
+        if not days:
+            return {"retention_days": None, "runs": [], "deleted": 0, "more": False, "error": None}
+        from valuerank.pipeline.transcript_retention import apply_transcript_retention
+
+        return await apply_transcript_retention(
+            conn, older_than_days=days, export_dir=retention.transcript_export_dir
+        )
+
     return {
         STALE_RUNS: _stale_runs,
-        RESPONSE_CACHE: _response_cache,
-        TRANSCRIPT_RETENTION: _transcript_retention,
+        RESPONSE_CACHE: response_cache,
+        TRANSCRIPT_RETENTION: transcript_retention,
     }
 
 
 async def maintain(
     db: Database,
     settings: QueueSettings,
+    retention: Retention,
     *,
     trigger: str,
     wait: bool = True,
@@ -92,7 +110,7 @@ async def maintain(
         trigger=trigger,
         wait=wait,
         skip_if_ran_within=skip_if_ran_within,
-        chores=maintenance_chores(),
+        chores=maintenance_chores(retention),
     )
 
 
@@ -108,13 +126,13 @@ async def reap_stale_runs_pass(db: Database, *, trigger: str) -> MaintenanceRun:
 
 
 async def schedule_trigger(
-    db: Database, settings: QueueSettings, *, force: bool = False
+    db: Database, settings: QueueSettings, retention: Retention, *, force: bool = False
 ) -> MaintenanceRun | None:
     """What the scheduler does at a tick: a full pass if one is due (none started within
     90 % of the interval, as the workers decide), or now whatever the schedule says with
     `force`. None when it was not due. For an external scheduler (cron) too."""
     window = None if force else 0.9 * settings.maintenance_interval_seconds
-    return await maintain(db, settings, trigger="schedule", skip_if_ran_within=window)
+    return await maintain(db, settings, retention, trigger="schedule", skip_if_ran_within=window)
 
 
 async def schedule_summary(
