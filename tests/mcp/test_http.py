@@ -22,9 +22,9 @@ from .conftest import (
     http_session,
     ok,
     same_numbers,
-    working,
     start_demo_run,
     wait_ended,
+    working,
 )
 
 INITIALIZE = {
@@ -194,13 +194,19 @@ async def test_admin_tools_need_the_admin_role(mcp_live: Live) -> None:
         assert any(m["id"] == "scripted:utilitarian" for m in models["models"])
         ok(await session.call_tool("get_job_queue_status", {}))
     async with http_session(mcp_live.url) as session:  # the default organisation's admin
-        deprecated = ok(await session.call_tool("deprecate_llm_model", admin_calls["deprecate_llm_model"]))
+        deprecated = ok(
+            await session.call_tool("deprecate_llm_model", admin_calls["deprecate_llm_model"])
+        )
         assert deprecated["active"] is False
         model = ok(await session.call_tool("get_llm_model", {"model_id": "scripted:utilitarian"}))
         assert model["active"] is False
-        back = ok(await session.call_tool("reactivate_llm_model", admin_calls["reactivate_llm_model"]))
+        back = ok(
+            await session.call_tool("reactivate_llm_model", admin_calls["reactivate_llm_model"])
+        )
         assert back["active"] is True
-        limits = ok(await session.call_tool("set_provider_limits", admin_calls["set_provider_limits"]))
+        limits = ok(
+            await session.call_tool("set_provider_limits", admin_calls["set_provider_limits"])
+        )
         assert limits["rpm"] == 100
         ok(await session.call_tool("trigger_recovery", {}))
         providers = ok(await session.call_tool("list_llm_providers", {}))
@@ -220,15 +226,22 @@ async def test_only_an_api_token_opens_mcp(mcp_live: Live) -> None:
         assert jump.status_code == 303
         port = mcp_live.url.rsplit(":", 1)[1]
         csrf = jump.cookies[f"valuerank_csrf_{port}"]
-        cookies = httpx.Cookies({f"valuerank_session_{port}": jump.cookies[f"valuerank_session_{port}"]})
-    async with mcp_live.client(token=None, headers={**accept, "X-CSRF-Token": csrf}, cookies=cookies) as browser:
+        cookies = httpx.Cookies(
+            {f"valuerank_session_{port}": jump.cookies[f"valuerank_session_{port}"]}
+        )
+    async with mcp_live.client(
+        token=None, headers={**accept, "X-CSRF-Token": csrf}, cookies=cookies
+    ) as browser:
         assert (await browser.get("/api/auth/me")).status_code == 200  # the session works...
         with_cookie = await browser.post("/mcp", json=initialize)
         assert with_cookie.status_code == 401  # ...but not for MCP
         assert "/mcp takes an API token only" in with_cookie.json()["error"]
     async with mcp_live.client(headers=accept) as scripted:
         answered = await scripted.post("/mcp", json=initialize)
-        assert answered.status_code == 200 and answered.json()["result"]["serverInfo"]["name"] == "valuerank"
+        assert (
+            answered.status_code == 200
+            and answered.json()["result"]["serverInfo"]["name"] == "valuerank"
+        )
 
 
 async def test_mcp_counts_against_the_rate_limit(mcp_live: Live) -> None:
@@ -238,9 +251,12 @@ async def test_mcp_counts_against_the_rate_limit(mcp_live: Live) -> None:
         org_id=mcp_live.org_id,
         settings=api_settings(rate_limits_enabled=True, rate_limit_standard="3/minute"),
     )
-    async with running(app) as url, httpx.AsyncClient(
-        base_url=url, headers={"Authorization": f"Bearer {TOKEN}", **ACCEPT}
-    ) as client:
+    async with (
+        running(app) as url,
+        httpx.AsyncClient(
+            base_url=url, headers={"Authorization": f"Bearer {TOKEN}", **ACCEPT}
+        ) as client,
+    ):
         statuses = [(await client.post("/mcp", json=INITIALIZE)).status_code for _ in range(4)]
         assert statuses == [200, 200, 200, 429]
         refused = await client.post("/mcp", json=INITIALIZE)

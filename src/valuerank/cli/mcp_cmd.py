@@ -39,6 +39,7 @@ def mcp_command(
             fail(
                 "VALUERANK_API_URL is set but VALUERANK_API_TOKEN is not",
                 code="MISSING_API_TOKEN",
+                as_json=False,
                 hint="create one on the server with `valuerank tokens create`",
             )
         token = server.token

@@ -40,11 +40,12 @@ class Gateway:
 
     async def send(self, request: ApiRequest) -> tuple[int, Any]:
         """The API's status and decoded JSON answer (None when it is not JSON)."""
+        query: list[tuple[str, str | int | float | bool | None]] = list(request.params)
         try:
             response = await self.client.request(
                 request.method,
                 request.path,
-                params=request.params or None,
+                params=query or None,
                 json=request.body,
                 headers={"Authorization": f"Bearer {self.token}", "Accept": "application/json"},
             )

@@ -23,6 +23,7 @@ from fastapi import FastAPI
 from mcp.server import ServerRequestContext
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.requests import HTTPConnection, Request
+from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from valuerank.api.auth import UNAUTHORIZED_HINT, bearer_token
@@ -100,4 +101,5 @@ class McpEndpoint:
 def install(app: FastAPI, context: AppContext) -> None:
     """Serve MCP at `/mcp` (left out of /openapi.json: it is not a JSON API route)."""
     endpoint = McpEndpoint(app, context)
-    app.add_route(MCP_PATH, endpoint, methods=["GET", "POST", "DELETE"], include_in_schema=False)
+    methods = ["GET", "POST", "DELETE"]
+    app.router.routes.append(Route(MCP_PATH, endpoint, methods=methods, include_in_schema=False))

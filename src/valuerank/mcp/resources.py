@@ -30,8 +30,10 @@ class StaticResource:
 
     def text(self) -> str:
         if self.uri == GUIDE_URI:
-            return resources.files("valuerank.mcp").joinpath("definition_guide.md").read_text(
-                encoding="utf-8"
+            return (
+                resources.files("valuerank.mcp")
+                .joinpath("definition_guide.md")
+                .read_text(encoding="utf-8")
             )
         if self.uri == RUBRIC_URI:
             return default_rubric_text()

@@ -21,8 +21,8 @@ ANY_OBJECT: dict[str, Any] = {"type": "object", "additionalProperties": True}
 
 
 def _operation(openapi: Mapping[str, Any], spec: ToolSpec) -> Mapping[str, Any]:
-    operation: Mapping[str, Any] = openapi.get("paths", {}).get(spec.route, {}).get(
-        spec.method.lower(), {}
+    operation: Mapping[str, Any] = (
+        openapi.get("paths", {}).get(spec.route, {}).get(spec.method.lower(), {})
     )
     return operation
 
@@ -116,14 +116,14 @@ def input_schema(spec: ToolSpec, openapi: Mapping[str, Any]) -> dict[str, Any]:
             properties[name] = {"type": "string"}
             required.append(name)
     properties.update(spec.arguments)
-    schema: dict[str, Any] = {
+    arguments: dict[str, Any] = {
         "type": "object",
         "properties": properties,
         "additionalProperties": False,
     }
     if required:
-        schema["required"] = sorted(set(required))
-    return _with_defs(schema, openapi)
+        arguments["required"] = sorted(set(required))
+    return _with_defs(arguments, openapi)
 
 
 def _data_schema(operation: Mapping[str, Any], openapi: Mapping[str, Any]) -> Mapping[str, Any]:

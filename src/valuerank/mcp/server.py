@@ -207,7 +207,9 @@ def build_server(gateway_for: GatewayFor) -> Server[Any]:
                 mime = next(r.mime_type for r in static_resources() if r.uri == uri)
         except ValueRankError as failure:
             # A resource has no tool-error form: a JSON-RPC error whose data is our code.
-            raise MCPError(types.INVALID_PARAMS, failure_text(failure), failure.to_dict())
+            raise MCPError(
+                types.INVALID_PARAMS, failure_text(failure), failure.to_dict()
+            ) from failure
         return types.ReadResourceResult(
             contents=[types.TextResourceContents(uri=uri, mime_type=mime, text=text)]
         )

@@ -52,8 +52,7 @@ DEFINITION_TOOLS = (
             "DEFINITION_DELETE_UNSUPPORTED",
             "ValueRank cannot delete definition versions: they are immutable once stored, "
             "and runs and forks refer to them",
-            "fork the definition to change it (fork_definition); delete its runs with "
-            "delete_run",
+            "fork the definition to change it (fork_definition); delete its runs with delete_run",
         ),
     ),
     ToolSpec(
