@@ -261,3 +261,35 @@ async def test_mcp_counts_against_the_rate_limit(mcp_live: Live) -> None:
         assert statuses == [200, 200, 200, 429]
         refused = await client.post("/mcp", json=INITIALIZE)
         assert refused.json()["code"] == "RATE_LIMITED" and refused.headers["retry-after"]
+
+
+async def test_run_controls(mcp_live: Live) -> None:
+    """pause, resume, cancel and delete, with no worker: the run stays where the tools put it."""
+    async with http_session(mcp_live.url) as session:
+        run_id, _ = await start_demo_run(session)
+        assert ok(await session.call_tool("pause_run", {"run_id": run_id}))["status"] == "paused"
+        resumed = ok(await session.call_tool("resume_run", {"run_id": run_id}))
+        assert resumed["status"] == "running"
+        active = await session.call_tool("delete_run", {"run_id": run_id})
+        assert error_code(active) == "RUN_ACTIVE"  # cancel it first, says the hint
+        cancelled = ok(await session.call_tool("cancel_run", {"run_id": run_id}))
+        assert cancelled["status"] == "cancelled"
+        assert ok(await session.call_tool("delete_run", {"run_id": run_id}))["deleted"]
+        gone = await session.call_tool("get_run_status", {"run_id": run_id})
+        assert error_code(gone) == "NOT_FOUND"
+        queue = ok(await session.call_tool("get_job_queue_status", {}))
+        assert "counts" in queue
+
+
+async def test_compare_runs_waits_for_the_comparison(mcp_live: Live) -> None:
+    async with working(mcp_live), http_session(mcp_live.url) as session:
+        first, _ = await start_demo_run(session)
+        second, _ = await start_demo_run(session)  # the same seed: the same scenarios
+        for run_id in (first, second):
+            assert (await wait_ended(session, run_id))["status"] == "completed"
+        arguments = {"baseline_run_id": first, "comparison_run_id": second, "wait_seconds": 60}
+        compared = ok(await session.call_tool("compare_runs", arguments))
+        assert compared["status"] == "completed" and compared["result"]
+        again = ok(await session.call_tool("compare_runs", {"comparison_id": compared["id"]}))
+        assert again["id"] == compared["id"] and again["result"] == compared["result"]
+        assert error_code(await session.call_tool("compare_runs", {})) == "VALIDATION_ERROR"

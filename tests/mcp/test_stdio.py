@@ -71,3 +71,22 @@ async def test_against_a_server_as_the_tokens_user(mcp_live: Live) -> None:
         result = await session.call_tool("get_run_status", {"run_id": run_id})
         assert error_code(result) == "NOT_FOUND"
         assert error_code(await session.call_tool("trigger_recovery", {})) == "FORBIDDEN"
+
+
+def test_a_server_without_a_token_is_refused(monkeypatch: Any) -> None:
+    """With VALUERANK_API_URL but no token, `valuerank mcp` says what is missing (on stderr:
+    stdout is the protocol's) instead of acting anonymously."""
+    from typer.testing import CliRunner
+
+    from valuerank.cli import app
+    from valuerank.config import get_settings
+
+    monkeypatch.setenv("VALUERANK_API_URL", "http://127.0.0.1:9")
+    monkeypatch.delenv("VALUERANK_API_TOKEN", raising=False)
+    get_settings.cache_clear()
+    try:
+        result = CliRunner().invoke(app, ["mcp"], catch_exceptions=False)
+    finally:
+        get_settings.cache_clear()
+    assert result.exit_code == 1 and result.stdout == ""
+    assert "MISSING_API_TOKEN" in result.stderr or "VALUERANK_API_TOKEN" in result.stderr
