@@ -88,6 +88,7 @@ def create_app(
     caller owns `db` (disposes it); set `app_context(app).stopping` before shutting the
     server down so open event streams end.
     """
+    from valuerank.mcp.http import install as install_mcp  # MCP sits on the API, as the UI
     from valuerank.web import pages  # the UI sits on the API (docs/architecture.md, "Layers")
 
     settings = settings or get_settings()
@@ -140,6 +141,7 @@ def create_app(
     app.include_router(routes_progress.router)
     app.include_router(routes_ops.router)
     app.include_router(routes_webhooks.router)
+    install_mcp(app, context)  # /mcp: the streamable HTTP transport, API tokens only
     pages.install(app)
     document_envelopes(app)
     document_parameters(app)

@@ -40,6 +40,10 @@ COMMANDS: dict[str, Entry] = {
     "serve": Entry(
         "serve_cmd", "Serve the web UI and the JSON API. Prints the URL to open and how to sign in."
     ),
+    "mcp": Entry(
+        "mcp_cmd",
+        "Serve the MCP tools and resources over stdio, for an AI assistant (Claude Code…).",
+    ),
     "demo": Entry(
         "demo_cmd", "Run a sampled example run on the embedded default and show the results."
     ),
