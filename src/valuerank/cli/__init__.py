@@ -69,7 +69,8 @@ COMMANDS: dict[str, Entry] = {
     "runs": Entry("runs_cmd", "Runs: send a definition's scenarios to models."),
     "export": Entry(
         "export_cmd",
-        "Export runs, definitions and the workspace as the original CLI's files (ZIP/.md).",
+        "Export runs, definitions and the workspace as the original CLI's files (ZIP/.md),"
+        " and a run as a table (CSV, JSON Lines, Parquet).",
     ),
     "import": Entry(
         "import_cmd",
