@@ -18,6 +18,10 @@ TEXT_COLUMNS = ("answer", "turns", "rationale")
 # In a CSV cell, a list's items are joined with this (value names never hold it).
 LIST_SEPARATOR = ";"
 
+# The header of the API's table export that names the columns, as a JSON list (a run without
+# transcripts has no row to read them from).
+COLUMNS_HEADER = "X-Table-Columns"
+
 ColumnType = Literal["str", "int", "float", "bool", "list"]
 
 _TYPES: dict[str, ColumnType] = {

@@ -9,11 +9,9 @@ from typing import Any
 from urllib.parse import urlencode
 
 from valuerank.client.api import ApiClient, ApiError, segment
+from valuerank.formats.run_table import COLUMNS_HEADER
 from valuerank.sdk.backend import Table
 
-# The header of `POST /api/export/table/{run_id}` that names the table's columns (a run
-# without transcripts has no row to read them from).
-COLUMNS_HEADER = "X-Table-Columns"
 POLL_SECONDS = 0.5
 
 
