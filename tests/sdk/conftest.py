@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from tests.api.conftest import DEMO, TOKEN, api_settings, provision_admin
+from tests.api.conftest import DEMO, TOKEN, api_settings, live, provision_admin
 from tests.conftest import TestDatabase
 from typer.testing import CliRunner
 
@@ -18,7 +18,7 @@ from valuerank.cli import app
 from valuerank.config import get_settings
 from valuerank.db import Database
 
-__all__ = ["TOKEN", "api_settings", "provision_admin"]
+__all__ = ["TOKEN", "api_settings", "live", "provision_admin"]
 
 TARGETS = ("scripted:utilitarian", "scripted:contrarian")
 JUDGE = "scripted:centrist"

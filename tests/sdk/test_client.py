@@ -75,7 +75,11 @@ async def test_a_local_database_and_a_server_give_the_same_frames(
     frame = local.decisions
     assert len(frame) == local.run["transcripts"] > 0
     assert set(frame["model"]) == set(TARGETS)
-    assert [c for c in frame.columns if c.startswith("dim.")] == ["dim.Cost", "dim.Harm", "dim.Tenure"]
+    assert [c for c in frame.columns if c.startswith("dim.")] == [
+        "dim.Cost",
+        "dim.Harm",
+        "dim.Tenure",
+    ]
     assert frame["decision"].notna().all() and not frame["refusal"].any()
     assert frame["judged"].all()
     assert frame[f"judge.{JUDGE}.decision"].notna().all()

@@ -2,11 +2,12 @@
 
 `POST /api/export/run/{id}` answers the run ZIP `valuerank export run` writes (the same
 bytes), `POST /api/export/table/{id}` the run's table (`valuerank export table`: CSV, JSON
-Lines or Parquet; the Python API reads a server's runs through it), `POST /api/export/definition/{id}` the CLI's `.md` (or, with `with_ancestry`, the
-lineage ZIP), `POST /api/export/workspace` the workspace ZIP; each as a download with its
-file name. Exports read only (viewer role). `POST /api/import` takes one upload — a run or
-workspace ZIP, a CLI run folder zipped, a definition `.md`, a values rubric or a transcript —
-all or nothing (member role). Uploads have their own body limit (`max_upload_bytes`, 413).
+Lines or Parquet; the Python API reads a server's runs through it),
+`POST /api/export/definition/{id}` the CLI's `.md` (or, with `with_ancestry`, the lineage
+ZIP), `POST /api/export/workspace` the workspace ZIP; each as a download with its file name.
+Exports read only (viewer role). `POST /api/import` takes one upload — a run or workspace
+ZIP, a CLI run folder zipped, a definition `.md`, a values rubric or a transcript — all or
+nothing (member role). Uploads have their own body limit (`max_upload_bytes`, 413).
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ from valuerank.exchange.naming import safe_part
 from valuerank.exchange.run_data import load_run
 from valuerank.exchange.run_table import run_table, table_rows
 from valuerank.exchange.table_files import MEDIA_TYPES, TableFormat, write_table
-from valuerank.formats.run_table import COLUMNS_HEADER
 from valuerank.exchange.upload import import_read, read_uploaded
+from valuerank.formats.run_table import COLUMNS_HEADER
 
 router = APIRouter(tags=["exchange"])
 

@@ -1,6 +1,7 @@
 """A run as one table: a row per transcript, the columns a notebook analyses.
 
-The columns and their types are `valuerank.formats.run_table`'s; the same rows feed `valuerank export table` (CSV, JSON Lines, Parquet), the API's
+The columns and their types are `valuerank.formats.run_table`'s; the same rows feed
+`valuerank export table` (CSV, JSON Lines, Parquet), the API's
 `POST /api/export/table/{run_id}` and the Python API's dataframes (`valuerank.sdk`), on a
 local database or through a server, so the frame is the same whichever way it was read.
 
@@ -38,6 +39,7 @@ from valuerank.definitions.presentation import combination_of, phrasing_of, pres
 from valuerank.exchange.run_data import RunSnapshot, TranscriptRow, transcript_batches
 from valuerank.formats.run_table import DIMENSION_PREFIX, JUDGE_PREFIX, TableLayout
 from valuerank.scoring.decision import REFUSAL
+
 
 def _names(values: Any) -> list[str]:
     return [str(v) for v in values] if isinstance(values, list | tuple) else []
