@@ -74,7 +74,8 @@ COMMANDS: dict[str, Entry] = {
     ),
     "import": Entry(
         "import_cmd",
-        "Import the original CLI's files (run folders, transcripts, run ZIPs) and workspaces.",
+        "Import the original CLI's files (run folders, transcripts, run ZIPs) and workspaces,"
+        " and tables of dilemmas.",
     ),
     "queue": Entry("queue_cmd", "The job queue: status, pause/resume, enqueue, retry."),
     "maintenance": Entry(
