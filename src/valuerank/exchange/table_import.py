@@ -27,7 +27,8 @@ class InvalidTableError(InvalidInputError):
     TABLE_BAD_ROW, TABLE_EMPTY, …)."""
 
     def __init__(self, error: TableError) -> None:
-        super().__init__(error.render(), hint=error.hint)
+        where = f"{error.source}: " if error.source else ""
+        super().__init__(where + error.message, hint=error.hint)
         self.code = error.code
 
 

@@ -3,13 +3,12 @@
 Published dilemma sets come as a row per scenario, not as the CLI's template and dimensions.
 `valuerank import table` reads such a table (pure: the file's bytes in, a `Definition` out):
 
-| column | required | what |
-|---|---|---|
-| `text` | yes | the dilemma, as the model reads it |
-| `scale` | one of `scale` or both actions | the answer scale, one `N - text` line per point (`5 - …` to `1 - …`) |
-| `action_a`, `action_b` | | two actions: a 5-point scale from strongly A (5) to strongly B (1) |
-| `id` | no | the row's name (default `row-N`): no comma, `|` or line break |
-| `dim.<Name>` or `dim_<Name>` | no | the row's level on a dimension, a whole number ≥ 1 |
+* `text` (required): the dilemma, as the model reads it;
+* `scale`: the answer scale, one `N - text` line per point (`5 - …` to `1 - …`), or
+  `action_a` and `action_b`: two actions, made a 5-point scale from strongly A (5) to
+  strongly B (1); one or the other is required;
+* `id` (optional): the row's name (default `row-N`): no comma, `|`, bracket or line break;
+* `dim.<Name>` or `dim_<Name>` (optional): the row's level on a dimension, a whole number ≥ 1.
 
 The definition has one dimension, `Scenario`, with a level per row (score N for row N,
 labelled by its id) and the template `[Scenario]`; the rows themselves are kept in the front
