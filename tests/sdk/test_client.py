@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from pandas.testing import assert_frame_equal
 from tests.conftest import TestDatabase
-from tests.servers import running
+from tests.servers import running, serving
 
 from valuerank import Client
 from valuerank.api import create_app
@@ -20,7 +20,7 @@ from valuerank.errors import MissingDependencyError, ValueRankError
 from valuerank.sdk.client import ServerError
 from valuerank.sdk.frames import table_frame
 
-from .conftest import JUDGE, TARGETS, TOKEN, api_settings, provision_admin
+from .conftest import JUDGE, TARGETS, TOKEN, api_settings, complete_run, provision_admin
 
 
 @dataclass
@@ -162,3 +162,35 @@ def test_a_frame_without_pandas_says_how_to_install_it(monkeypatch: pytest.Monke
         table_frame(["run_id"], [])
     assert caught.value.code == "MISSING_DEPENDENCY"
     assert caught.value.hint == "pip install 'valuerank[data]'"
+
+
+async def test_a_comparison_is_the_same_either_way(
+    db: Database, org_id: str, database_url: TestDatabase
+) -> None:
+    """Two runs of the same sample compared on a local database (computed in the call) and
+    on a server (queued, computed by its worker, waited for)."""
+    seeded = ("--sample-seed", "7")
+    first = await asyncio.to_thread(complete_run, database_url.url, *seeded)
+    second = await asyncio.to_thread(complete_run, database_url.url, *seeded)
+
+    def _local() -> dict[str, Any]:
+        with Client(database_url.url) as client:
+            found = client.compare(first, second)
+            assert found.status == "completed" and found.result is not None
+            return found.data
+
+    local = await asyncio.to_thread(_local)
+    await provision_admin(db, org_id)
+    async with serving(db, org_id, work=True, settings=api_settings()) as served:
+
+        def _remote() -> dict[str, Any]:
+            found = Client(url=served.base, token=TOKEN, timeout=120).compare(first, second)
+            assert found.status == "completed", found.data
+            return found.data
+
+        remote = await asyncio.to_thread(_remote)
+    assert (local["baseline_run_id"], local["comparison_run_id"]) == (first, second)
+    when = ("computedAt", "durationMs")  # computed twice: only when and how long differ
+    assert {k: v for k, v in remote["result"].items() if k not in when} == {
+        k: v for k, v in local["result"].items() if k not in when
+    }
