@@ -194,3 +194,31 @@ async def test_a_comparison_is_the_same_either_way(
     assert {k: v for k, v in remote["result"].items() if k not in when} == {
         k: v for k, v in local["result"].items() if k not in when
     }
+
+
+async def test_the_frame_says_how_each_scenario_was_asked(
+    db: Database, database_url: TestDatabase
+) -> None:
+    """Every wording and both scale orders: a row per presentation, its combination, its
+    phrasing and its order; decisions already in the definition's direction."""
+    asked = ("--phrasings", "all", "--scale-order", "both", "--sample-seed", "3")
+    run_id = await asyncio.to_thread(complete_run, database_url.url, *asked)
+
+    def _frame() -> pd.DataFrame:
+        with Client(database_url.url) as client:
+            return client.run(run_id).decisions_df()
+
+    frame = await asyncio.to_thread(_frame)
+    assert set(frame["scale_order"]) == {"as-written", "reversed"}
+    reversed_ = frame[frame["scale_order"] == "reversed"]
+    assert reversed_["scenario_id"].str.endswith("-reversed").all()
+    twins = reversed_["scenario_id"].str.removesuffix("-reversed")
+    assert twins.isin(frame["scenario_id"]).all()  # each asked as written too
+    worded = frame[frame["phrasing"] != ""]
+    assert len(worded) > 0  # the demo's levels have second wordings (Tenure3o2, …)
+    for _, row in worded.iterrows():
+        assert row["phrasing"] in row["scenario_id"] and row["phrasing"] not in row["scenario"]
+    # Each combination is asked as written and reversed, in every wording, by each model.
+    per_combination = frame.groupby(["model", "scenario"])["scale_order"].nunique()
+    assert (per_combination == 2).all()
+    assert frame["decision"].between(1, 5).all()
