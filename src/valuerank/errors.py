@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class ValueRankError(Exception):
     """Base of the errors a user can act on. `code` is UPPER_SNAKE and stable."""
@@ -44,3 +46,27 @@ class ImmutableVersionError(ValueRankError):
 class InvalidInputError(ValueRankError):
     code = "INVALID_INPUT"
     http_status = 422
+
+
+# The optional extra that brings pandas and pyarrow (pyproject.toml).
+DATA_EXTRA = "pip install 'valuerank[data]'"
+
+
+class MissingDependencyError(ValueRankError):
+    """An optional library (pandas, pyarrow: the `data` extra) is not installed."""
+
+    code = "MISSING_DEPENDENCY"
+    http_status = 501
+
+
+def optional_module(name: str, what: str) -> Any:
+    """The module `name` of an optional extra, imported now, or MISSING_DEPENDENCY naming
+    the install command."""
+    import importlib
+
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        raise MissingDependencyError(
+            f"{what} needs {name.split('.')[0]}, which is not installed", hint=DATA_EXTRA
+        ) from None

@@ -80,10 +80,11 @@ QUERY_REFS = {
 QUERY_NOT_REFS = frozenset(
     {
         "after", "agreement", "basis", "created_since", "created_until", "cursor", "debug",
-        "decision", "deep", "disagreement", "event_type", "filename", "include_inactive", "kind",
-        "label", "limit", "mode", "model", "name", "provider", "q", "sample_percentage",
-        "sample_seed", "sample_size", "scenario", "seed", "show", "snapshots", "sort", "status",
-        "threshold", "tolerance", "window_hours", "with_ancestry",
+        "decision", "deep", "disagreement", "event_type", "filename", "format",
+        "include_inactive", "kind", "label", "limit", "mode", "model", "name", "provider", "q",
+        "sample_percentage", "sample_seed", "sample_size", "scenario", "seed", "show",
+        "snapshots", "sort", "status", "threshold", "tolerance", "window_hours", "with_ancestry",
+        "with_text",
     }
 )  # fmt: skip
 

@@ -243,6 +243,7 @@ LEVEL_ROW = re.compile(r"^\| (\d+) \| ([^|]+) \|", re.MULTILINE)
 # Level 4's cycle (see KEYSET below): these import each other at module level.
 CYCLE = {"definitions", "versioning", "findings", "runs"}
 CONSOLE_SCRIPT = {"entry", "__main__"}  # the page names them apart, under the table
+ROOT = "valuerank"  # the package itself: `valuerank/__init__.py`
 
 
 def doc_levels() -> dict[str, int]:
@@ -320,12 +321,18 @@ def _closure(roots: list[str]) -> set[str]:
         parent = module.rpartition(".")[0]
         if parent in modules():
             pending.append(parent)
-        pending += [i.target for i in all_imports() if i.source == module]
+        # The package's own `__init__` loads `sdk` only when `Client` is asked of it (named
+        # on the page): loading any module runs it, never that import.
+        pending += [
+            i.target
+            for i in all_imports()
+            if i.source == module and not (module == ROOT and i.lazy)
+        ]
         path = modules()[module]
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        for node, _ in _walk(tree.body, lazy=False):  # same-package imports too
+        for node, lazy in _walk(tree.body, lazy=False):  # same-package imports too
             for target in _targets(node, module, path.name == "__init__.py"):
-                if target in modules():
+                if target in modules() and not (module == ROOT and lazy):
                     pending.append(target)
     return seen
 

@@ -1,16 +1,19 @@
 """Export and import as the original CLI's files (seed: api-queue-system.md).
 
 `POST /api/export/run/{id}` answers the run ZIP `valuerank export run` writes (the same
-bytes), `POST /api/export/definition/{id}` the CLI's `.md` (or, with `with_ancestry`, the
-lineage ZIP), `POST /api/export/workspace` the workspace ZIP; each as a download with its
-file name. Exports read only (viewer role). `POST /api/import` takes one upload — a run or
-workspace ZIP, a CLI run folder zipped, a definition `.md`, a values rubric or a transcript —
-all or nothing (member role). Uploads have their own body limit (`max_upload_bytes`, 413).
+bytes), `POST /api/export/table/{id}` the run's table (`valuerank export table`: CSV, JSON
+Lines or Parquet; the Python API reads a server's runs through it),
+`POST /api/export/definition/{id}` the CLI's `.md` (or, with `with_ancestry`, the lineage
+ZIP), `POST /api/export/workspace` the workspace ZIP; each as a download with its file name.
+Exports read only (viewer role). `POST /api/import` takes one upload — a run or workspace
+ZIP, a CLI run folder zipped, a definition `.md`, a values rubric or a transcript — all or
+nothing (member role). Uploads have their own body limit (`max_upload_bytes`, 413).
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import tempfile
 from collections.abc import Awaitable, Callable
 from typing import IO, Annotated, TypeVar
@@ -27,7 +30,10 @@ from valuerank.exchange import export_definition, write_run_zip, write_workspace
 from valuerank.exchange.definition_export import ZIP
 from valuerank.exchange.naming import safe_part
 from valuerank.exchange.run_data import load_run
+from valuerank.exchange.run_table import run_table, table_rows
+from valuerank.exchange.table_files import MEDIA_TYPES, TableFormat, write_table
 from valuerank.exchange.upload import import_read, read_uploaded
+from valuerank.formats.run_table import COLUMNS_HEADER
 
 router = APIRouter(tags=["exchange"])
 
@@ -85,6 +91,48 @@ async def export_run_route(run_id: str, ctx: Viewer) -> Response:
         run = await load_run(conn, ctx.org_id, run_id)
         spool, written = await spooled(functools.partial(write_run_zip, conn, ctx.org_id, run))
     return attachment(spool, f"run-{safe_part(written.run_id)}.zip", ZIP)
+
+
+@router.post(
+    "/api/export/table/{run_id}",
+    response_class=Response,
+    responses={
+        200: {
+            "content": {media: {} for media in MEDIA_TYPES.values()},
+            "description": "The run's table in the format asked.",
+            "headers": {
+                COLUMNS_HEADER: {
+                    "description": "The table's columns, a JSON list (a run without "
+                    "transcripts has no row to read them from).",
+                    "schema": {"type": "string"},
+                }
+            },
+        }
+    },
+)
+async def export_table_route(
+    run_id: str,
+    ctx: Viewer,
+    format: Annotated[
+        TableFormat, Query(description="csv, jsonl (JSON Lines) or parquet.")
+    ] = "jsonl",
+    with_text: Annotated[
+        bool, Query(description="Add each transcript's first answer, turns and rationale.")
+    ] = False,
+) -> Response:
+    """The run (id or unique prefix) as one table, a row per transcript, as `valuerank
+    export table` writes it: model, scenario, levels, phrasing, scale order, decision,
+    refusal, each judge's values, tokens, cost, latency (the Python API's `decisions_df`)."""
+    async with ctx.db.transaction() as conn:
+        run = await load_run(conn, ctx.org_id, run_id)
+        table = await run_table(conn, ctx.org_id, run, with_text=with_text)
+        columns = table.layout.columns()
+        spool, _ = await spooled(
+            lambda out: write_table(out, format, columns, table_rows(conn, ctx.org_id, table))
+        )
+    answer = attachment(spool, f"run-{safe_part(run.id)}.{format}", MEDIA_TYPES[format])
+    answer.headers[COLUMNS_HEADER] = json.dumps(columns, ensure_ascii=True)
+    return answer
 
 
 @router.post(

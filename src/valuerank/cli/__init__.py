@@ -73,11 +73,13 @@ COMMANDS: dict[str, Entry] = {
     "runs": Entry("runs_cmd", "Runs: send a definition's scenarios to models."),
     "export": Entry(
         "export_cmd",
-        "Export runs, definitions and the workspace as the original CLI's files (ZIP/.md).",
+        "Export runs, definitions and the workspace as the original CLI's files (ZIP/.md),"
+        " and a run as a table (CSV, JSON Lines, Parquet).",
     ),
     "import": Entry(
         "import_cmd",
-        "Import the original CLI's files (run folders, transcripts, run ZIPs) and workspaces.",
+        "Import the original CLI's files (run folders, transcripts, run ZIPs) and workspaces,"
+        " and tables of dilemmas.",
     ),
     "queue": Entry("queue_cmd", "The job queue: status, pause/resume, enqueue, retry."),
     "maintenance": Entry(

@@ -154,6 +154,15 @@ async def session() -> AsyncIterator[Session]:
         yield Session(db=opened.db, conn=conn, org_id=opened.org_id, settings=opened.settings)
 
 
+def read_bytes(path: Path) -> bytes:
+    """A user's file as bytes, with errors that name it."""
+    if not path.exists():
+        raise FileNotFoundError(2, "no such file", str(path))
+    if path.is_dir():
+        raise IsADirectoryError(21, "is a directory, expected a file", str(path))
+    return path.read_bytes()
+
+
 def read_text(path: Path) -> str:
     """A user's file as text, with errors that name it."""
     if not path.exists():

@@ -23,7 +23,8 @@ from valuerank.exchange.naming import safe_part
 from valuerank.exchange.run_data import load_run
 
 app = typer.Typer(
-    help="Export runs, definitions and the workspace as the original CLI's files (ZIP/.md).",
+    help="Export runs, definitions and the workspace as the original CLI's files (ZIP/.md),"
+    " and a run as a table (CSV, JSON Lines, Parquet).",
     no_args_is_help=True,
 )
 
@@ -106,5 +107,51 @@ def workspace(output: Path | None = OutputOption, as_json: bool = JsonOption) ->
             with atomic_output(path) as out:
                 await write_workspace(conn, opened.org_id, out)
         _done(as_json, path, path.stat().st_size, format="valuerank-workspace")
+
+    run(_go(), as_json=as_json)
+
+
+@app.command("table")
+def table(
+    run_id: str = typer.Argument(..., help="Run id (or a unique prefix of it)."),
+    output: Path | None = typer.Option(
+        None,
+        "--output",
+        "-o",
+        help="File to write: .csv, .jsonl or .parquet (default: run-<id>.csv).",
+    ),
+    with_text: bool = typer.Option(
+        False, "--with-text", help="Add each transcript's first answer, turns and rationale."
+    ),
+    as_json: bool = JsonOption,
+) -> None:
+    """A run as one table, a row per transcript: model, scenario, levels, phrasing, scale
+    order, decision, refusal, each judge's values, tokens, cost, latency.
+
+    The format follows the file's extension (.parquet needs `pip install 'valuerank[data]'`);
+    the columns are those of the Python API's `run.decisions_df()` (docs/notebooks.md)."""
+    from valuerank.exchange.run_table import run_table, table_rows
+    from valuerank.exchange.table_files import format_of, write_table
+
+    async def _go() -> None:
+        fmt = format_of(output) if output is not None else "csv"
+        async with database() as opened, opened.db.transaction() as conn:
+            snapshot = await load_run(conn, opened.org_id, run_id)
+            path = output or Path(f"run-{safe_part(snapshot.id)}.csv")
+            found = await run_table(conn, opened.org_id, snapshot, with_text=with_text)
+            columns = found.layout.columns()
+            with atomic_output(path) as out:
+                written = await write_table(
+                    out, fmt, columns, table_rows(conn, opened.org_id, found)
+                )
+        _done(
+            as_json,
+            path,
+            path.stat().st_size,
+            id=snapshot.id,
+            format=fmt,
+            rows=written.rows,
+            columns=written.columns,
+        )
 
     run(_go(), as_json=as_json)

@@ -8,14 +8,15 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from valuerank.cli.common import JsonOption, console, print_json, run, session
+from valuerank.cli.common import JsonOption, console, print_json, read_bytes, run, session
 from valuerank.exchange import Limits, import_runs, import_workspace
 from valuerank.exchange.archive_safety import MiB
 from valuerank.exchange.run_import import ImportedRun
 from valuerank.refs import short_id
 
 app = typer.Typer(
-    help="Import the original CLI's files (run folders, transcripts, run ZIPs) and workspaces.",
+    help="Import the original CLI's files (run folders, transcripts, run ZIPs) and workspaces,"
+    " and tables of dilemmas.",
     no_args_is_help=True,
 )
 
@@ -108,5 +109,43 @@ def workspace(
             f"versions ({restored.reused_versions} already there)"
         )
         console.print(_runs_table(restored.runs))
+
+    run(_go(), as_json=as_json)
+
+
+@app.command("table")
+def table(
+    path: Path = typer.Argument(..., help="A table of dilemmas: .csv, .jsonl or .parquet."),
+    name: str | None = typer.Option(
+        None, "--name", help="The definition's name (default: the file's name)."
+    ),
+    preamble: str | None = typer.Option(
+        None, "--preamble", help="What the models read before each dilemma (default: ours)."
+    ),
+    as_json: bool = JsonOption,
+) -> None:
+    """Import a table of dilemmas, a row per scenario, as a definition of fixed scenarios.
+
+    Columns: `text`; `scale` (lines `5 - …` to `1 - …`) or `action_a` and `action_b`;
+    optional `id` and `dim.<Name>` levels (docs/notebooks.md). All or nothing: a missing
+    column or a bad row writes nothing and names the row."""
+    from valuerank.exchange.table_import import import_table
+
+    async def _go() -> None:
+        data = read_bytes(path)
+        async with session() as s:
+            imported = await import_table(
+                s.conn, s.org_id, data, file_name=str(path), name=name, preamble=preamble
+            )
+        if as_json:
+            print_json(imported.to_dict())
+            return
+        stored = imported.stored
+        what = "imported" if imported.created else "already imported: nothing written"
+        console.print(
+            f"{escape(stored.version.name)} {escape(stored.version.version_label)} "
+            f"({short_id(stored.version.id)}): {imported.scenarios} fixed scenarios, {what}"
+        )
+        console.print(f"run it: valuerank runs create --definition {short_id(stored.version.id)}")
 
     run(_go(), as_json=as_json)

@@ -1,11 +1,13 @@
-"""GET a ValueRank server's API: the envelope's `data`, or an `ApiError` with the server's
-code and hint (or one of ours when the server cannot be reached or is not a ValueRank server).
+"""Ask a ValueRank server's API: the envelope's `data` (or a file, streamed), or an
+`ApiError` with the server's code and hint (or one of ours when the server cannot be reached
+or is not a ValueRank server).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -66,6 +68,27 @@ class ApiClient:
 
     def get(self, path: str) -> Any:
         """GET `path` (below the base URL; segments already quoted, see `segment`)."""
+        return self._envelope(self._send("GET", path))
+
+    def post(self, path: str, body: Any = None) -> Any:
+        """POST `body` as JSON to `path`: the envelope's `data`."""
+        return self._envelope(self._send("POST", path, body))
+
+    @contextmanager
+    def download(self, method: str, path: str) -> Iterator[Any]:
+        """The answer of a route that sends a file (an export), open to be read as it
+        comes (its `headers`; iterate it for lines), closed when the block ends."""
+        response = self._open(method, path, None)
+        with response:
+            yield response
+
+    def _send(self, method: str, path: str, body: Any = None) -> bytes:
+        with self._open(method, path, body) as response:
+            data: bytes = response.read(MAX_ANSWER_BYTES + 1)
+        return data
+
+    def _open(self, method: str, path: str, body: Any) -> Any:
+        """The server's answer, open; an ApiError when there is none or it refuses."""
         # Here, not with the module: every CLI command imports this class, few send requests.
         import urllib.error
         import urllib.request
@@ -73,10 +96,13 @@ class ApiClient:
         headers = {"Accept": "application/json"}
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
-        request = urllib.request.Request(self.url(path), headers=headers)
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
+        request = urllib.request.Request(self.url(path), data=data, headers=headers, method=method)
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                body = response.read(MAX_ANSWER_BYTES + 1)
+            return urllib.request.urlopen(request, timeout=self.timeout)
         except urllib.error.HTTPError as exc:
             with exc:
                 raise self._refusal(exc.code, exc.read(MAX_ANSWER_BYTES)) from None
@@ -87,6 +113,8 @@ class ApiClient:
                 code="API_UNAVAILABLE",
                 hint=f"check {API_URL_ENV} and that `valuerank serve` is running there",
             ) from None
+
+    def _envelope(self, body: bytes) -> Any:
         if len(body) > MAX_ANSWER_BYTES:
             raise self._not_valuerank("an answer over 64 MiB")
         envelope = _json(body)

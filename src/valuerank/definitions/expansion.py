@@ -47,6 +47,12 @@ from dataclasses import dataclass
 from typing import Literal, get_args
 
 from valuerank.definitions.errors import DefinitionError
+from valuerank.definitions.fixed import (
+    FixedScenario,
+    fixed_levels,
+    fixed_options,
+    fixed_scenarios,
+)
 from valuerank.definitions.rules import RuleSet, rules_for
 from valuerank.formats.definition_model import Definition, Dimension, Level
 from valuerank.formats.scenarios_model import Scenario, ScenarioFile
@@ -139,6 +145,8 @@ class Expansion:
     scenario_file: ScenarioFile
     combinations: tuple[Combination, ...]
     rules: RuleSet
+    # A definition of fixed scenarios' rows (definitions/fixed.py), None for any other.
+    fixed: Mapping[int, FixedScenario] | None = None
 
     @property
     def scenarios(self) -> tuple[Scenario, ...]:
@@ -146,7 +154,10 @@ class Expansion:
 
     @property
     def dimension_scores(self) -> dict[str, dict[str, int]]:
-        """Scenario id -> {dimension name: score}, in scenario order."""
+        """Scenario id -> {dimension name: score}, in scenario order; for fixed scenarios,
+        each row's own levels."""
+        if self.fixed is not None:
+            return {c.id: fixed_levels(self.fixed, c.scores) for c in self.combinations}
         return {c.id: c.scores for c in self.combinations}
 
     @property
@@ -244,14 +255,22 @@ def expand_combinations(
     return _generate(definition, mode, 0 if seed is None else seed, rules)
 
 
-def render_scenario(definition: Definition, combination: Combination) -> Scenario:
-    """The scenario of one combination: id, base_id, category, subject, body."""
+def render_scenario(
+    definition: Definition,
+    combination: Combination,
+    fixed: Mapping[int, FixedScenario] | None = None,
+) -> Scenario:
+    """The scenario of one combination: id, base_id, category, subject, body (for fixed
+    scenarios, `fixed_scenarios(definition)`: the row's text and scale as the body)."""
+    options = combination.options
+    if fixed is not None:
+        options = fixed_options(fixed, combination.scores, options)
     return Scenario(
         id=combination.id,
         base_id=definition.base_id,
         category=definition.category,
         subject=combination.subject,
-        body=fill_template(definition.template, combination.options),
+        body=fill_template(definition.template, options),
     )
 
 
@@ -264,12 +283,15 @@ def expand_with_scores(
     _validate(definition, mode)
     rules = rules_for(definition)
     combinations = tuple(_generate(definition, mode, 0 if seed is None else seed, rules))
+    fixed = fixed_scenarios(definition)
     scenario_file = ScenarioFile(
         preamble=definition.preamble,
-        scenarios=tuple(render_scenario(definition, c) for c in combinations),
+        scenarios=tuple(render_scenario(definition, c, fixed) for c in combinations),
         layout="modern",
     )
-    return Expansion(scenario_file=scenario_file, combinations=combinations, rules=rules)
+    return Expansion(
+        scenario_file=scenario_file, combinations=combinations, rules=rules, fixed=fixed
+    )
 
 
 def expand(
