@@ -38,7 +38,10 @@ def _done(as_json: bool, path: Path, size: int, **facts: object) -> None:
         print_json({"file": str(path), "bytes": size, **facts})
     else:
         details = ", ".join(f"{k}: {v}" for k, v in facts.items())
-        console.print(f"wrote [bold]{escape(str(path))}[/] ({size} bytes; {escape(details)})")
+        # soft_wrap: a long path stays on one line, whole, to copy (not broken at the width)
+        console.print(
+            f"wrote [bold]{escape(str(path))}[/] ({size} bytes; {escape(details)})", soft_wrap=True
+        )
 
 
 @app.command("run")
