@@ -183,59 +183,6 @@ class QueuePaused(Out):
     changed: bool = Field(description="False when it was in that state already.")
 
 
-class BucketStatus(Out):
-    model: str
-    credential: str
-    rpm_limit: float | None
-    available_requests: float | None
-    tpm_limit: float | None
-    available_tokens: float | None
-    blocked_until: datetime | None
-    concurrency_limit: int | None
-    rate_limited_total: int
-
-
-class ProviderQueue(Out):
-    queue_length: int
-    in_flight: int
-    paused: bool
-    rate_limit: str = Field(description="none, open, exhausted or blocked.")
-    blocked_until: datetime | None
-    buckets: list[BucketStatus]
-
-
-class PartitionStatus(Out):
-    counts: dict[str, int]
-    paused: bool
-    cancelled: bool
-
-
-class Cap(Out):
-    key: str
-    scope: str = Field(description="global, org (the caller's only), provider or model.")
-    org_id: str | None
-    provider: str | None
-    model: str | None
-    in_use: int
-    max: int
-    is_default: bool = Field(
-        description="An organisation cap made by the workers' default "
-        "(VALUERANK_WORKER_ORG_CONCURRENCY), which follows it; false: set for it."
-    )
-
-
-class QueueStatus(Out):
-    counts: dict[str, int] = Field(description="The organisation's jobs per state.")
-    providers: dict[str, ProviderQueue]
-    partitions: dict[str, PartitionStatus] = Field(
-        description="The organisation's live runs (queued or running jobs, or paused)."
-    )
-    oldest_waiting_seconds: float | None
-    paused: bool = Field(description="The whole queue (every organisation) is paused.")
-    caps: list[Cap]
-    org_paused: bool = Field(description="This organisation's jobs are paused.")
-
-
 class TranscriptItem(Out):
     """A transcript in a list (its text: `GET /api/transcripts/{id}`)."""
 
