@@ -25,6 +25,8 @@ DIFFERENT_CONCEPTS = {
     "the API's JobError is one attempt's stored error (queue.errors.JobErrorRecord)",
     "Progress": "queue.events.Progress counts a partition's jobs per queue status for events; "
     "runs.progress.Progress is a run's answer (succeeded read as `completed`)",
+    "Task": "queue.tasks.Task is a job kind registered with its handler; "
+    "validation.model.Task is a validation task (an answer)",
     "Enqueued": "queue.enqueue.Enqueued is one job put on the queue; runs.starting.Enqueued is "
     "a run started (its summary and how many jobs)",
 }
@@ -36,14 +38,8 @@ NOT_YET_ONE = {
     "DeadJob",
     "Experiment",
     "OrgDefaults",
-    "QueuedValidation",
-    "RaTag",
     "TagSummary",
-    "Task",
     "Turn",
-    "Validation",
-    "ValidationRequest",
-    "ValidatorModel",
 }
 
 
