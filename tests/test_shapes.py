@@ -21,8 +21,6 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "valuerank"
 
 # Different concepts that share a name, each with why it is not one shape.
 DIFFERENT_CONCEPTS = {
-    "JobError": "queue.errors.JobError is the exception a handler raises to say how to retry; "
-    "the API's JobError is one attempt's stored error (queue.errors.JobErrorRecord)",
     "Progress": "queue.events.Progress counts a partition's jobs per queue status for events; "
     "runs.progress.Progress is a run's answer (succeeded read as `completed`)",
     "Task": "queue.tasks.Task is a job kind registered with its handler; "
@@ -35,7 +33,6 @@ DIFFERENT_CONCEPTS = {
 NOT_YET_ONE = {
     "AnalysisWarning",
     "Comparison",
-    "DeadJob",
     "Experiment",
     "OrgDefaults",
     "TagSummary",

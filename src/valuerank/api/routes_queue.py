@@ -151,7 +151,7 @@ async def failed_jobs_route(
         found = await dead_jobs(
             conn, ctx.org_id, run_id=run_id, kind=kind, before_id=after, limit=limit + 1
         )
-    items = [job.to_dict() for job in found]
+    items = dump(found)
     return ok(page("jobs", items, limit=limit, key=lambda item: [item["id"]]))
 
 

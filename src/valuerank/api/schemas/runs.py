@@ -1,7 +1,8 @@
 """What the run, queue and eval routes answer (see `envelope.py` for how they are used):
-a run's summary, pages of runs and failures, its events, a launch, the queue's status. A
-run's report, detail, list item, breakdown and failures are shapes of their own
-(`valuerank.shapes`), defined where they are built (`runs/`, `api/views.py`)."""
+a run's summary, pages of runs, failures and dead jobs, its events, a launch. A run's
+report, detail, list item, breakdown and failures, a dead job and the queue's status are
+shapes of their own (`valuerank.shapes`), defined where they are built (`runs/`,
+`api/views.py`, `pipeline/dead_jobs.py`, `queue/status.py`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pydantic import Field
 from valuerank.api.schemas.envelope import Out
 from valuerank.api.views import RunItem
 from valuerank.default_rubric import JudgeRubric
+from valuerank.pipeline.dead_jobs import DeadJob
 from valuerank.runs.breakdown import Failure
 from valuerank.runs.states import RunStatus
 
@@ -50,36 +52,6 @@ class FailurePage(Out):
     failures: list[Failure]
     count: int
     next_cursor: str | None
-
-
-class JobError(Out):
-    attempt: int
-    category: str = Field(description="rate_limited, transient, permanent, lease_expired…")
-    error_class: str | None
-    message: str
-    at: datetime
-
-
-class DeadJob(Out):
-    """A failed job of the organisation (the dead-letter state) with every attempt's error."""
-
-    id: str
-    kind: str
-    partition: str
-    run_id: str | None
-    run_name: str | None
-    part: Literal["run", "analysis"] | None = Field(
-        description="`run`: the run's own jobs; `analysis`: its analyses'; null: no run's."
-    )
-    item_key: str
-    provider: str | None
-    model: str | None
-    attempts: int
-    max_attempts: int
-    last_error: str | None
-    errors: list[JobError]
-    created_at: datetime
-    finished_at: datetime | None
 
 
 class DeadJobPage(Out):
