@@ -34,7 +34,6 @@ NOT_YET_ONE = {
     "AnalysisWarning",
     "Comparison",
     "Experiment",
-    "OrgDefaults",
     "TagSummary",
     "Turn",
 }
