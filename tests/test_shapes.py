@@ -35,7 +35,6 @@ NOT_YET_ONE = {
     "Comparison",
     "Experiment",
     "TagSummary",
-    "Turn",
 }
 
 

@@ -210,7 +210,7 @@ ALLOWED = {
     "analysis": set(),
     "consensus": set(),
     "scoring": set(),
-    "formats": {"lazy"},
+    "formats": {"lazy", "shapes"},
 }
 PURE_PACKAGES = ("analysis", "consensus", "scoring", "formats")
 PURE_MODULES = (
