@@ -33,7 +33,6 @@ DIFFERENT_CONCEPTS = {
 NOT_YET_ONE = {
     "AnalysisWarning",
     "Comparison",
-    "Experiment",
     "TagSummary",
 }
 
