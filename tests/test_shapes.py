@@ -21,10 +21,10 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "valuerank"
 
 # Different concepts that share a name, each with why it is not one shape.
 DIFFERENT_CONCEPTS = {
-    "JobError": "queue.errors.JobError is the exception a handler raises to say how to retry; "
-    "the API's JobError is one attempt's stored error (queue.errors.JobErrorRecord)",
     "Progress": "queue.events.Progress counts a partition's jobs per queue status for events; "
     "runs.progress.Progress is a run's answer (succeeded read as `completed`)",
+    "Task": "queue.tasks.Task is a job kind registered with its handler; "
+    "validation.model.Task is a validation task (an answer)",
     "Enqueued": "queue.enqueue.Enqueued is one job put on the queue; runs.starting.Enqueued is "
     "a run started (its summary and how many jobs)",
 }
@@ -32,22 +32,8 @@ DIFFERENT_CONCEPTS = {
 # api/schemas/): the families not yet moved onto `valuerank.shapes`. Only ever shrinks.
 NOT_YET_ONE = {
     "AnalysisWarning",
-    "BucketStatus",
-    "Cap",
     "Comparison",
-    "DeadJob",
-    "Experiment",
-    "OrgDefaults",
-    "PartitionStatus",
-    "QueueStatus",
-    "QueuedValidation",
-    "RaTag",
     "TagSummary",
-    "Task",
-    "Turn",
-    "Validation",
-    "ValidationRequest",
-    "ValidatorModel",
 }
 
 

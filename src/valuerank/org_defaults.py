@@ -9,9 +9,10 @@ answer that created it (`defaults_used`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Annotated
 
+from pydantic import Field
+from pydantic.dataclasses import dataclass
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -19,17 +20,23 @@ from valuerank.db.tables import org_defaults
 from valuerank.errors import InvalidInputError
 from valuerank.providers.model_id import InvalidModelId, parse_model_id
 from valuerank.queue.dialect import upsert
+from valuerank.shapes import SHAPE
 
 MAX_JUDGES = 20  # as many as a run's body accepts
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, config=SHAPE)
 class OrgDefaults:
-    judge_models: tuple[str, ...] = ()
-    summary_model: str | None = None
+    """What the organisation's new runs get when they name none (an answer shape: `GET/PUT
+    /api/orgs/defaults` and `valuerank orgs defaults --json` write it as `judges`)."""
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"judges": list(self.judge_models), "summary_model": self.summary_model}
+    judge_models: Annotated[
+        tuple[str, ...],
+        Field(serialization_alias="judges", description="Default judges (empty: none)."),
+    ] = ()
+    summary_model: Annotated[
+        str | None, Field(description="Default summary model (null: none).")
+    ] = None
 
 
 def checked_models(models: Sequence[str], *, what: str = "judge") -> tuple[str, ...]:

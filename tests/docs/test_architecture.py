@@ -207,13 +207,13 @@ ENTRY_EXCEPTIONS = {
 }
 # Each package → every ValueRank package it may import (besides itself).
 ALLOWED = {
-    "queue": {"db", "crypto", "errors", "lazy", "ratelimit_headers"},
+    "queue": {"db", "crypto", "errors", "lazy", "ratelimit_headers", "shapes"},
     "db": {"config", "crypto", "errors"},
     "providers": {"consensus", "scoring", "ratelimit_headers"},
     "analysis": set(),
     "consensus": set(),
     "scoring": set(),
-    "formats": {"lazy"},
+    "formats": {"lazy", "shapes"},
 }
 PURE_PACKAGES = ("analysis", "consensus", "scoring", "formats")
 PURE_MODULES = (

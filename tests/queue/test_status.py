@@ -15,6 +15,7 @@ from valuerank.queue import (
 )
 from valuerank.queue.ratelimit import block_bucket, bucket_key, configure_bucket
 from valuerank.queue.status import RateLimitState
+from valuerank.shapes import dump
 
 if TYPE_CHECKING:
     from tests.queue.conftest import Kit
@@ -52,7 +53,7 @@ async def test_status_snapshot(kit: Kit) -> None:
     assert 25 < status.oldest_waiting_seconds < 120
     assert not status.paused
     assert [c.key for c in status.caps] == ["provider:openai"]
-    assert status.to_dict()["caps"][0]["scope"] == "provider"
+    assert dump(status)["caps"][0]["scope"] == "provider"
 
     async with kit.db.transaction(immediate=True) as conn:
         await complete(conn, first.lease)
@@ -85,7 +86,7 @@ async def test_each_providers_rate_limit_state(kit: Kit) -> None:
     assert openai.blocked_until == openai.buckets[1].blocked_until  # the later reset
     assert openai.blocked_until is not None and openai.buckets[0].blocked_until is not None
     assert 80 < (openai.blocked_until - openai.buckets[0].blocked_until).total_seconds() < 100
-    shown = status.to_dict()["providers"]["openai"]
+    shown = dump(status)["providers"]["openai"]
     assert shown["rate_limit"] == "blocked" and isinstance(shown["blocked_until"], str)
     async with kit.db.transaction(immediate=True) as conn:
         await configure_bucket(conn, "google", rpm=60)

@@ -26,7 +26,6 @@ from valuerank.api.schemas.findings import (
     AnalysisTimings,
     Comparison,
     ComparisonPage,
-    Experiment,
     ExperimentPage,
     ExperimentReport,
     QueuedAnalysis,
@@ -44,6 +43,7 @@ from valuerank.findings.lineage import lineage_results
 from valuerank.pipeline.analyze import enqueue_analysis, enqueue_comparison
 from valuerank.pipeline.experiments import (
     CHANGEABLE,
+    Experiment,
     add_variant,
     create_experiment,
     experiment_report,
@@ -53,6 +53,7 @@ from valuerank.providers.model_id import MODEL_ID_PATTERN
 from valuerank.queue import get_job
 from valuerank.queue.dialect import iso
 from valuerank.runs.service import get_run
+from valuerank.shapes import dump
 
 router = APIRouter(tags=["analysis"])
 
@@ -219,7 +220,7 @@ async def create_experiment_route(body: ExperimentBody, ctx: Member) -> JSONResp
             hypothesis=body.hypothesis,
             baseline_run=body.baseline_run_id,
         )
-    return ok(experiment.to_dict(), status_code=201)
+    return ok(dump(experiment), status_code=201)
 
 
 @router.get("/api/experiments", response_model=Envelope[ExperimentPage])
@@ -233,7 +234,7 @@ async def list_experiments_route(
     return ok(
         page(
             "experiments",
-            [e.to_dict() for e in found],
+            dump(found),
             limit=limit,
             key=lambda e: [e["created_at"], e["id"]],
         )

@@ -29,18 +29,15 @@ from valuerank.api.pagination import Cursor, InvalidCursorError, Limit, decode_c
 from valuerank.api.schemas import Debugged, Envelope, also
 from valuerank.api.schemas.assumptions import (
     MultiModelView,
-    RaTag,
     ReadTimings,
     RecordedValidation,
     TagPage,
-    Task,
     TaskConsensus,
     TaskPage,
-    ValidationRequest,
-    ValidatorModels,
 )
 from valuerank.consensus.consensus import Outcome
 from valuerank.providers.model_id import MODEL_ID_PATTERN
+from valuerank.shapes import dump
 from valuerank.validation.cache import ReadCache
 from valuerank.validation.errors import ValidationDatabaseError
 from valuerank.validation.model import (
@@ -51,10 +48,23 @@ from valuerank.validation.model import (
     MAX_TASK_ID,
     TAG_ID,
     TASK_ID_PATTERN,
+    RaTag,
+    Task,
     parse_task_id,
 )
-from valuerank.validation.reads import Read, available_models, multi_model_view, task_consensus
-from valuerank.validation.requests import MAX_MODELS, MAX_REQUEST_ID, request_validation
+from valuerank.validation.reads import (
+    Read,
+    ValidatorModels,
+    available_models,
+    multi_model_view,
+    task_consensus,
+)
+from valuerank.validation.requests import (
+    MAX_MODELS,
+    MAX_REQUEST_ID,
+    ValidationRequest,
+    request_validation,
+)
 from valuerank.validation.rules import consensus_dict
 from valuerank.validation.store import (
     NewValidation,
@@ -192,7 +202,7 @@ async def models_route(ctx: Viewer) -> JSONResponse:
     """The models of the registry, with their weights in the consensus. Not paginated (the
     seed's shape, with `total_models`): the registry holds tens of models."""
     async with ctx.db.transaction() as conn:
-        return ok(await available_models(conn))
+        return ok(dump(await available_models(conn)))
 
 
 # --- feeding it ---------------------------------------------------------------------------
@@ -270,7 +280,7 @@ async def create_task_route(body: TaskIn, ctx: Member) -> JSONResponse:
     """Create a task to hold RA tags."""
     async with ctx.db.transaction(immediate=True) as conn:
         task = await create_task(conn, ctx.org_id, body.name, body.description)
-    return ok(task.to_dict(), status_code=201)
+    return ok(dump(task), status_code=201)
 
 
 @router.get("/tasks", response_model=Envelope[TaskPage])
@@ -279,7 +289,7 @@ async def list_tasks_route(ctx: Viewer, limit: Limit = 50, cursor: Cursor = None
     before = _position(cursor)
     async with ctx.db.transaction() as conn:
         tasks = await list_tasks(conn, ctx.org_id, limit=limit + 1, before_id=before)
-    return ok(page("tasks", [t.to_dict() for t in tasks], limit=limit, key=lambda t: [t["id"]]))
+    return ok(page("tasks", dump(tasks), limit=limit, key=lambda t: [t["id"]]))
 
 
 @router.get("/tasks/{task_id}", response_model=Envelope[Task])
@@ -290,7 +300,7 @@ async def get_task_route(
     """A task: its name, description and how many RA tags it holds."""
     async with ctx.db.transaction() as conn:
         task = await get_task(conn, ctx.org_id, task_id)
-    return ok(task.to_dict())
+    return ok(dump(task))
 
 
 @router.post(
@@ -309,7 +319,7 @@ async def add_tag_route(
     async with ctx.db.transaction(immediate=True) as conn:
         tag, created = await add_tag(conn, ctx.org_id, task_id, body.text, body.id)
     _changed(cache, task_id)
-    return ok(tag.to_dict(), status_code=201 if created else 200)
+    return ok(dump(tag), status_code=201 if created else 200)
 
 
 @router.get("/tasks/{task_id}/tags", response_model=Envelope[TagPage])
@@ -320,7 +330,7 @@ async def list_tags_route(
     after = _position(cursor) or 0
     async with ctx.db.transaction() as conn:
         tags = await list_tags(conn, ctx.org_id, task_id, limit=limit + 1, after_position=after)
-    return ok(page("tags", [t.to_dict() for t in tags], limit=limit, key=lambda t: [t["position"]]))
+    return ok(page("tags", dump(tags), limit=limit, key=lambda t: [t["position"]]))
 
 
 @router.post(
@@ -341,7 +351,7 @@ async def record_validation_route(
         recorded = await record_validation(conn, ctx.org_id, task_id, ra_tag_id, new)
     _changed(cache, task_id)
     data = {
-        "validation": recorded.validation.to_dict(),
+        "validation": dump(recorded.validation),
         "consensus": consensus_dict(recorded.consensus),
     }
     return ok(data, status_code=201)
@@ -364,4 +374,4 @@ async def validate_route(
         requested = await request_validation(
             conn, ctx.org_id, task_id, ra_tag_id, body.models, request_id=body.request_id
         )
-    return ok(requested.to_dict(), status_code=202)
+    return ok(dump(requested), status_code=202)

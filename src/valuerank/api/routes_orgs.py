@@ -14,9 +14,9 @@ from valuerank.api.fields import Body
 from valuerank.api.routes_auth import account_of
 from valuerank.api.run_bodies import ModelId
 from valuerank.api.schemas import Envelope
-from valuerank.api.schemas.accounts import OrgDefaults, OrgList
-from valuerank.org_defaults import MAX_JUDGES, get_org_defaults, set_org_defaults
-from valuerank.org_defaults import OrgDefaults as Defaults
+from valuerank.api.schemas.accounts import OrgList
+from valuerank.org_defaults import MAX_JUDGES, OrgDefaults, get_org_defaults, set_org_defaults
+from valuerank.shapes import dump
 
 router = APIRouter(prefix="/api/orgs", tags=["organisations"])
 
@@ -50,7 +50,7 @@ async def get_defaults_route(ctx: Viewer) -> JSONResponse:
     """The judges and summary model a run created without naming any gets (in the
     organisation the caller acts in)."""
     async with ctx.db.transaction() as conn:
-        return ok((await get_org_defaults(conn, ctx.org_id)).to_dict())
+        return ok(dump(await get_org_defaults(conn, ctx.org_id)))
 
 
 @router.put("/defaults", response_model=Envelope[OrgDefaults])
@@ -62,10 +62,10 @@ async def put_defaults_route(body: DefaultsBody, ctx: Admin) -> JSONResponse:
         stored = await set_org_defaults(
             conn,
             ctx.org_id,
-            Defaults(tuple(body.judges), body.summary_model),
+            OrgDefaults(tuple(body.judges), body.summary_model),
             allow_unknown=body.allow_unknown_models,
         )
-    return ok(stored.to_dict())
+    return ok(dump(stored))
 
 
 @router.get("", response_model=Envelope[OrgList])

@@ -30,12 +30,12 @@ from valuerank.api.schemas.runs import (
     DeletedRun,
     LaunchedRun,
     QueuePaused,
-    QueueStatus,
     RetriedJob,
     RunSummary,
 )
 from valuerank.pipeline.dead_jobs import dead_jobs
 from valuerank.queue import pause_org, queue_status, resume_org
+from valuerank.queue.status import QueueStatus
 from valuerank.runs import service
 from valuerank.runs.progress import RunReport, read_report
 from valuerank.shapes import dump
@@ -105,7 +105,7 @@ async def queue_status_route(ctx: Viewer) -> JSONResponse:
     this organisation (`org_paused`) is paused. Rate limits and caps are shared by all."""
     async with ctx.db.transaction() as conn:
         status = await queue_status(conn, org_id=ctx.org_id)
-    return ok(status.to_dict())
+    return ok(dump(status))
 
 
 @router.post("/pause", response_model=Envelope[QueuePaused])
@@ -151,7 +151,7 @@ async def failed_jobs_route(
         found = await dead_jobs(
             conn, ctx.org_id, run_id=run_id, kind=kind, before_id=after, limit=limit + 1
         )
-    items = [job.to_dict() for job in found]
+    items = dump(found)
     return ok(page("jobs", items, limit=limit, key=lambda item: [item["id"]]))
 
 

@@ -197,13 +197,14 @@ def experiments_create(
 ) -> None:
     """Create an experiment around a baseline run."""
     from valuerank.pipeline.experiments import create_experiment
+    from valuerank.shapes import dump
 
     async def _go() -> dict[str, Any]:
         async with session() as s:
             made = await create_experiment(
                 s.conn, s.org_id, name=name, hypothesis=hypothesis, baseline_run=baseline
             )
-        return made.to_dict()
+        return dump(made)  # type: ignore[no-any-return]
 
     data = run(_go(), as_json=as_json)
     if as_json:
@@ -309,10 +310,11 @@ def experiments_report(
 def experiments_list(as_json: bool = JsonOption) -> None:
     """The organisation's experiments, newest first."""
     from valuerank.pipeline.experiments import list_experiments
+    from valuerank.shapes import dump
 
     async def _go() -> list[dict[str, Any]]:
         async with session() as s:
-            return [e.to_dict() for e in await list_experiments(s.conn, s.org_id, limit=500)]
+            return dump(await list_experiments(s.conn, s.org_id, limit=500))  # type: ignore[no-any-return]
 
     rows = run(_go(), as_json=as_json)
     if as_json:

@@ -84,6 +84,7 @@ def defaults(
     Without options it shows them. A run created without --judge gets the default judges
     (and says so); `runs create --no-default-judges` opts out."""
     from valuerank.org_defaults import OrgDefaults, get_org_defaults, set_org_defaults
+    from valuerank.shapes import dump
 
     change = bool(judge) or summary_model is not None or clear_judges or clear_summary_model
 
@@ -99,7 +100,7 @@ def defaults(
                     OrgDefaults(judges, summary),
                     allow_unknown=allow_unknown_model,
                 )
-        return current.to_dict()
+        return dump(current)  # type: ignore[no-any-return]
 
     data = run(_go(), as_json=as_json)
     if as_json:

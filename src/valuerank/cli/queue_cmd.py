@@ -21,6 +21,7 @@ from valuerank.queue import (
     resume_provider,
     resume_queue,
 )
+from valuerank.shapes import dump
 
 app = typer.Typer(help="The job queue: status, pause/resume, enqueue, retry.", no_args_is_help=True)
 app.add_typer(limits_cmd.app, name="limits")
@@ -50,7 +51,7 @@ def status(
     async def _go() -> dict[str, Any]:
         async with session() as s:
             result = await queue_status(s.conn, org_id=None if all_orgs else s.org_id)
-        return result.to_dict()
+        return dump(result)  # type: ignore[no-any-return]
 
     data = run(_go(), as_json=as_json)
     if as_json:

@@ -17,6 +17,7 @@ from valuerank.cli.common import JsonOption, console, database, print_json, run,
 from valuerank.cli.live import in_process_worker
 from valuerank.queue import JobStatus, get_job
 from valuerank.refs import short_id
+from valuerank.shapes import dump
 from valuerank.validation.model import parse_task_id
 from valuerank.validation.reads import multi_model_view, task_consensus
 from valuerank.validation.requests import request_validation
@@ -61,7 +62,7 @@ def tasks_create(
 
     async def _go() -> dict[str, Any]:
         async with session() as s:
-            return (await create_task(s.conn, s.org_id, name, description)).to_dict()
+            return dump(await create_task(s.conn, s.org_id, name, description))  # type: ignore[no-any-return]
 
     data = run(_go(), as_json=as_json)
     if as_json:
@@ -79,7 +80,7 @@ def tasks_list(
 
     async def _go() -> list[dict[str, Any]]:
         async with session() as s:
-            return [t.to_dict() for t in await list_tasks(s.conn, s.org_id, limit=limit)]
+            return dump(await list_tasks(s.conn, s.org_id, limit=limit))  # type: ignore[no-any-return]
 
     data = run(_go(), as_json=as_json)
     if as_json:
@@ -106,7 +107,7 @@ def tags_add(
     async def _go() -> dict[str, Any]:
         async with session() as s:
             tag, created = await add_tag(s.conn, s.org_id, parse_task_id(task), text, tag_id)
-        return {**tag.to_dict(), "created": created}
+        return {**dump(tag), "created": created}
 
     data = run(_go(), as_json=as_json)
     if as_json:
@@ -122,7 +123,7 @@ def tags_list(task: str = TaskArg, as_json: bool = JsonOption) -> None:
 
     async def _go() -> list[dict[str, Any]]:
         async with session() as s:
-            return [t.to_dict() for t in await list_tags(s.conn, s.org_id, parse_task_id(task))]
+            return dump(await list_tags(s.conn, s.org_id, parse_task_id(task)))  # type: ignore[no-any-return]
 
     data = run(_go(), as_json=as_json)
     if as_json:
@@ -151,7 +152,7 @@ def record(
         async with session() as s:
             done = await record_validation(s.conn, s.org_id, parse_task_id(task), tag, new)
         return {
-            "validation": done.validation.to_dict(),
+            "validation": dump(done.validation),
             "consensus": consensus_dict(done.consensus),
         }
 
@@ -210,7 +211,7 @@ def validate(
                 asked = await request_validation(
                     conn, opened.org_id, task_id, tag, model, request_id=request_id
                 )
-            data: dict[str, Any] = asked.to_dict()
+            data: dict[str, Any] = dump(asked)
             if not (wait or work):
                 return data
             ids = [j.job_id for j in asked.jobs]

@@ -16,8 +16,10 @@ from valuerank.db.tables import judgments, run_scenarios, transcripts
 from valuerank.errors import NotFoundError
 from valuerank.findings.matrix import CODES
 from valuerank.findings.matrix_loading import resolve_runs, run_brief
+from valuerank.formats.transcript_md import Turn
 from valuerank.queue.dialect import iso
 from valuerank.runs.service import Run
+from valuerank.shapes import dump
 
 
 class ScenarioNotFoundError(NotFoundError):
@@ -25,16 +27,17 @@ class ScenarioNotFoundError(NotFoundError):
 
 
 def _turns(stored: Any) -> list[dict[str, Any]]:
-    return [
-        {
-            "number": int(t.get("number", i + 1)),
-            "label": str(t.get("label") or ""),
-            "probe": str(t.get("probe") or ""),
-            "target": str(t.get("target") or ""),
-        }
+    turns = [
+        Turn(
+            number=int(t.get("number", i + 1)),
+            label=str(t.get("label") or ""),
+            probe=str(t.get("probe") or ""),
+            target=str(t.get("target") or ""),
+        )
         for i, t in enumerate(stored or [])
         if isinstance(t, dict)
     ]
+    return dump(turns)  # type: ignore[no-any-return]
 
 
 def _votes(consensus: Any) -> dict[str, str]:

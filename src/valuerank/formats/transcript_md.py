@@ -28,6 +28,10 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
 
+from pydantic.dataclasses import dataclass as pydantic_dataclass
+
+from valuerank.shapes import SHAPE
+
 from .errors import FormatWarning, ParseContext
 from .yaml_io import dump_cli, split_front_matter
 
@@ -51,9 +55,11 @@ _TARGET = "**Target:**"
 _RUN_ID_AT_END = re.compile(r"(\d{4}-\d{2}-\d{2}[.T-]\d{2}-\d{2}|\d{8}-\d{6}-\d{4}|\d{8}-\d{4})$")
 
 
-@dataclass(frozen=True)
+@pydantic_dataclass(frozen=True, config=SHAPE)
 class Turn:
-    """One probe/target exchange. `probe` and `target` are stripped, as the CLI writes them."""
+    """One probe/target exchange. `probe` and `target` are stripped, as the CLI writes them.
+    An answer shape too (`valuerank.shapes`): a stored transcript's turns as the API shows
+    them."""
 
     number: int
     label: str

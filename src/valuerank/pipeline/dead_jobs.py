@@ -8,39 +8,37 @@ lifecycle (`runs.service.retry_failed_job`, `rerun_failed`), so a finished run r
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any, Literal
+from datetime import datetime
+from typing import Annotated, Literal
 
+from pydantic import Field, SkipValidation, computed_field
+from pydantic.dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.db.tables import runs
-from valuerank.queue.dialect import iso
 from valuerank.queue.errors import JobErrorRecord, errors_of_jobs
 from valuerank.queue.job import Job, failed_per_partition, list_failed_jobs
 from valuerank.runs.kinds import job_kind
 from valuerank.runs.partitions import ANALYSIS_PREFIX, analysis_partition
+from valuerank.shapes import SHAPE, Timestamp
 
 Part = Literal["run", "analysis"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, config=SHAPE)
 class PartitionLabel:
     """What a partition is: a run's own jobs, its analyses, or something else (None)."""
 
     partition: str
     run_id: str | None = None
     run_name: str | None = None
-    part: Part | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "partition": self.partition,
-            "run_id": self.run_id,
-            "run_name": self.run_name,
-            "part": self.part,
-        }
+    part: Annotated[
+        Part | None,
+        Field(description="`run`: the run's own jobs; `analysis`: its analyses'; null: no run's."),
+    ] = None
 
 
 async def partition_labels(
@@ -70,49 +68,94 @@ async def partition_labels(
     return labels
 
 
-def _error_dict(error: JobErrorRecord) -> dict[str, Any]:
-    return {
-        "attempt": error.attempt,
-        "category": error.category.value,
-        "error_class": error.error_class,
-        "message": error.message,
-        "at": iso(error.created_at),
-    }
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, config=SHAPE)
 class DeadJob:
-    job: Job
-    label: PartitionLabel
+    """A failed job of the organisation (the dead-letter state) with every attempt's error
+    (`GET /api/queue/jobs/failed` writes and documents it; the queue page reads it)."""
+
+    job: Annotated[SkipValidation[Job], Field(exclude=True)]
+    label: Annotated[PartitionLabel, Field(exclude=True)]
     errors: list[JobErrorRecord]
 
-    def to_dict(self) -> dict[str, Any]:
-        job = self.job
-        return {
-            "id": job.id,
-            "kind": job.kind,
-            **self.label.to_dict(),
-            "item_key": job.item_key,
-            "provider": job.provider,
-            "model": job.model,
-            "attempts": job.attempts,
-            "max_attempts": job.max_attempts,
-            "last_error": job.last_error,
-            "errors": [_error_dict(e) for e in self.errors],
-            "created_at": iso(job.created_at),
-            "finished_at": iso(job.finished_at),
-        }
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def id(self) -> str:
+        return self.job.id
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def kind(self) -> str:
+        return self.job.kind
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def partition(self) -> str:
+        return self.label.partition
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def run_id(self) -> str | None:
+        return self.label.run_id
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def run_name(self) -> str | None:
+        return self.label.run_name
+
+    @computed_field(  # type: ignore[prop-decorator]
+        description="`run`: the run's own jobs; `analysis`: its analyses'; null: no run's."
+    )
+    @property
+    def part(self) -> Part | None:
+        return self.label.part
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def item_key(self) -> str:
+        return self.job.item_key
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def provider(self) -> str | None:
+        return self.job.provider
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def model(self) -> str | None:
+        return self.job.model
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def attempts(self) -> int:
+        return self.job.attempts
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def max_attempts(self) -> int:
+        return self.job.max_attempts
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def last_error(self) -> str | None:
+        return self.job.last_error
+
+    @computed_field(return_type=Timestamp)  # type: ignore[prop-decorator]
+    @property
+    def created_at(self) -> datetime:
+        return self.job.created_at
+
+    @computed_field(return_type=Timestamp | None)  # type: ignore[prop-decorator]
+    @property
+    def finished_at(self) -> datetime | None:
+        return self.job.finished_at
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class FailedGroup:
     """The failed jobs of one partition (a run's, its analyses', or another)."""
 
     label: PartitionLabel
     count: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**self.label.to_dict(), "count": self.count}
 
 
 async def dead_jobs(

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
+from pydantic.dataclasses import dataclass as pydantic_dataclass
 from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -22,12 +23,12 @@ from valuerank.db.tables import experiment_variants, experiments
 from valuerank.errors import InvalidInputError
 from valuerank.findings.keyset import newest_first
 from valuerank.pipeline.launch import launch_run
-from valuerank.queue.dialect import iso
 from valuerank.queue.ids import new_id
 from valuerank.refs import find_by_ref
 from valuerank.runs.config import RunConfig
 from valuerank.runs.service import Run, get_run
 from valuerank.runs.states import RunStatus
+from valuerank.shapes import SHAPE, Timestamp, dump
 
 # What a variant may change, and the run setting each change sets.
 CHANGEABLE = (
@@ -47,23 +48,17 @@ MAX_NAME = 300
 MAX_HYPOTHESIS = 10_000
 
 
-@dataclass(frozen=True)
+@pydantic_dataclass(frozen=True, config=SHAPE)
 class Experiment:
+    """An experiment: a hypothesis and the baseline run its variants face (an answer shape:
+    the API and `analyze experiments --json` write it, /openapi.json documents it)."""
+
     id: str
-    org_id: str
+    org_id: Annotated[str, Field(exclude=True)]
     name: str
     hypothesis: str
     baseline_run_id: str
-    created_at: datetime
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "name": self.name,
-            "hypothesis": self.hypothesis,
-            "baseline_run_id": self.baseline_run_id,
-            "created_at": iso(self.created_at),
-        }
+    created_at: Timestamp
 
 
 @dataclass(frozen=True)
@@ -251,7 +246,7 @@ async def experiment_report(db: Database, org_id: str, ref: str) -> dict[str, An
             entry["waiting_for"] = waiting
         report.append(entry)
     return {
-        **experiment.to_dict(),
+        **dump(experiment),
         "baseline": baseline.summary_dict(),
         "variants": report,
     }

@@ -9,7 +9,6 @@ also what a rate bucket's adaptive `concurrency` keeps (`valuerank queue limits 
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -17,7 +16,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from valuerank.errors import InvalidInputError, NotFoundError
 from valuerank.queue.slots import (
     GLOBAL_KEY,
-    Cap,
     SlotScope,
     list_caps,
     model_key,
@@ -26,6 +24,7 @@ from valuerank.queue.slots import (
     remove_cap,
     set_cap,
 )
+from valuerank.shapes import dump
 
 
 class CapNotFoundError(NotFoundError):
@@ -59,10 +58,6 @@ def cap_target(
         return SlotScope.MODEL, model_key(provider, model)
     assert provider is not None
     return SlotScope.PROVIDER, provider_key(provider)
-
-
-def cap_row(cap: Cap) -> dict[str, Any]:
-    return asdict(cap) | {"scope": cap.scope.value}
 
 
 async def set_concurrency_cap(
@@ -100,4 +95,5 @@ async def remove_concurrency_cap(
 
 
 async def cap_rows(conn: AsyncConnection) -> list[dict[str, Any]]:
-    return [cap_row(c) for c in await list_caps(conn)]
+    """Every cap as /api/queue/caps answers it (`Cap` is its shape)."""
+    return dump(await list_caps(conn))  # type: ignore[no-any-return]

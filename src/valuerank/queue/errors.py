@@ -9,17 +9,19 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import datetime
 from enum import StrEnum
 from time import monotonic
+from typing import Annotated
 
+from pydantic import Field
+from pydantic.dataclasses import dataclass as pydantic_dataclass
 from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.db.tables import job_errors
 from valuerank.queue.dialect import as_utc, db_now
 from valuerank.queue.ids import new_id
+from valuerank.shapes import SHAPE, Timestamp
 
 MAX_MESSAGE_CHARS = 4000
 
@@ -104,16 +106,18 @@ def error_text(category: ErrorCategory, error: BaseException | str) -> str:
     return f"{category.value}: {error_class}: {message}"
 
 
-@dataclass(frozen=True)
+@pydantic_dataclass(frozen=True, config=SHAPE)
 class JobErrorRecord:
-    id: str
-    job_id: str
-    org_id: str
+    """One failed attempt's error, as kept (and as a dead job's `errors` show it)."""
+
+    id: Annotated[str, Field(exclude=True)]
+    job_id: Annotated[str, Field(exclude=True)]
+    org_id: Annotated[str, Field(exclude=True)]
     attempt: int
     category: ErrorCategory
     error_class: str
     message: str
-    created_at: datetime
+    created_at: Annotated[Timestamp, Field(serialization_alias="at")]
 
 
 async def record_error(

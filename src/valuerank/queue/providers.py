@@ -9,7 +9,6 @@ shared by every organisation; queue counts are the caller's organisation's.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import asdict
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -24,6 +23,7 @@ from valuerank.queue.ratelimit import (
     remove_bucket,
 )
 from valuerank.queue.status import ProviderStatus, queue_status
+from valuerank.shapes import dump
 
 
 class ProviderNotFoundError(NotFoundError):
@@ -120,7 +120,7 @@ async def provider_views(
     for name in sorted(names):
         limits = [limits_row(b) for b in buckets if b.provider == name]
         limits.sort(key=lambda row: (row["model"] or "", row["key"]))
-        caps = [asdict(c) | {"scope": c.scope.value} for c in status.caps if c.provider == name]
+        caps = dump([c for c in status.caps if c.provider == name])
         views.append(_view(name, status.providers.get(name, ProviderStatus()), limits, caps))
     return views
 

@@ -11,15 +11,18 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from enum import StrEnum
+from typing import Annotated
 
+from pydantic import Field
+from pydantic.dataclasses import dataclass
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.db.tables import queue_slots
 from valuerank.queue.dialect import upsert
 from valuerank.queue.settings import unlimited_if_zero
+from valuerank.shapes import SHAPE
 
 
 class SlotScope(StrEnum):
@@ -54,16 +57,30 @@ def applicable_keys(org_id: str, provider: str | None, model: str | None) -> lis
     return sorted(keys)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, config=SHAPE)
 class Cap:
+    """A concurrency cap: its slots in use and its maximum (an answer of the queue status and
+    of /api/queue/caps)."""
+
     key: str
-    scope: SlotScope
+    scope: Annotated[
+        SlotScope,
+        Field(
+            description="global, org (the queue status shows the caller's only), provider or model."
+        ),
+    ]
     org_id: str | None
     provider: str | None
     model: str | None
     in_use: int
     max: int
-    is_default: bool = False  # an organisation cap made by the workers' default
+    is_default: Annotated[
+        bool,
+        Field(
+            description="An organisation cap made by the workers' default "
+            "(VALUERANK_WORKER_ORG_CONCURRENCY), which follows it; false: set for it."
+        ),
+    ] = False
 
     @property
     def room(self) -> int:

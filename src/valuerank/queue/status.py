@@ -1,21 +1,27 @@
-"""A snapshot of the queue for operators and dashboards: counts, providers, partitions, age."""
+"""A snapshot of the queue for operators and dashboards: counts, providers, partitions, age.
+
+Its classes are answer shapes (`valuerank.shapes`): `GET /api/queue/status` and
+`valuerank queue status --json` write them with `shapes.dump`, and /openapi.json documents
+them from these very classes.
+"""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Annotated
 
+from pydantic import Field
+from pydantic.dataclasses import dataclass
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.db.tables import jobs, queue_controls
 from valuerank.queue.controls import GLOBAL_KEY, ControlScope
-from valuerank.queue.dialect import db_now, iso, seconds_since
+from valuerank.queue.dialect import db_now, seconds_since
 from valuerank.queue.ratelimit import BucketState, list_buckets
 from valuerank.queue.slots import Cap, SlotScope, list_caps
 from valuerank.queue.states import ACTIVE, JobStatus
+from valuerank.shapes import SHAPE, Timestamp
 
 
 class RateLimitState(StrEnum):
@@ -27,7 +33,7 @@ class RateLimitState(StrEnum):
     BLOCKED = "blocked"  # the provider said to wait (429 + reset): blocked until a time
 
 
-@dataclass
+@dataclass(frozen=True, config=SHAPE)
 class BucketStatus:
     """One rate bucket of a provider (per model and credential; '' = all)."""
 
@@ -37,7 +43,7 @@ class BucketStatus:
     available_requests: float | None
     tpm_limit: float | None
     available_tokens: float | None
-    blocked_until: datetime | None
+    blocked_until: Timestamp | None
     concurrency_limit: int | None
     rate_limited_total: int
 
@@ -59,14 +65,19 @@ class BucketStatus:
         )
 
 
-@dataclass
+# Mutable while `queue_status` counts into them; each snapshot makes its own, so no answer
+# shares them.
+@dataclass(config=SHAPE)
 class ProviderStatus:
+    """A provider's jobs (the organisation's), pause and rate-limit state."""
+
     queue_length: int = 0
     in_flight: int = 0
     paused: bool = False
     rate_limit: RateLimitState = RateLimitState.NONE
-    blocked_until: datetime | None = None  # the latest reset among its blocked buckets
-    buckets: list[BucketStatus] = field(default_factory=list)
+    # The latest reset among its blocked buckets.
+    blocked_until: Timestamp | None = None
+    buckets: list[BucketStatus] = Field(default_factory=list)
 
     def add_bucket(self, bucket: BucketState) -> None:
         self.buckets.append(BucketStatus.of(bucket))
@@ -81,32 +92,30 @@ class ProviderStatus:
             self.rate_limit = RateLimitState.OPEN
 
 
-@dataclass
+@dataclass(config=SHAPE)
 class PartitionStatus:
-    counts: dict[str, int] = field(default_factory=dict)
+    """A live partition (a run): its jobs per state, and whether it is paused or cancelled."""
+
+    counts: dict[str, int] = Field(default_factory=dict)
     paused: bool = False
     cancelled: bool = False
 
 
-@dataclass
+@dataclass(frozen=True, config=SHAPE)
 class QueueStatus:
-    counts: dict[str, int]
-    providers: dict[str, ProviderStatus]
-    partitions: dict[str, PartitionStatus]  # those with queued/running jobs, or paused
-    oldest_waiting_seconds: float | None  # the longest a runnable job has been waiting
-    paused: bool  # the whole queue (every organisation)
-    caps: list[Cap]
-    org_paused: bool = False  # the organisation asked about (`org_id`) is paused
+    """The queue as it stands: jobs per state, per provider and per live partition."""
 
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["caps"] = [asdict(c) | {"scope": c.scope.value} for c in self.caps]
-        for provider in data["providers"].values():  # JSON-ready: enum values, ISO times
-            provider["rate_limit"] = str(provider["rate_limit"])
-            provider["blocked_until"] = iso(provider["blocked_until"])
-            for bucket in provider["buckets"]:
-                bucket["blocked_until"] = iso(bucket["blocked_until"])
-        return data
+    counts: Annotated[dict[str, int], Field(description="The organisation's jobs per state.")]
+    providers: dict[str, ProviderStatus]
+    partitions: Annotated[
+        dict[str, PartitionStatus],
+        Field(description="The organisation's live runs (queued or running jobs, or paused)."),
+    ]
+    # The longest a runnable job has been waiting.
+    oldest_waiting_seconds: float | None
+    paused: Annotated[bool, Field(description="The whole queue (every organisation) is paused.")]
+    caps: list[Cap]
+    org_paused: Annotated[bool, Field(description="This organisation's jobs are paused.")] = False
 
 
 def _shown(cap: Cap, org_id: str | None) -> bool:

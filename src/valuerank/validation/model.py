@@ -1,17 +1,19 @@
 """What the validation API stores and shows: tasks, RA tags, validations. Pure: the checks of
-what users send, and the JSON shapes of the seed document."""
+what users send, and the JSON shapes of the seed document (answer shapes, `valuerank.shapes`:
+the API, its events and the CLI's --json write them, /openapi.json documents them)."""
 
 from __future__ import annotations
 
 import re
 import secrets
-from dataclasses import dataclass
-from datetime import datetime
-from typing import Any
+from typing import Annotated
+
+from pydantic import Field, PlainSerializer, WithJsonSchema, computed_field
+from pydantic.dataclasses import dataclass
 
 from valuerank.consensus import Outcome, Vote
 from valuerank.errors import InvalidInputError
-from valuerank.queue.dialect import iso
+from valuerank.shapes import SHAPE, Timestamp
 from valuerank.validation.errors import InvalidTaskIdError
 
 MAX_TASK_ID = 2**63 - 1  # a PostgreSQL BIGINT
@@ -81,98 +83,89 @@ def number(value: float) -> float | int:
     return int(value) if float(value).is_integer() else value
 
 
-@dataclass(frozen=True)
+# A confidence as the seed shows it: 88.0 is written 88 (`number`), a number either way.
+Confidence = Annotated[
+    float,
+    PlainSerializer(number),
+    WithJsonSchema({"type": "number", "description": "0..100."}, mode="serialization"),
+]
+
+
+@dataclass(frozen=True, config=SHAPE)
 class Task:
     id: int
-    org_id: str
     name: str
     description: str
-    version: int
-    created_at: datetime
-    tag_count: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "name": self.name,
-            "description": self.description,
-            "tag_count": self.tag_count,
-            "created_at": iso(self.created_at),
-        }
+    tag_count: int
+    created_at: Timestamp
+    org_id: Annotated[str, Field(exclude=True)]
+    version: Annotated[int, Field(exclude=True)]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, config=SHAPE)
 class RaTag:
     task_id: int
     id: str
     text: str
     position: int
-    created_at: datetime
+    created_at: Timestamp
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "task_id": self.task_id,
-            "id": self.id,
-            "text": self.text,
-            "tag_type": tag_type(self.text),
-            "position": self.position,
-            "created_at": iso(self.created_at),
-        }
+    @computed_field(  # type: ignore[prop-decorator]
+        description="e.g. COMPLETION_DRIVE_IMPL (from `#TYPE:`)."
+    )
+    @property
+    def tag_type(self) -> str | None:
+        return tag_type(self.text)
 
 
-@dataclass(frozen=True)
-class ValidatorModel:
-    """The validator's registry entry as validations show it (None fields: not registered)."""
+@dataclass(frozen=True, config=SHAPE)
+class ValidatorInfo:
+    """The validator's registry entry as validations show it (None fields: not registered);
+    the `model` of a validation's event."""
 
     id: str | None
     provider: str | None
-    display_name: str | None
+    display_name: Annotated[str | None, Field(serialization_alias="name")]
     version: str | None
     category: str | None
     weight: float
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "provider": self.provider,
-            "name": self.display_name,
-            "version": self.version,
-            "category": self.category,
-            "weight": self.weight,
-        }
 
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, config=SHAPE)
 class Validation:
+    """The seed's validation object, plus `source` and the model's weight."""
+
     id: int
     task_id: int
     ra_tag_id: str
-    validator_id: str
     outcome: Outcome
-    confidence: float
+    confidence: Confidence
+    validator_id: str
     notes: str
-    validated_at: datetime
-    source: str
-    model: ValidatorModel
+    validated_at: Timestamp
+    source: Annotated[str, Field(description="How it was recorded: api, model…")]
+    model: Annotated[ValidatorInfo, Field(exclude=True)]
 
     def vote(self) -> Vote:
         """The validation as a consensus vote (ValueError/TypeError for unusable data)."""
         return Vote(self.validator_id, self.outcome, self.confidence, self.model.weight)
 
-    def to_dict(self) -> dict[str, Any]:
-        """The seed's validation object, plus `source` and the model's weight."""
-        return {
-            "id": self.id,
-            "task_id": self.task_id,
-            "ra_tag_id": self.ra_tag_id,
-            "outcome": self.outcome.value,
-            "confidence": number(self.confidence),
-            "validator_id": self.validator_id,
-            "notes": self.notes,
-            "validated_at": iso(self.validated_at),
-            "model_name": self.model.display_name,
-            "model_version": self.model.version,
-            "model_category": self.model.category,
-            "model_weight": self.model.weight,
-            "source": self.source,
-        }
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def model_name(self) -> str | None:
+        return self.model.display_name
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def model_version(self) -> str | None:
+        return self.model.version
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def model_category(self) -> str | None:
+        return self.model.category
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def model_weight(self) -> float:
+        return self.model.weight

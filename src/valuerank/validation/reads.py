@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from pydantic.dataclasses import dataclass as pydantic_dataclass
 from sqlalchemy import bindparam, func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -27,6 +28,7 @@ from valuerank.db.tables import validation_tasks
 from valuerank.providers.catalog import catalog_model
 from valuerank.queue.dialect import iso
 from valuerank.registry import list_models, seed_models
+from valuerank.shapes import SHAPE, Timestamp, dump
 from valuerank.validation.cache import CachedRead, ReadCache, TaskHead, summary_key, view_key
 from valuerank.validation.errors import CacheError
 from valuerank.validation.model import Validation
@@ -204,7 +206,7 @@ async def multi_model_view(
                 "task_id": task_id,
                 "ra_tag_id": tag.id,
                 "consensus": consensus_dict(tag_consensus(found)),
-                "validations": [v.to_dict() for v in found],
+                "validations": dump(found),
                 "model_count": models,
                 "task_name": task_name,
                 "ra_tag_text": tag.text,
@@ -265,7 +267,32 @@ async def task_consensus(
     )
 
 
-async def available_models(conn: AsyncConnection) -> dict[str, Any]:
+@pydantic_dataclass(frozen=True, config=SHAPE)
+class ValidatorModel:
+    """A model of the registry, as validators are chosen from (the seed's model list)."""
+
+    id: str
+    name: str
+    version: str
+    provider: str
+    category: str
+    capabilities: list[str]
+    weight: float
+    active: bool
+    description: str
+
+
+@pydantic_dataclass(frozen=True, config=SHAPE)
+class ValidatorModels:
+    """The whole registry in one answer (not paginated: it holds tens of models)."""
+
+    models: list[ValidatorModel]
+    total_models: int
+    active_models: int
+    last_updated: Timestamp | None
+
+
+async def available_models(conn: AsyncConnection) -> ValidatorModels:
     """The registry as the seed's model list (seeded from the catalog when still empty)."""
     found = await list_models(conn)
     if not found:
@@ -276,21 +303,21 @@ async def available_models(conn: AsyncConnection) -> dict[str, Any]:
     for m in found:
         entry = catalog_model(m.id)
         items.append(
-            {
-                "id": m.id,
-                "name": m.display_name,
-                "version": m.version,
-                "provider": m.provider,
-                "category": m.category,
-                "capabilities": list(m.capabilities),
-                "weight": m.weight,
-                "active": m.active,
-                "description": entry.description if entry is not None else "",
-            }
+            ValidatorModel(
+                id=m.id,
+                name=m.display_name,
+                version=m.version,
+                provider=m.provider,
+                category=m.category,
+                capabilities=list(m.capabilities),
+                weight=m.weight,
+                active=m.active,
+                description=entry.description if entry is not None else "",
+            )
         )
-    return {
-        "models": items,
-        "total_models": len(items),
-        "active_models": sum(1 for m in found if m.active),
-        "last_updated": iso(updated) if updated is not None else None,
-    }
+    return ValidatorModels(
+        models=items,
+        total_models=len(items),
+        active_models=sum(1 for m in found if m.active),
+        last_updated=updated,
+    )

@@ -10,13 +10,15 @@ The jobs of an organisation share the partition `validation:<org id>`; the handl
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Annotated
 
+from pydantic import Field, computed_field
+from pydantic.dataclasses import dataclass
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.credentials.store import require_credentials
@@ -27,6 +29,7 @@ from valuerank.queue.partitions import jobs_of
 from valuerank.queue.states import JobStatus
 from valuerank.queue.tasks import JobKind, TaskPayload
 from valuerank.registry.service import check_text
+from valuerank.shapes import SHAPE
 from valuerank.validation.errors import InactiveModelError
 from valuerank.validation.store import get_tag, resolve_validator
 
@@ -56,30 +59,26 @@ VALIDATE_KIND: JobKind[ValidateItem] = JobKind("validate", ValidateItem)
 VALIDATE = VALIDATE_KIND.name
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, config=SHAPE)
 class QueuedValidation:
     model: str
     job_id: str
-    enqueued: bool  # False: this model was already asked (in this round)
+    enqueued: Annotated[
+        bool, Field(description="False: this model was asked already in this round.")
+    ]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, config=SHAPE)
 class ValidationRequest:
     task_id: int
     ra_tag_id: str
     request_id: str | None
     jobs: tuple[QueuedValidation, ...]
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "task_id": self.task_id,
-            "ra_tag_id": self.ra_tag_id,
-            "request_id": self.request_id,
-            "jobs": [
-                {"model": j.model, "job_id": j.job_id, "enqueued": j.enqueued} for j in self.jobs
-            ],
-            "enqueued": sum(1 for j in self.jobs if j.enqueued),
-        }
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def enqueued(self) -> int:
+        return sum(1 for j in self.jobs if j.enqueued)
 
 
 def _models(given: Sequence[str]) -> list[str]:
@@ -141,7 +140,7 @@ async def request_validation(
     )
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class AskedValidation:
     """A `validate` job of a task that has not (yet) recorded its validation."""
 

@@ -21,6 +21,7 @@ from valuerank.errors import NotFoundError
 from valuerank.queue.dialect import as_utc
 from valuerank.registry import RegisteredModel, get_model, seed_models
 from valuerank.registry.service import UnknownModelError, check_text
+from valuerank.shapes import dump
 from valuerank.validation import events
 from valuerank.validation.errors import (
     ConsensusCalculationError,
@@ -38,7 +39,7 @@ from valuerank.validation.model import (
     RaTag,
     Task,
     Validation,
-    ValidatorModel,
+    ValidatorInfo,
     check_confidence,
     check_outcome,
     check_tag_id,
@@ -268,7 +269,7 @@ def _validation(row: Row[Any]) -> Validation:
         notes=row.notes,
         validated_at=as_utc(row.validated_at),
         source=row.source,
-        model=ValidatorModel(
+        model=ValidatorInfo(
             id=f"{row.provider}:{row.model_name}" if registered else None,
             provider=row.provider,
             display_name=row.display_name,
@@ -426,8 +427,8 @@ async def record_validation(
         events.VALIDATION_ADDED,
         where,
         {
-            "validation": recorded.to_dict(),
-            "model": {**recorded.model.to_dict(), "validator_id": validator},
+            "validation": dump(recorded),
+            "model": {**dump(recorded.model), "validator_id": validator},
             "action": "validation_created",
         },
     )

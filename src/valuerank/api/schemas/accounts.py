@@ -27,13 +27,6 @@ class OrgList(Out):
     next_cursor: None = Field(description="Always null: the list is one page.")
 
 
-class OrgDefaults(Out):
-    """What the organisation's new runs get when they name none (`org_defaults.OrgDefaults`)."""
-
-    judges: list[str] = Field(description="Default judges (empty: none).")
-    summary_model: str | None = Field(description="Default summary model (null: none).")
-
-
 class Credential(Out):
     provider: str
     source: CredentialSource = Field(description="stored: this organisation's own key.")

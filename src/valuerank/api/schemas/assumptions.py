@@ -1,6 +1,7 @@
 """What /api/assumptions answers: the seed's multi-model view and task consensus (their
-fields as `multi-model-validation-api.md` names them), the validator models, tasks, RA tags,
-recorded validations and validation requests."""
+fields as `multi-model-validation-api.md` names them), pages of tasks and RA tags, a recorded
+validation. A task, an RA tag, a validation, a validation request and the validator models
+are shapes of their own (`valuerank.shapes`), defined where they are built (`validation/`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pydantic import Field
 
 from valuerank.api.schemas.envelope import Out
 from valuerank.consensus.consensus import AgreementLevel, Outcome
+from valuerank.validation.model import RaTag, Task, Validation
 
 
 class Consensus(Out):
@@ -24,22 +26,6 @@ class Consensus(Out):
         description="low_consensus, conflicting_outcomes, confidence_spread."
     )
     confidence_spread: float
-
-
-class Validation(Out):
-    id: int
-    task_id: int
-    ra_tag_id: str
-    outcome: Outcome
-    confidence: float = Field(description="0..100.")
-    validator_id: str
-    notes: str
-    validated_at: datetime
-    model_name: str | None
-    model_version: str | None
-    model_category: str | None
-    model_weight: float
-    source: str = Field(description="How it was recorded: api, model…")
 
 
 class MultiModelView(Out):
@@ -89,48 +75,10 @@ class ReadTimings(Out):
     consensus_calculation_time_ms: float
 
 
-class ValidatorModel(Out):
-    id: str
-    name: str
-    version: str
-    provider: str
-    category: str
-    capabilities: list[str]
-    weight: float
-    active: bool
-    description: str
-
-
-class ValidatorModels(Out):
-    """The whole registry in one answer (not paginated: it holds tens of models)."""
-
-    models: list[ValidatorModel]
-    total_models: int
-    active_models: int
-    last_updated: datetime | None
-
-
-class Task(Out):
-    id: int
-    name: str
-    description: str
-    tag_count: int
-    created_at: datetime
-
-
 class TaskPage(Out):
     tasks: list[Task]
     count: int
     next_cursor: str | None
-
-
-class RaTag(Out):
-    task_id: int
-    id: str
-    text: str
-    tag_type: str | None = Field(description="e.g. COMPLETION_DRIVE_IMPL (from `#TYPE:`).")
-    position: int
-    created_at: datetime
 
 
 class TagPage(Out):
@@ -142,17 +90,3 @@ class TagPage(Out):
 class RecordedValidation(Out):
     validation: Validation
     consensus: Consensus = Field(description="The tag's consensus with it counted.")
-
-
-class QueuedValidation(Out):
-    model: str
-    job_id: str
-    enqueued: bool = Field(description="False: this model was asked already in this round.")
-
-
-class ValidationRequest(Out):
-    task_id: int
-    ra_tag_id: str
-    request_id: str | None
-    jobs: list[QueuedValidation]
-    enqueued: int

@@ -7,15 +7,11 @@ from typing import Literal
 from pydantic import Field
 
 from valuerank.api.schemas.envelope import Out
-from valuerank.api.schemas.runs import Cap
-
-
-class InstallCap(Cap):
-    scope: str = Field(description="global, org, provider or model.")
+from valuerank.queue.slots import Cap
 
 
 class CapList(Out):
-    caps: list[InstallCap] = Field(description="Every cap of the install, by key.")
+    caps: list[Cap] = Field(description="Every cap of the install, by key.")
     count: int
     next_cursor: None = Field(description="Always null: the list is one page.")
 

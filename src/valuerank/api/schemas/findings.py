@@ -11,6 +11,7 @@ from pydantic import Field
 
 from valuerank.api.schemas.envelope import Out
 from valuerank.api.schemas.runs import RunSummary
+from valuerank.pipeline.experiments import Experiment
 from valuerank.runs.states import RunStatus
 
 
@@ -147,14 +148,6 @@ class ComparisonPage(Out):
     next_cursor: str | None
 
 
-class Experiment(Out):
-    id: str
-    name: str
-    hypothesis: str
-    baseline_run_id: str
-    created_at: datetime
-
-
 class ExperimentPage(Out):
     experiments: list[Experiment]
     count: int
@@ -178,6 +171,14 @@ class VariantReport(Out):
     )
 
 
-class ExperimentReport(Experiment):
+class ExperimentReport(Out):
+    """An experiment (`pipeline.experiments.Experiment`'s fields) with its baseline and its
+    variants, each compared with the baseline when both are finished."""
+
+    id: str
+    name: str
+    hypothesis: str
+    baseline_run_id: str
+    created_at: datetime
     baseline: RunSummary
     variants: list[VariantReport]

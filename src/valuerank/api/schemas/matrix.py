@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from valuerank.api.schemas.envelope import Out
+from valuerank.formats.transcript_md import Turn
 from valuerank.runs.states import RunStatus
 
 
@@ -77,13 +78,6 @@ class RunMatrix(Out):
     split: int = Field(description="Rows split across the scale's midpoint.")
     rows: list[MatrixRow]
     pairs: list[MatrixPair]
-
-
-class Turn(Out):
-    number: int
-    label: str
-    probe: str
-    target: str
 
 
 class JudgeReading(Out):

@@ -1,7 +1,8 @@
 """What the run, queue and eval routes answer (see `envelope.py` for how they are used):
-a run's summary, pages of runs and failures, its events, a launch, the queue's status. A
-run's report, detail, list item, breakdown and failures are shapes of their own
-(`valuerank.shapes`), defined where they are built (`runs/`, `api/views.py`)."""
+a run's summary, pages of runs, failures and dead jobs, its events, a launch. A run's
+report, detail, list item, breakdown and failures, a dead job and the queue's status are
+shapes of their own (`valuerank.shapes`), defined where they are built (`runs/`,
+`api/views.py`, `pipeline/dead_jobs.py`, `queue/status.py`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pydantic import Field
 from valuerank.api.schemas.envelope import Out
 from valuerank.api.views import RunItem
 from valuerank.default_rubric import JudgeRubric
+from valuerank.pipeline.dead_jobs import DeadJob
 from valuerank.runs.breakdown import Failure
 from valuerank.runs.states import RunStatus
 
@@ -50,36 +52,6 @@ class FailurePage(Out):
     failures: list[Failure]
     count: int
     next_cursor: str | None
-
-
-class JobError(Out):
-    attempt: int
-    category: str = Field(description="rate_limited, transient, permanent, lease_expired…")
-    error_class: str | None
-    message: str
-    at: datetime
-
-
-class DeadJob(Out):
-    """A failed job of the organisation (the dead-letter state) with every attempt's error."""
-
-    id: str
-    kind: str
-    partition: str
-    run_id: str | None
-    run_name: str | None
-    part: Literal["run", "analysis"] | None = Field(
-        description="`run`: the run's own jobs; `analysis`: its analyses'; null: no run's."
-    )
-    item_key: str
-    provider: str | None
-    model: str | None
-    attempts: int
-    max_attempts: int
-    last_error: str | None
-    errors: list[JobError]
-    created_at: datetime
-    finished_at: datetime | None
 
 
 class DeadJobPage(Out):
@@ -181,59 +153,6 @@ class DeletedRun(Out):
 class QueuePaused(Out):
     paused: bool
     changed: bool = Field(description="False when it was in that state already.")
-
-
-class BucketStatus(Out):
-    model: str
-    credential: str
-    rpm_limit: float | None
-    available_requests: float | None
-    tpm_limit: float | None
-    available_tokens: float | None
-    blocked_until: datetime | None
-    concurrency_limit: int | None
-    rate_limited_total: int
-
-
-class ProviderQueue(Out):
-    queue_length: int
-    in_flight: int
-    paused: bool
-    rate_limit: str = Field(description="none, open, exhausted or blocked.")
-    blocked_until: datetime | None
-    buckets: list[BucketStatus]
-
-
-class PartitionStatus(Out):
-    counts: dict[str, int]
-    paused: bool
-    cancelled: bool
-
-
-class Cap(Out):
-    key: str
-    scope: str = Field(description="global, org (the caller's only), provider or model.")
-    org_id: str | None
-    provider: str | None
-    model: str | None
-    in_use: int
-    max: int
-    is_default: bool = Field(
-        description="An organisation cap made by the workers' default "
-        "(VALUERANK_WORKER_ORG_CONCURRENCY), which follows it; false: set for it."
-    )
-
-
-class QueueStatus(Out):
-    counts: dict[str, int] = Field(description="The organisation's jobs per state.")
-    providers: dict[str, ProviderQueue]
-    partitions: dict[str, PartitionStatus] = Field(
-        description="The organisation's live runs (queued or running jobs, or paused)."
-    )
-    oldest_waiting_seconds: float | None
-    paused: bool = Field(description="The whole queue (every organisation) is paused.")
-    caps: list[Cap]
-    org_paused: bool = Field(description="This organisation's jobs are paused.")
 
 
 class TranscriptItem(Out):
