@@ -45,7 +45,8 @@ DEMO = Path(valuerank.__file__).parent / "demo" / "exp-demo-whistleblower.md"
 MODELS = ("scripted:utilitarian", "scripted:contrarian")
 
 
-def _cli(env: dict[str, str], *args: str) -> Any:
+def cli_json(env: dict[str, str], *args: str) -> Any:
+    """`valuerank ARGS --json` as a user runs it (its own process): the answer, or exit."""
     done = subprocess.run(
         [sys.executable, "-m", "valuerank", *args, "--json"],
         env=env,
@@ -60,10 +61,10 @@ def _cli(env: dict[str, str], *args: str) -> Any:
 
 def seed(env: dict[str, str]) -> str:
     """A completed small run, written by the CLI: its id."""
-    _cli(env, "db", "upgrade")
-    definition = _cli(env, "definitions", "import", str(DEMO))["id"]
+    cli_json(env, "db", "upgrade")
+    definition = cli_json(env, "definitions", "import", str(DEMO))["id"]
     models = [arg for model in MODELS for arg in ("--model", model)]
-    created = _cli(
+    created = cli_json(
         env,
         "runs",
         "create",
@@ -78,7 +79,7 @@ def seed(env: dict[str, str]) -> str:
         "0",
     )
     run_id = str(created["id"])
-    waited = _cli(env, "runs", "wait", run_id, "--work", "--timeout", "300")
+    waited = cli_json(env, "runs", "wait", run_id, "--work", "--timeout", "300")
     if waited["status"] != "completed":
         raise SystemExit(f"the run ended {waited['status']}")
     return run_id

@@ -19,7 +19,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,6 +28,7 @@ from typing import Any
 import httpx
 
 import valuerank
+from bench.analyze_cached import cli_json
 from bench.server import start_server
 
 DEMO = Path(valuerank.__file__).parent / "demo" / "exp-demo-whistleblower.md"
@@ -36,32 +36,19 @@ MODELS = ("scripted:utilitarian", "scripted:contrarian")
 PROTOCOL = "2025-11-25"
 
 
-def _cli(env: dict[str, str], *args: str) -> Any:
-    done = subprocess.run(
-        [sys.executable, "-m", "valuerank", *args, "--json"],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"valuerank {' '.join(args)}: {done.stdout[-500:]}{done.stderr[-500:]}")
-    return json.loads(done.stdout)
-
-
 def seed(env: dict[str, str]) -> tuple[str, str]:
     """(a completed run's id, an admin's API token), through the CLI."""
-    _cli(env, "db", "upgrade")
-    definition = _cli(env, "definitions", "import", str(DEMO))["id"]
+    cli_json(env, "db", "upgrade")
+    definition = cli_json(env, "definitions", "import", str(DEMO))["id"]
     models = [arg for model in MODELS for arg in ("-m", model)]
-    created = _cli(env, "runs", "create", "--definition", definition, *models,
+    created = cli_json(env, "runs", "create", "--definition", definition, *models,
                    "--sample-percentage", "50", "--sample-seed", "7")  # fmt: skip
-    waited = _cli(env, "runs", "wait", created["id"], "--work", "--timeout", "300")
+    waited = cli_json(env, "runs", "wait", created["id"], "--work", "--timeout", "300")
     if waited["status"] != "completed":
         raise RuntimeError(f"the run ended {waited['status']}")
-    _cli(env, "analyze", created["id"])  # stored: both reads below are cached
-    _cli(env, "users", "create", "bench@example.test", "--role", "admin")
-    token = _cli(env, "tokens", "create", "--user", "bench@example.test")["token"]
+    cli_json(env, "analyze", created["id"])  # stored: both reads below are cached
+    cli_json(env, "users", "create", "bench@example.test", "--role", "admin")
+    token = cli_json(env, "tokens", "create", "--user", "bench@example.test")["token"]
     return str(created["id"]), str(token)
 
 
