@@ -5,8 +5,11 @@ outcomes the mutation study of queue/lease.py found unpinned (scripts/mutation.s
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any
 
+import psycopg
+import pytest
 from sqlalchemy import func, select, update
 
 from valuerank.db.tables import jobs
@@ -22,6 +25,7 @@ from valuerank.queue import (
     errors_of,
     fail,
     heartbeat,
+    release,
     retry_later,
     set_cap,
 )
@@ -31,6 +35,7 @@ from valuerank.queue.job import Lease
 from valuerank.queue.lease import LeaseState
 from valuerank.queue.ratelimit import bucket_key, bucket_state, configure_bucket, list_buckets
 from valuerank.queue.slots import GLOBAL_KEY
+from valuerank.queue.wakeup import JOBS_CHANNEL
 
 if TYPE_CHECKING:
     from tests.queue.conftest import Kit
@@ -320,3 +325,16 @@ async def test_a_job_moved_out_of_running_behind_the_queues_back_is_not_the_leas
     async with kit.db.transaction() as conn:
         leases = await conn.scalar(select(func.count()).where(jobs.c.lease_expires_at.is_not(None)))
     assert leases == 2  # untouched
+
+
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)  # LISTEN/NOTIFY
+async def test_a_released_job_wakes_the_workers(kit: Kit) -> None:
+    await kit.put()
+    (job,) = await kit.take()
+    dsn = kit.db.url.url.set(drivername="postgresql").render_as_string(hide_password=False)
+    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as listener:
+        await listener.execute(f"LISTEN {JOBS_CHANNEL}")
+        async with kit.db.transaction() as conn:
+            assert await release(conn, job.lease) is True
+        notice = await asyncio.wait_for(anext(listener.notifies()), timeout=10)
+    assert notice.payload == ""  # any kind: another worker may take it at once
