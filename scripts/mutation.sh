@@ -31,7 +31,7 @@ declare -A MODULES=(
   [sampling]="src/valuerank/definitions/sampling.py|tests/definitions/test_sampling.py"
   [cluster_robust]="src/valuerank/analysis/cluster_robust.py|tests/analysis/test_cluster_robust.py tests/analysis/test_sensitivity.py tests/analysis/test_sensitivity_thresholds.py"
   [claim]="src/valuerank/queue/claim.py|tests/queue/test_claim.py tests/queue/test_claim_limits.py tests/queue/test_claim_putback.py"
-  [lease]="src/valuerank/queue/lease.py|tests/queue/test_lease.py tests/queue/test_lease_pins.py"
+  [lease]="src/valuerank/queue/lease.py|tests/queue/test_lease.py tests/queue/test_lease_pins.py tests/queue/test_lease_outcomes.py tests/queue/test_lease_batch.py"
   [auth]="src/valuerank/api/auth.py|tests/api/test_auth.py tests/api/test_auth_pins.py"
 )
 
