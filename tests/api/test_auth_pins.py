@@ -10,8 +10,10 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
+from sqlalchemy import select
 
 from valuerank.api.auth import CSRF_HINT
+from valuerank.db.tables import sessions
 
 from .conftest import TOKEN, Live
 
@@ -89,3 +91,41 @@ async def test_a_csrf_refusal_says_what_to_send(live_server: Any, assert_error: 
         error = assert_error(await browser.post("/api/tokens", json={}), 403, "CSRF_FAILED")
     assert error["error"] == "missing or wrong X-CSRF-Token header"
     assert error["hint"] == CSRF_HINT
+
+
+@sqlite_only
+async def test_next_is_the_path_as_sent(live: Live) -> None:
+    """The raw path, not the decoded one (`%2F` stays), and only leading slashes dropped."""
+    async with live.client(token=None) as browser:
+        encoded = _login_query(await browser.get("/runs/a%2Fb", headers=HTML))
+        assert encoded == {"next": ["/runs/a%2Fb"]}
+        assert _login_query(await browser.get("/XYZ/x", headers=HTML)) == {"next": ["/XYZ/x"]}
+
+
+@sqlite_only
+async def test_wrong_jump_tokens_count_as_failures(live_server: Any, assert_error: Any) -> None:
+    limits = {"rate_limits_enabled": True, "rate_limit_standard": "2/minute"}
+    async with live_server(**limits) as server, server.client(token=None) as guesser:
+        for _ in range(2):
+            wrong = await guesser.get("/runs?token=vrt_" + "d" * 43)
+            assert_error(wrong, 401, "UNAUTHORIZED")
+        limited = await guesser.get("/runs?token=vrt_" + "d" * 43)
+        assert_error(limited, 429, "RATE_LIMITED")
+
+
+@sqlite_only
+async def test_a_jump_session_lasts_the_configured_time(live: Live, live_server: Any) -> None:
+    async with live_server(session_ttl_hours=2) as server:  # TOKEN: made by `live`
+        async with server.client(token=None) as browser:
+            jump = await browser.get(f"/runs?token={TOKEN}", headers=HTML)
+            assert jump.status_code == 303
+        async with server.db.transaction() as conn:
+            row = (
+                await conn.execute(
+                    select(sessions.c.created_at, sessions.c.expires_at)
+                    .order_by(sessions.c.created_at.desc())
+                    .limit(1)
+                )
+            ).one()
+    lasts = (row.expires_at - row.created_at).total_seconds()
+    assert abs(lasts - 2 * 3600) < 5
