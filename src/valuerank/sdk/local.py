@@ -61,7 +61,7 @@ class LocalBackend:
         """`work(conn)` in one read transaction (a consistent snapshot)."""
 
         async def _go() -> T:
-            async with self.db.transaction() as conn:
+            async with self.db.snapshot() as conn:
                 return await work(conn)
 
         return self._loop.call(_go())
