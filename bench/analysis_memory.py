@@ -181,7 +181,12 @@ async def measure(url: str, org_id: str, run_id: str) -> dict[str, Any]:
         importlib.import_module(loaded_by_the_worker)
 
     worker_mb = _rss_mb()
-    from valuerank.findings.analyses import run_analysis  # the job's own imports
+    # The job's own imports: a cached answer needs only the first; computing loads the
+    # statistics stack (scipy, statsmodels) and the run's loader, imported there lazily.
+    from valuerank.findings.analyses import run_analysis
+
+    for computing in ("valuerank.analysis", "valuerank.findings.loading"):
+        importlib.import_module(computing)
 
     stack_mb = _rss_mb()
     db = create_database(url)

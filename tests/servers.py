@@ -5,6 +5,8 @@
   known at once) and the server says when it accepts connections: no polling.
 - `serving(db, org_id, …)`: `valuerank serve`'s own coroutine (the app, optionally a worker,
   its logging and shutdown), ready when it calls `on_ready` with its URL.
+- `serving_in_a_thread(url, org_id, …)`: the same on its own event loop in a thread, for a
+  synchronous caller (the CLI's tests asking a server through `CliRunner`).
 - `start_worker_process(env, …)`: a real `valuerank worker` process whose stderr is read
   line by line as it comes (so a full pipe never freezes it), kept in a file for the report,
   and whose "ready" line ends `wait_ready()`.
@@ -16,12 +18,13 @@ import asyncio
 import contextlib
 import json
 import os
+import queue
 import signal
 import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -224,3 +227,52 @@ def start_worker_process(
     for reader in worker._readers:
         reader.start()
     return worker
+
+
+@contextlib.contextmanager
+def serving_in_a_thread(
+    database_url: str, org_id: str, *, settings: Any, work: bool = False
+) -> Iterator[str]:
+    """`valuerank serve`'s coroutine on its own event loop in a thread (with its own
+    connection to the database at `database_url`), for a synchronous caller — a Typer
+    `CliRunner` asking it blocks the caller's loop. Yields its base URL; stopped at the end.
+    `work`: the server also runs the pipeline's jobs, as `valuerank serve` on one host does."""
+    from valuerank.db import create_database
+
+    urls: queue.Queue[str | BaseException] = queue.Queue()
+    loop_box: list[asyncio.AbstractEventLoop] = []
+    stop: list[asyncio.Event] = []
+
+    async def main() -> None:
+        loop_box.append(asyncio.get_running_loop())
+        stop.append(asyncio.Event())
+        db = create_database(database_url)
+        try:
+            async with serving(db, org_id, settings=settings, work=work) as served:
+                urls.put(served.base)
+                await stop[0].wait()
+        finally:
+            await db.dispose()
+
+    def thread_main() -> None:
+        try:
+            asyncio.run(main())
+        except BaseException as exc:  # the caller waiting for a URL is told why
+            urls.put(exc)
+
+    thread = threading.Thread(target=thread_main, name="valuerank-serve", daemon=True)
+    thread.start()
+    try:
+        first = urls.get(timeout=WAIT_SECONDS)
+    except queue.Empty:
+        pytest.fail(f"valuerank serve in a thread was not ready within {WAIT_SECONDS:g} s")
+    if isinstance(first, BaseException):
+        raise first
+    try:
+        yield first
+    finally:
+        loop_box[0].call_soon_threadsafe(stop[0].set)
+        thread.join(WAIT_SECONDS)
+        leftover = None if urls.empty() else urls.get_nowait()
+        if isinstance(leftover, BaseException):
+            raise leftover

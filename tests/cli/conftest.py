@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.api.conftest import TOKEN, api_settings, provision_admin
+from tests.cli_against_server import UNTOUCHED_DB
+from tests.conftest import TestDatabase
+from tests.servers import serving_in_a_thread
 from typer.testing import CliRunner
 
 from valuerank.cli import app
+from valuerank.client import API_TOKEN_ENV, API_URL_ENV
 from valuerank.config import get_settings
 from valuerank.db import Database
 
@@ -49,3 +55,34 @@ def raw_cli(database_url: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Invo
 
     yield invoke
     get_settings.cache_clear()
+
+
+@pytest.fixture(params=["local", "server"])
+async def cli_both(
+    request: pytest.FixtureRequest,
+    raw_cli: Invoke,
+    db: Database,
+    org_id: str,
+    database_url: TestDatabase,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> AsyncIterator[Invoke]:
+    """`cli`, run both ways: on the database (`local`), and (`server`) asking a live
+    `valuerank serve` on loopback over the same database, as its admin (VALUERANK_API_URL and
+    a token) — with VALUERANK_DATABASE_URL naming a file no command may create: a command
+    that quietly used a database instead of the server fails the test. A test marked
+    `server_worker` gets a server that also runs the jobs (`valuerank serve` on one host)."""
+    if request.param == "local":
+        yield raw_cli
+        return
+    await provision_admin(db, org_id)
+    untouched = tmp_path / UNTOUCHED_DB
+    work = request.node.get_closest_marker("server_worker") is not None
+    with serving_in_a_thread(database_url.url, org_id, settings=api_settings(), work=work) as url:
+        monkeypatch.setenv(API_URL_ENV, url)
+        monkeypatch.setenv(API_TOKEN_ENV, TOKEN)
+        monkeypatch.setenv("VALUERANK_DATABASE_URL", f"sqlite:///{untouched}")
+        get_settings.cache_clear()
+        yield raw_cli
+    get_settings.cache_clear()
+    assert not untouched.exists(), "a command used a local database instead of the server"

@@ -20,6 +20,7 @@ from valuerank.pipeline.context import PipelineContext
 from valuerank.pipeline.handlers import register_pipeline_handlers
 from valuerank.pipeline.launch import launch_run
 from valuerank.queue import QueueSettings, Worker
+from valuerank.queue.partitions import has_running_jobs
 from valuerank.rubrics import import_rubric
 from valuerank.runs.config import RunConfig
 from valuerank.runs.service import get_run
@@ -65,9 +66,17 @@ async def launch(db: Database, org_id: str, definition_id: str, config: RunConfi
 
 
 async def wait_completed(db: Database, org_id: str, run_id: str) -> None:
+    """The run completed and its worker let go of every job (the job that completes a run
+    is settled just after: judging it again meanwhile is refused as 'jobs are stopping')."""
     await run_report_when(db, org_id, run_id)
     async with db.transaction() as conn:
         assert (await get_run(conn, org_id, run_id)).status is RunStatus.COMPLETED
+
+    async def settled() -> bool:
+        async with db.transaction() as conn:
+            return not await has_running_jobs(conn, run_id, org_id=org_id)
+
+    await wait_until_async(settled, what=f"run {run_id}'s jobs settled")
 
 
 async def wait_stored(db: Database, org_id: str, run_id: str, kind: str) -> Any:

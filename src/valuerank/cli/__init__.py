@@ -19,6 +19,7 @@ from typer.core import TyperCommand, TyperGroup
 
 from valuerank import __version__
 from valuerank.cli.help_text import reflow_command
+from valuerank.cli.invoked import note_command
 
 
 class Entry(NamedTuple):
@@ -195,6 +196,24 @@ class LazyGroup(TyperGroup):
         if self._listing:
             return self._lazy.listing(cmd_name)
         return super().get_command(ctx, cmd_name)
+
+    def invoke(self, ctx: Any) -> Any:
+        note_command(_command_words(self, ctx, [*ctx._protected_args, *ctx.args]))
+        return super().invoke(ctx)
+
+
+def _command_words(group: Any, ctx: Any, args: list[str]) -> list[str]:
+    """The leading words of `args` that name a command and its subcommands."""
+    words: list[str] = []
+    command = group
+    for word in args:
+        lookup = getattr(command, "get_command", None)  # a group (Typer's own Click)
+        found = lookup(ctx, word) if lookup is not None else None
+        if found is None:
+            break
+        words.append(word)
+        command = found
+    return words
 
 
 app = typer.Typer(

@@ -16,11 +16,12 @@ from rich.console import Console
 from sqlalchemy.exc import DataError, DBAPIError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from valuerank.cli.invoked import command_name
 from valuerank.client import ApiClient, ApiError
 from valuerank.config import Settings, get_settings
 from valuerank.db import Database, create_database, refused
 from valuerank.db.migrate import SchemaOutOfDateError, ensure_schema
-from valuerank.db.url import DatabaseURLError
+from valuerank.db.url import DatabaseURLError, normalize_database_url
 from valuerank.definitions.errors import DefinitionError
 from valuerank.errors import ValueRankError
 from valuerank.formats.errors import FormatError
@@ -116,9 +117,37 @@ class Opened:
     settings: Settings
 
 
-def configured_database(settings: Settings) -> Database:
+class NoServerPathError(ValueRankError):
+    """A command asked for the database while VALUERANK_API_URL names a server: it must not
+    quietly work on a local database the user did not mean."""
+
+    code = "NO_SERVER_PATH"
+
+
+def configured_database(settings: Settings, *, local_only: bool = False) -> Database:
     """The database the settings name, with their lock wait (SQLite), pool (PostgreSQL) and
-    choice of fast paths."""
+    choice of fast paths.
+
+    With a server configured (VALUERANK_API_URL) a command that can only work on the database
+    (`local_only`: db, worker, serve, maintenance) says on stderr that it does; any other is
+    refused (NO_SERVER_PATH): it would otherwise read or write a database the user did not
+    mean while believing it asked the server."""
+    if settings.api_url and settings.api_url.strip():
+        where = normalize_database_url(settings.database_url).render()
+        if not local_only:
+            raise NoServerPathError(
+                f"`{command_name()}` works on a database, not through the server at "
+                f"{settings.api_url.strip()} (VALUERANK_API_URL)",
+                hint=f"unset VALUERANK_API_URL to work on the database at {where}",
+            )
+        err_console.print(
+            f"note: `{command_name()}` works on the database at {where} "
+            "(VALUERANK_DATABASE_URL), never through a server: VALUERANK_API_URL is not "
+            "used",
+            style="dim",
+            soft_wrap=True,
+            markup=False,
+        )
     return create_database(
         settings.database_url,
         busy_timeout_ms=settings.sqlite_busy_timeout_ms,
@@ -129,11 +158,12 @@ def configured_database(settings: Settings) -> Database:
 
 
 @asynccontextmanager
-async def database() -> AsyncIterator[Opened]:
+async def database(*, local_only: bool = False) -> AsyncIterator[Opened]:
     """Open the configured database (upgrading an embedded SQLite one) for long-lived work
-    (a worker, a server) that opens its own short transactions."""
+    (a worker, a server) that opens its own short transactions (`local_only`: see
+    `configured_database`)."""
     settings = get_settings()
-    db = configured_database(settings)
+    db = configured_database(settings, local_only=local_only)
     try:
         await ensure_schema(db)
         async with db.transaction() as conn:

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from valuerank.cli.common import JsonOption, console, print_json, run
+from valuerank.cli.common import JsonOption, configured_database, console, print_json, run
 from valuerank.config import get_settings
-from valuerank.db import create_database
 from valuerank.db.migrate import current_revision, head_revision, upgrade
 
 app = typer.Typer(help="Database schema: upgrade and inspect.", no_args_is_help=True)
@@ -18,7 +17,7 @@ def upgrade_(as_json: bool = JsonOption) -> None:
 
     async def _go() -> None:
         settings = get_settings()
-        db = create_database(settings.database_url)
+        db = configured_database(settings, local_only=True)
         try:
             before, after = await upgrade(db)
         finally:
@@ -46,7 +45,7 @@ def current(as_json: bool = JsonOption) -> None:
 
     async def _go() -> None:
         settings = get_settings()
-        db = create_database(settings.database_url)
+        db = configured_database(settings, local_only=True)
         try:
             revision = await current_revision(db)
         finally:

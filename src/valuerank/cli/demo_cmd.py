@@ -87,7 +87,7 @@ def demo(
     """Run a sampled example run on the embedded default and show the results."""
 
     async def _go() -> dict[str, Any]:
-        async with database() as opened:
+        async with database(local_only=True) as opened:
             db, org_id = opened.db, opened.org_id
             async with db.transaction() as conn:
                 stored, _ = await import_definition(

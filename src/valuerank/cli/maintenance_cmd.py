@@ -30,7 +30,7 @@ T = TypeVar("T")
 
 async def _with_db(use: Callable[[Database], Awaitable[T]]) -> T:
     settings = get_settings()
-    db = configured_database(settings)
+    db = configured_database(settings, local_only=True)
     try:
         await ensure_schema(db)
         return await use(db)

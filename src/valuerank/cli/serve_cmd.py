@@ -313,7 +313,7 @@ def serve_command(
     async def _go() -> None:
         settings = get_settings()
         check_auto_login(settings, host)
-        db = configured_database(settings)
+        db = configured_database(settings, local_only=True)
         try:
             await ensure_schema(db)
             async with db.transaction() as conn:

@@ -98,7 +98,7 @@ def worker(
     async def _go() -> dict[str, Any]:
         settings = get_settings()
         cipher = optional_cipher(settings.secret_key)  # an invalid key stops here, clearly
-        db = configured_database(settings)
+        db = configured_database(settings, local_only=True)
         try:
             await ensure_schema(db)
             w, pipeline = build_worker(
