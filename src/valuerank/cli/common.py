@@ -58,6 +58,18 @@ def ask(server: ApiClient, call: Callable[[ApiClient], T], *, as_json: bool) -> 
         fail(exc.message, code=exc.code, as_json=as_json, hint=exc.hint)
 
 
+def local_or_server(
+    local: Callable[[], Awaitable[T]], remote: Callable[[ApiClient], T], *, as_json: bool
+) -> T:
+    """A command's answer: `remote(server)` when VALUERANK_API_URL names a server (its
+    ApiError an exit 1 with the server's code and hint), else `local()` on the database
+    (`run`). Both give what the command prints, in the same shape."""
+    server = api_client(get_settings())
+    if server is not None:
+        return ask(server, remote, as_json=as_json)
+    return run(local(), as_json=as_json)
+
+
 def run(coro: Awaitable[T], *, as_json: bool = False) -> T:
     """Run a command's coroutine, turning every anticipated error into a clear exit 1. It
     runs with the runs' queue hooks in effect: a run cancelled from the CLI ends and notifies

@@ -33,6 +33,14 @@ class ApiError(Exception):
 
 
 @dataclass(frozen=True)
+class Raw:
+    """A request body sent as it is (a file's bytes), not as JSON."""
+
+    data: bytes
+    content_type: str
+
+
+@dataclass(frozen=True)
 class ApiClient:
     """One server: its base URL (`https://valuerank.example.org`, or with a path prefix) and
     the API token sent as `Authorization: Bearer` (none: the server must let the request in
@@ -74,11 +82,28 @@ class ApiClient:
         """POST `body` as JSON to `path`: the envelope's `data`."""
         return self._envelope(self._send("POST", path, body))
 
+    def put(self, path: str, body: Any = None) -> Any:
+        """PUT `body` as JSON to `path`: the envelope's `data`."""
+        return self._envelope(self._send("PUT", path, body))
+
+    def patch(self, path: str, body: Any = None) -> Any:
+        """PATCH `body` as JSON to `path`: the envelope's `data`."""
+        return self._envelope(self._send("PATCH", path, body))
+
+    def delete(self, path: str) -> Any:
+        """DELETE `path`: the envelope's `data`."""
+        return self._envelope(self._send("DELETE", path))
+
+    def upload(self, path: str, data: bytes, content_type: str) -> Any:
+        """POST a file's bytes as the raw body (`content_type`) to `path`, as the API's
+        upload routes take them (`?filename=` in `path` names it): the envelope's `data`."""
+        return self._envelope(self._send("POST", path, Raw(data, content_type)))
+
     @contextmanager
-    def download(self, method: str, path: str) -> Iterator[Any]:
+    def download(self, method: str, path: str, body: Any = None) -> Iterator[Any]:
         """The answer of a route that sends a file (an export), open to be read as it
         comes (its `headers`; iterate it for lines), closed when the block ends."""
-        response = self._open(method, path, None)
+        response = self._open(method, path, body)
         with response:
             yield response
 
@@ -88,7 +113,8 @@ class ApiClient:
         return data
 
     def _open(self, method: str, path: str, body: Any) -> Any:
-        """The server's answer, open; an ApiError when there is none or it refuses."""
+        """The server's answer, open; an ApiError when there is none or it refuses. `body`:
+        sent as JSON, or as it is when `Raw`."""
         # Here, not with the module: every CLI command imports this class, few send requests.
         import urllib.error
         import urllib.request
@@ -97,7 +123,10 @@ class ApiClient:
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
         data = None
-        if body is not None:
+        if isinstance(body, Raw):
+            data = body.data
+            headers["Content-Type"] = body.content_type
+        elif body is not None:
             data = json.dumps(body).encode()
             headers["Content-Type"] = "application/json"
         request = urllib.request.Request(self.url(path), data=data, headers=headers, method=method)
