@@ -31,7 +31,6 @@ DIFFERENT_CONCEPTS = {
 # Answer shapes still written twice (a dataclass with `to_dict` and a pydantic mirror in
 # api/schemas/): the families not yet moved onto `valuerank.shapes`. Only ever shrinks.
 NOT_YET_ONE = {
-    "AnalysisWarning",
     "Comparison",
     "TagSummary",
 }

@@ -22,7 +22,8 @@ import numpy as np
 from valuerank.analysis.correlation import MIN_SHARED, spearman
 from valuerank.analysis.data import CODES, FloatArray
 from valuerank.analysis.intervals import adjust, interpret_d
-from valuerank.analysis.output import AnalysisWarning, pair_key
+from valuerank.analysis.output import pair_key
+from valuerank.analysis.warning import AnalysisWarning
 
 OUTLIER_Z = 3.5  # Iglewicz & Hoaglin's cut-off for the modified z-score
 MIN_MODELS_FOR_OUTLIERS = 4

@@ -21,7 +21,7 @@ from valuerank.analysis.dimensions import dimension_analysis
 from valuerank.analysis.judge_agreement import METHOD as JUDGE_AGREEMENT_METHOD
 from valuerank.analysis.judge_agreement import judge_agreement
 from valuerank.analysis.judged import judged_value_warnings
-from valuerank.analysis.output import AnalysisWarning, clean
+from valuerank.analysis.output import clean
 from valuerank.analysis.profile import (
     contested,
     per_model,
@@ -37,6 +37,8 @@ from valuerank.analysis.sampling import basis_warnings
 from valuerank.analysis.sensitivity import METHOD as SENSITIVITY_METHOD
 from valuerank.analysis.sensitivity import value_sensitivity
 from valuerank.analysis.version import CODE_VERSION
+from valuerank.analysis.warning import AnalysisWarning
+from valuerank.shapes import dump
 
 ALPHA = 0.05
 
@@ -190,7 +192,7 @@ def analyze_basic(
         "judgeAgreement": judge_agreement(data.readings),
         "visualizationData": visualization(data, cells),
         "methodsUsed": methods_used(data, alpha),
-        "warnings": [w.to_dict() for w in warnings],
+        "warnings": dump(warnings),
         "meta": {
             "transcripts": data.n,
             "decided": int(data.decided.sum()),

@@ -33,10 +33,12 @@ import numpy as np
 
 from valuerank.analysis.data import AnalysisInput, FloatArray
 from valuerank.analysis.intervals import Correction, adjust
-from valuerank.analysis.output import AnalysisWarning, clean
+from valuerank.analysis.output import clean
 from valuerank.analysis.paired import INTERVAL_METHOD, decision_delta, value_deltas
 from valuerank.analysis.sampling import SampleBasis, paired_population
 from valuerank.analysis.version import CODE_VERSION
+from valuerank.analysis.warning import AnalysisWarning
+from valuerank.shapes import dump
 
 BOOTSTRAP = 1000
 SEED = 20240612
@@ -300,7 +302,7 @@ def compare(
             "seed": seed,
             "codeVersion": CODE_VERSION,
         },
-        "warnings": [w.to_dict() for w in warnings],
+        "warnings": dump(warnings),
         "computedAt": datetime.now(UTC).isoformat(),
     }
     cleaned: dict[str, Any] = clean(result)

@@ -33,12 +33,14 @@ from valuerank.analysis.agreement import (
 from valuerank.analysis.data import AnalysisInput, FloatArray
 from valuerank.analysis.dimensions import correlations
 from valuerank.analysis.insights import insights_and_warnings
-from valuerank.analysis.output import AnalysisWarning, clean, pair_key
+from valuerank.analysis.output import clean, pair_key
 from valuerank.analysis.profile import contested
 from valuerank.analysis.sampling import basis_warnings
 from valuerank.analysis.structure import outliers, pca
 from valuerank.analysis.values import BOOTSTRAP, METHOD, bradley_terry
 from valuerank.analysis.version import CODE_VERSION
+from valuerank.analysis.warning import AnalysisWarning
+from valuerank.shapes import dump
 
 DEEP_CONTESTED = 10
 SCENARIO_POPULATION = (
@@ -127,7 +129,7 @@ def analyze_deep(
     cleaned: dict[str, Any] = clean(deep)
     cleaned["insights"], insight_warnings = insights_and_warnings(basic, cleaned)
     found = (*basis_warnings(data.sample), *warnings, *bt_warnings, *insight_warnings)
-    cleaned["warnings"] = [w.to_dict() for w in found]
+    cleaned["warnings"] = dump(found)
     cleaned["computedAt"] = (now or datetime.now(UTC)).isoformat()
     cleaned["durationMs"] = round((time.perf_counter() - started) * 1000, 3)
     return cleaned

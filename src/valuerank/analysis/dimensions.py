@@ -29,7 +29,7 @@ from scipy import stats
 from valuerank.analysis.correlation import pearson_with_interval, spearman_with_interval
 from valuerank.analysis.data import AnalysisInput, FloatArray, IntArray
 from valuerank.analysis.intervals import adjust
-from valuerank.analysis.output import AnalysisWarning
+from valuerank.analysis.warning import AnalysisWarning
 
 
 def eta_squared(groups: IntArray, y: FloatArray) -> float | None:

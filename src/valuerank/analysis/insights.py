@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from valuerank.analysis.correlation import MIN_SHARED
-from valuerank.analysis.output import AnalysisWarning
+from valuerank.analysis.warning import AnalysisWarning
 
 KRIPPENDORFF_RELIABLE = 0.8  # Krippendorff (2004): α ≥ .800 reliable, ≥ .667 tentative
 KRIPPENDORFF_TENTATIVE = 0.667

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from valuerank.analysis.output import AnalysisWarning
+from valuerank.analysis.warning import AnalysisWarning
 
 if TYPE_CHECKING:  # data.py imports RubricBasis from here
     from valuerank.analysis.data import AnalysisInput

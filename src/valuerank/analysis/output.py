@@ -1,4 +1,5 @@
-"""The JSON an analysis hands out: warnings, and a last pass that guarantees strict JSON.
+"""The JSON an analysis hands out: a last pass that guarantees strict JSON (its warnings are
+`analysis.warning.AnalysisWarning`).
 
 Every statistic is computed to give a defined value on degenerate input; `clean` is the net
 under that: numpy scalars become Python numbers, floats keep 6 significant digits, and any
@@ -10,24 +11,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 SIGNIFICANT_DIGITS = 6
-
-
-@dataclass(frozen=True)
-class AnalysisWarning:
-    """Something a reader of the figures must know (the original worker's shape)."""
-
-    code: str
-    message: str
-    recommendation: str
-
-    def to_dict(self) -> dict[str, str]:
-        return {"code": self.code, "message": self.message, "recommendation": self.recommendation}
 
 
 def number(value: Any) -> float | None:

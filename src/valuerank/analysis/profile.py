@@ -28,8 +28,9 @@ from valuerank.analysis.clustered import (
 )
 from valuerank.analysis.data import CODES, REFUSED, UNPARSEABLE, AnalysisInput, FloatArray
 from valuerank.analysis.intervals import LEVEL, interval_dict, wilson
-from valuerank.analysis.output import AnalysisWarning, Checked, rounded
+from valuerank.analysis.output import Checked, rounded
 from valuerank.analysis.sampling import between_weight_of, between_weights
+from valuerank.analysis.warning import AnalysisWarning
 
 CONTESTED_LIMIT = 5
 SMALL_SAMPLE = 10

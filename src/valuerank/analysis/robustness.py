@@ -39,10 +39,10 @@ from scipy import stats
 
 from valuerank.analysis.data import CODES, AnalysisInput, BoolArray, FloatArray, IntArray
 from valuerank.analysis.intervals import mean_interval, percentile_interval, wilson
-from valuerank.analysis.output import AnalysisWarning
 from valuerank.analysis.paired import resample_weights
 from valuerank.analysis.ranking import METHOD as RANKING_METHOD
 from valuerank.analysis.ranking import rankings
+from valuerank.analysis.warning import AnalysisWarning
 
 REPLICATES = 1000
 SEED = 20261208

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from valuerank.analysis.output import AnalysisWarning
+from valuerank.analysis.warning import AnalysisWarning
 
 FloatArray = npt.NDArray[np.float64]
 

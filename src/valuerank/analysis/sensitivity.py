@@ -27,7 +27,7 @@ import numpy as np
 
 from valuerank.analysis.cluster_robust import cr2_fit
 from valuerank.analysis.data import AnalysisInput, FloatArray, IntArray
-from valuerank.analysis.output import AnalysisWarning
+from valuerank.analysis.warning import AnalysisWarning
 
 LEVEL = 0.95
 METHOD = (

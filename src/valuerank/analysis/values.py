@@ -42,8 +42,8 @@ from scipy.sparse.csgraph import connected_components, shortest_path
 
 from valuerank.analysis.data import AnalysisInput, BoolArray, FloatArray, IntArray
 from valuerank.analysis.intervals import z_of
-from valuerank.analysis.output import AnalysisWarning
 from valuerank.analysis.profile import verdict_warnings
+from valuerank.analysis.warning import AnalysisWarning
 
 BOOTSTRAP = 200  # kept for callers that pass `bootstrap`: the intervals are analytic now
 SEED = 20240611

@@ -9,16 +9,11 @@ from typing import Any
 
 from pydantic import Field
 
+from valuerank.analysis.warning import AnalysisWarning
 from valuerank.api.schemas.envelope import Out
 from valuerank.api.schemas.runs import RunSummary
 from valuerank.pipeline.experiments import Experiment
 from valuerank.runs.states import RunStatus
-
-
-class AnalysisWarning(Out):
-    code: str
-    message: str
-    recommendation: str
 
 
 class AnalysisMeta(Out):
