@@ -27,11 +27,12 @@ DIFFERENT_CONCEPTS = {
     "validation.model.Task is a validation task (an answer)",
     "Enqueued": "queue.enqueue.Enqueued is one job put on the queue; runs.starting.Enqueued is "
     "a run started (its summary and how many jobs)",
+    "Comparison": "definitions.rule_syntax.Comparison is a node of a matching rule "
+    "(`a <= b`); findings.comparisons.Comparison is a comparison of two runs (an answer)",
 }
 # Answer shapes still written twice (a dataclass with `to_dict` and a pydantic mirror in
 # api/schemas/): the families not yet moved onto `valuerank.shapes`. Only ever shrinks.
 NOT_YET_ONE = {
-    "Comparison",
     "TagSummary",
 }
 

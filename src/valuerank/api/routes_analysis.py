@@ -24,7 +24,6 @@ from valuerank.api.schemas import Debugged, Envelope, also
 from valuerank.api.schemas.findings import (
     Analysis,
     AnalysisTimings,
-    Comparison,
     ComparisonPage,
     ExperimentPage,
     ExperimentReport,
@@ -35,6 +34,7 @@ from valuerank.api.schemas.findings import (
 from valuerank.api.schemas.lineage import LineageResults
 from valuerank.findings.analyses import AnalysisOutcome, Kind, run_analysis
 from valuerank.findings.comparisons import (
+    Comparison,
     create_comparison,
     get_comparison,
     list_comparisons,
@@ -194,7 +194,7 @@ async def run_comparisons_route(
     return ok(
         page(
             "comparisons",
-            [c.to_dict(with_result=False) for c in found],
+            dump(found),
             limit=limit,
             key=lambda c: [c["created_at"], c["id"]],
         )
@@ -206,7 +206,7 @@ async def get_comparison_route(comparison_id: str, ctx: Viewer) -> JSONResponse:
     """A comparison of two runs: queued, or its deltas, tests and most divergent scenarios."""
     async with ctx.db.transaction() as conn:
         comparison = await get_comparison(conn, ctx.org_id, comparison_id)
-    return ok(comparison.to_dict())
+    return ok(dump(comparison))
 
 
 @router.post("/api/experiments", status_code=201, response_model=Envelope[Experiment])

@@ -159,6 +159,7 @@ def compare(
     """Compare two runs paired on scenario identity: deltas, intervals, tests, divergences."""
     from valuerank.analysis import plots
     from valuerank.findings.comparisons import compare_runs
+    from valuerank.shapes import dump
 
     async def _go() -> dict[str, Any]:
         async with database() as opened:
@@ -168,7 +169,7 @@ def compare(
         return {
             "success": True,
             "cached": outcome.cached,
-            "comparison": outcome.comparison.to_dict(),
+            "comparison": dump(outcome.comparison),
         }
 
     data = run(_go(), as_json=as_json)

@@ -9,10 +9,10 @@ completed comparison of the same inputs, else compute now). Every read is scoped
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
-from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
+from pydantic import Field
+from pydantic.dataclasses import dataclass
 from sqlalchemy import func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -22,9 +22,9 @@ from valuerank.db.tables import comparisons
 from valuerank.errors import InvalidInputError, NotFoundError
 from valuerank.findings.keyset import newest_first
 from valuerank.findings.loading import LoadedRun, input_hash, load_run
-from valuerank.queue.dialect import iso
 from valuerank.queue.ids import new_id
 from valuerank.runs.service import Run, get_run
+from valuerank.shapes import SHAPE, Timestamp
 
 if TYPE_CHECKING:
     from valuerank.analysis.intervals import Correction
@@ -33,53 +33,59 @@ Status = Literal["queued", "completed", "failed"]
 CORRECTIONS: tuple[Correction, ...] = ("fdr_bh", "holm")
 
 
-@dataclass(frozen=True)
-class Comparison:
+@dataclass(frozen=True, config=SHAPE)
+class ComparisonItem:
+    """A comparison as a run's list shows it (an answer shape: the API writes it,
+    /openapi.json documents it); `Comparison` adds the result."""
+
     id: str
-    org_id: str
+    org_id: Annotated[str, Field(exclude=True)]
     baseline_run_id: str
     comparison_run_id: str
-    status: str
+    status: Annotated[str, Field(description="queued, completed or failed.")]
     options: dict[str, Any]
     input_hash: str | None
-    code_version: str | None
-    result: dict[str, Any] | None
+    code_version: Annotated[str | None, Field(exclude=True)]
     error: str | None
-    created_at: datetime
-    finished_at: datetime | None
+    created_at: Timestamp
+    finished_at: Timestamp | None
 
-    def to_dict(self, *, with_result: bool = True) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "id": self.id,
-            "baseline_run_id": self.baseline_run_id,
-            "comparison_run_id": self.comparison_run_id,
-            "status": self.status,
-            "options": self.options,
-            "input_hash": self.input_hash,
-            "error": self.error,
-            "created_at": iso(self.created_at),
-            "finished_at": iso(self.finished_at),
-        }
-        if with_result:
-            data["result"] = self.result
-        return data
+
+@dataclass(frozen=True, config=SHAPE)
+class Comparison(ComparisonItem):
+    """A comparison with its result (the API's and `valuerank compare --json`'s shape)."""
+
+    result: Annotated[
+        dict[str, Any] | None,
+        Field(description="Deltas, tests and most divergent scenarios; null until completed."),
+    ]
+
+
+_ITEM_COLUMNS = [c for c in comparisons.c if c.name != "result"]
+
+
+def _item_fields(row: Any) -> dict[str, Any]:
+    return {
+        "id": row.id,
+        "org_id": row.org_id,
+        "baseline_run_id": row.baseline_run_id,
+        "comparison_run_id": row.comparison_run_id,
+        "status": row.status,
+        "options": dict(row.options),
+        "input_hash": row.input_hash,
+        "code_version": row.code_version,
+        "error": row.error,
+        "created_at": row.created_at,
+        "finished_at": row.finished_at,
+    }
+
+
+def _item(row: Any) -> ComparisonItem:
+    return ComparisonItem(**_item_fields(row))
 
 
 def _comparison(row: Any) -> Comparison:
-    return Comparison(
-        id=row.id,
-        org_id=row.org_id,
-        baseline_run_id=row.baseline_run_id,
-        comparison_run_id=row.comparison_run_id,
-        status=row.status,
-        options=dict(row.options),
-        input_hash=row.input_hash,
-        code_version=row.code_version,
-        result=row.result,
-        error=row.error,
-        created_at=row.created_at,
-        finished_at=row.finished_at,
-    )
+    return Comparison(**_item_fields(row), result=row.result)
 
 
 def options_for(correction: str) -> dict[str, Any]:
@@ -113,14 +119,15 @@ async def list_comparisons(
     *,
     limit: int,
     after: tuple[str, str] | None = None,
-) -> list[Comparison]:
-    """Comparisons involving the run, newest first; `limit + 1` rows for a keyset page."""
-    query = select(comparisons).where(
+) -> list[ComparisonItem]:
+    """Comparisons involving the run, newest first; `limit + 1` rows for a keyset page
+    (without their results, which a list does not show)."""
+    query = select(*_ITEM_COLUMNS).where(
         comparisons.c.org_id == org_id,
         or_(comparisons.c.baseline_run_id == run_id, comparisons.c.comparison_run_id == run_id),
     )
     rows = await conn.execute(newest_first(query, comparisons, conn.dialect.name, limit, after))
-    return [_comparison(r) for r in rows]
+    return [_item(r) for r in rows]
 
 
 async def _pair(conn: AsyncConnection, org_id: str, baseline: str, other: str) -> tuple[Run, Run]:

@@ -239,7 +239,7 @@ async def experiment_report(db: Database, org_id: str, ref: str) -> dict[str, An
         }
         if _ready(baseline) and _ready(variant.run):
             outcome = await compare_runs(db, org_id, baseline.id, variant.run.id)
-            entry["comparison"] = outcome.comparison.to_dict()
+            entry["comparison"] = dump(outcome.comparison)
             entry["cached"] = outcome.cached
         else:
             waiting = [r.id for r in (baseline, variant.run) if not _ready(r)]

@@ -131,9 +131,10 @@ class LocalBackend:
 
     def compare(self, baseline: str, other: str, timeout: float) -> dict[str, Any]:
         from valuerank.findings.comparisons import compare_runs
+        from valuerank.shapes import dump
 
         outcome = self._loop.call(compare_runs(self.db, self.org_id, baseline, other))
-        return dict(normalised(outcome.comparison.to_dict()))
+        return dict(normalised(dump(outcome.comparison)))
 
     def close(self) -> None:
         if self._loop.thread.is_alive():

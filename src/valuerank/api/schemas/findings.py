@@ -12,6 +12,7 @@ from pydantic import Field
 from valuerank.analysis.warning import AnalysisWarning
 from valuerank.api.schemas.envelope import Out
 from valuerank.api.schemas.runs import RunSummary
+from valuerank.findings.comparisons import Comparison, ComparisonItem
 from valuerank.pipeline.experiments import Experiment
 from valuerank.runs.states import RunStatus
 
@@ -117,24 +118,6 @@ class QueuedComparison(Out):
     comparison_id: str
     status: str
     job_id: str
-
-
-class ComparisonItem(Out):
-    id: str
-    baseline_run_id: str
-    comparison_run_id: str
-    status: str = Field(description="queued, completed or failed.")
-    options: dict[str, Any]
-    input_hash: str | None
-    error: str | None
-    created_at: datetime
-    finished_at: datetime | None
-
-
-class Comparison(ComparisonItem):
-    result: dict[str, Any] | None = Field(
-        description="Deltas, tests and most divergent scenarios; null until completed."
-    )
 
 
 class ComparisonPage(Out):
