@@ -4,6 +4,7 @@ high-confidence tags, the pooled overall consensus."""
 from __future__ import annotations
 
 from valuerank.consensus import Outcome, Vote, consensus
+from valuerank.shapes import dump
 from valuerank.validation.rules import (
     TagVotes,
     consensus_dict,
@@ -73,10 +74,23 @@ def test_task_summary_pools_every_vote_and_lists_tags_in_order() -> None:
         "total_validations": 4,
         "tags_with_validations": 2,
     }
-    assert [t.id for t in summary.tags] == ["t1", "t2", "t3"]
+    assert [t.ra_tag_id for t in summary.tags] == ["t1", "t2", "t3"]
     assert summary.contentious_tags == ["t2"]
     assert summary.high_confidence_tags == ["t1"]
-    assert summary.tags[2].to_dict()["consensus"]["agreement_level"] == "no_data"
+    assert dump(summary.tags[2]) == {  # as the API answers it: the flags are the task's
+        "ra_tag_id": "t3",
+        "ra_tag_text": "#C: three",
+        "consensus": {
+            "consensus": 0.0,
+            "outcome": None,
+            "agreement_level": "no_data",
+            "model_disagreement": False,
+            "total_validations": 0,
+            "disagreement_reasons": [],
+            "confidence_spread": 0.0,
+        },
+        "top_models": [],
+    }
     empty = summarize_task([])
     assert empty.overall_dict()["agreement_level"] == "no_data"
 

@@ -253,7 +253,7 @@ async def task_consensus(
                 "task_id": task_id,
                 "task_name": task_name,
                 "overall_consensus": summary.overall_dict(),
-                "ra_tag_summaries": [t.to_dict() for t in summary.tags],
+                "ra_tag_summaries": dump(list(summary.tags)),
                 "contentious_tags": summary.contentious_tags,
                 "high_confidence_tags": summary.high_confidence_tags,
             }

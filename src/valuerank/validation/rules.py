@@ -27,9 +27,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field
+from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from valuerank.consensus import CONFIDENCE_SPREAD, ConsensusResult, Vote, consensus
+from valuerank.consensus.consensus import AgreementLevel, Outcome
+from valuerank.shapes import SHAPE, dump
 
 TOP_MODELS = 3
 HIGH_CONFIDENCE_AT = 0.90
@@ -61,18 +66,39 @@ def is_high_confidence(result: ConsensusResult) -> bool:
     )
 
 
-def consensus_dict(result: ConsensusResult) -> dict[str, Any]:
+@pydantic_dataclass(frozen=True, config=SHAPE)
+class Consensus:
     """The seed's consensus object (score to three decimals), with why models disagree and
-    how far their confidences spread."""
-    return {
-        "consensus": round(result.score, SCORE_DIGITS),
-        "outcome": None if result.outcome is None else result.outcome.value,
-        "agreement_level": result.level.value,
-        "model_disagreement": result.disagreement,
-        "total_validations": len(counted(result.votes)),
-        "disagreement_reasons": list(result.reasons),
-        "confidence_spread": result.confidence_spread,
-    }
+    how far their confidences spread; `no_data` (no outcome, 0.0) before any validation. An
+    answer shape: the API writes it, /openapi.json documents it."""
+
+    consensus: Annotated[float, Field(description="0..1, three decimals.")]
+    outcome: Annotated[Outcome | None, Field(description="null: no data.")]
+    agreement_level: AgreementLevel
+    model_disagreement: bool
+    total_validations: int
+    disagreement_reasons: Annotated[
+        list[str], Field(description="low_consensus, conflicting_outcomes, confidence_spread.")
+    ]
+    confidence_spread: float
+
+    @classmethod
+    def of(cls, result: ConsensusResult) -> Consensus:
+        return cls(
+            consensus=round(result.score, SCORE_DIGITS),
+            outcome=result.outcome,
+            agreement_level=result.level,
+            model_disagreement=result.disagreement,
+            total_validations=len(counted(result.votes)),
+            disagreement_reasons=list(result.reasons),
+            confidence_spread=result.confidence_spread,
+        )
+
+
+def consensus_dict(result: ConsensusResult) -> dict[str, Any]:
+    """`Consensus.of(result)` as the API answers it."""
+    answer: dict[str, Any] = dump(Consensus.of(result))
+    return answer
 
 
 @dataclass(frozen=True)
@@ -84,34 +110,29 @@ class TagVotes:
     votes: tuple[Vote, ...]
 
 
-@dataclass(frozen=True)
+@pydantic_dataclass(frozen=True, config=SHAPE)
 class TagSummary:
-    id: str
-    text: str
-    consensus: ConsensusResult
-    top_models: tuple[str, ...]
-    contentious: bool
-    high_confidence: bool
+    """A tag's consensus in a task's summary (an answer shape); whether it is contentious
+    or held with high confidence is listed by the task, not in the tag's answer."""
+
+    ra_tag_id: str
+    ra_tag_text: str
+    consensus: Consensus
+    top_models: list[str]
+    contentious: Annotated[bool, Field(exclude=True)]
+    high_confidence: Annotated[bool, Field(exclude=True)]
 
     @classmethod
     def of(cls, tag: TagVotes) -> TagSummary:
         result = consensus(tag.votes)
         return cls(
-            id=tag.id,
-            text=tag.text,
-            consensus=result,
-            top_models=tuple(top_models(result.votes)),
+            ra_tag_id=tag.id,
+            ra_tag_text=tag.text,
+            consensus=Consensus.of(result),
+            top_models=top_models(result.votes),
             contentious=is_contentious(result),
             high_confidence=is_high_confidence(result),
         )
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "ra_tag_id": self.id,
-            "ra_tag_text": self.text,
-            "consensus": consensus_dict(self.consensus),
-            "top_models": list(self.top_models),
-        }
 
 
 @dataclass(frozen=True)
@@ -121,11 +142,11 @@ class TaskSummary:
 
     @property
     def contentious_tags(self) -> list[str]:
-        return [t.id for t in self.tags if t.contentious]
+        return [t.ra_tag_id for t in self.tags if t.contentious]
 
     @property
     def high_confidence_tags(self) -> list[str]:
-        return [t.id for t in self.tags if t.high_confidence]
+        return [t.ra_tag_id for t in self.tags if t.high_confidence]
 
     def overall_dict(self) -> dict[str, Any]:
         return {
@@ -133,7 +154,7 @@ class TaskSummary:
             "agreement_level": self.overall.level.value,
             "total_tags": len(self.tags),
             "total_validations": len(counted(self.overall.votes)),
-            "tags_with_validations": sum(1 for t in self.tags if counted(t.consensus.votes)),
+            "tags_with_validations": sum(1 for t in self.tags if t.consensus.total_validations),
         }
 
 

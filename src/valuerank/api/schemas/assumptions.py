@@ -10,22 +10,9 @@ from datetime import datetime
 from pydantic import Field
 
 from valuerank.api.schemas.envelope import Out
-from valuerank.consensus.consensus import AgreementLevel, Outcome
+from valuerank.consensus.consensus import AgreementLevel
 from valuerank.validation.model import RaTag, Task, Validation
-
-
-class Consensus(Out):
-    """The seed's consensus object; `no_data` (no outcome, 0.0) before any validation."""
-
-    consensus: float = Field(description="0..1, three decimals.")
-    outcome: Outcome | None = Field(description="null: no data.")
-    agreement_level: AgreementLevel
-    model_disagreement: bool
-    total_validations: int
-    disagreement_reasons: list[str] = Field(
-        description="low_consensus, conflicting_outcomes, confidence_spread."
-    )
-    confidence_spread: float
+from valuerank.validation.rules import Consensus, TagSummary
 
 
 class MultiModelView(Out):
@@ -46,13 +33,6 @@ class OverallConsensus(Out):
     total_tags: int
     total_validations: int
     tags_with_validations: int
-
-
-class TagSummary(Out):
-    ra_tag_id: str
-    ra_tag_text: str
-    consensus: Consensus
-    top_models: list[str]
 
 
 class TaskConsensus(Out):
