@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Annotated, Any
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 DEFAULT_DATABASE_URL = "sqlite:///./valuerank.db"
@@ -158,9 +158,12 @@ class Settings(BaseSettings):
         "rate_limit_standard", "rate_limit_multi_model", "rate_limit_models", "rate_limit_login"
     )
     @classmethod
-    def _rate(cls, value: str) -> str:
-        # Here, not with the module: `limits` loads its storages (~20 ms), and `--help` and
-        # the modules that only import the settings need none of it.
+    def _rate(cls, value: str, info: ValidationInfo) -> str:
+        # A default is a known rate: `limits` loads its storages (~50 ms, more than 100 on a
+        # busy machine), and every command builds the settings; only a configured rate needs
+        # it. Here, not with the module, for the same reason.
+        if info.field_name and value == cls.model_fields[info.field_name].default:
+            return value
         import limits
 
         try:
