@@ -101,6 +101,10 @@ def test_steering(definition: str, cli_both: Invoke) -> None:
     assert cli("runs", "pause", run_id, "--json").json()["status"] == "paused"
     paused = cli("runs", "status", run_id, "--json").json()
     assert paused["progress"]["queued"] == 16 and paused["progress"]["completed"] == 0
+    if through_a_server():  # the API deletes no run under way
+        active = cli("runs", "delete", run_id, "--json")
+        assert active.exit_code == 1 and active.json()["code"] == "RUN_ACTIVE"
+        assert active.json()["hint"] == f"valuerank runs cancel {run_id}, then delete it"
     assert cli("runs", "resume", run_id).stdout == f"run {short_id(run_id)}: running\n"
     assert cli("runs", "rerun-failed", run_id).stdout == (
         f"run {short_id(run_id)}: 0 failed jobs requeued\n"

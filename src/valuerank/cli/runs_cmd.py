@@ -303,11 +303,22 @@ def delete(
         async with session() as s:
             return {"id": await service.delete_run(s.conn, s.org_id, run_id), "deleted": True}
 
-    data = local_or_server(_go, lambda c: remote_runs.delete_run(c, run_id), as_json=as_json)
+    data = local_or_server(_go, lambda c: _delete_remote(c, run_id), as_json=as_json)
     if as_json:
         print_json(data)
     else:
         console.print(f"run {short_id(data['id'])} deleted")
+
+
+def _delete_remote(client: ApiClient, ref: str) -> dict[str, Any]:
+    try:
+        return remote_runs.delete_run(client, ref)
+    except ApiError as exc:
+        if exc.code != service.RunActiveError.code:
+            raise
+        # The API's hint names its route; say it in this CLI's words.
+        hint = f"valuerank runs cancel {ref}, then delete it"
+        raise ApiError(exc.message, code=exc.code, hint=hint) from None
 
 
 @app.command("rerun-failed")
