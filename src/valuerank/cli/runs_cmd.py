@@ -208,7 +208,7 @@ def _wait_remote(
     final, ended = asyncio.run(
         watch_run(read, timeout=timeout, show=show, idle_hint=SERVER_WORKER_HINT)
     )
-    return {key: final[key] for key in report_keys()}, ended
+    return {key: final[key] for key in report_keys() if key in final}, ended
 
 
 def _steer(
