@@ -1,12 +1,14 @@
 """`valuerank runs wait` draws its bar as the pages do: completed work of all jobs, failed and
-cancelled jobs named beside it, never counted as done (issue 22)."""
+cancelled jobs named beside it, never counted as done (issue 22); the same through a server."""
 
 from __future__ import annotations
 
 import pytest
 
+from valuerank.db import Database
+
 from .conftest import Invoke
-from .test_runs_cmd import DEMO
+from .runs_both_ways import demo_definition
 
 
 @pytest.fixture(autouse=True)
@@ -14,8 +16,13 @@ def _wide(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", "200")  # the whole bar line, unwrapped
 
 
-def test_a_cancelled_run_is_not_shown_as_done(cli: Invoke) -> None:
-    definition = cli("definitions", "import", DEMO, "--json").json()["id"]
+@pytest.fixture
+async def definition(db: Database, org_id: str) -> str:
+    return await demo_definition(db, org_id)
+
+
+def test_a_cancelled_run_is_not_shown_as_done(definition: str, cli_both: Invoke) -> None:
+    cli = cli_both
     created = cli(
         "runs", "create", "--definition", definition, "--model", "scripted:utilitarian",
         "--model", "scripted:contrarian", "--sample-percentage", "15", "--json",

@@ -1,16 +1,22 @@
 """`valuerank runs …` end to end on both backends, with scripted models and an in-process
-worker (`runs wait --work`)."""
+worker (`runs wait --work`); the commands that create, watch and steer runs both ways: on the
+database and through a live server (`cli_both`, whose workers run the jobs there)."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
+from tests.api.conftest import make_demo_run
 
 import valuerank
+from valuerank.db import Database
+from valuerank.orgs import ensure_org
 from valuerank.refs import short_id
 
 from .conftest import Invoke
+from .runs_both_ways import demo_definition, through_a_server, work_here
 
 DEMO = str(Path(valuerank.__file__).parent / "demo" / "exp-demo-whistleblower.md")
 
@@ -28,8 +34,14 @@ def _definition(cli: Invoke) -> str:
     return str(out.json()["id"])
 
 
-def test_create_wait_status_results_and_steering(cli: Invoke) -> None:
-    definition = _definition(cli)
+@pytest.fixture
+async def definition(db: Database, org_id: str) -> str:
+    return await demo_definition(db, org_id)
+
+
+@pytest.mark.server_worker
+def test_create_wait_status_results(definition: str, cli_both: Invoke) -> None:
+    cli = cli_both
     created = cli(
         "runs", "create", "--definition", definition,
         "--model", "scripted:utilitarian", "--model", "scripted:contrarian",
@@ -42,11 +54,12 @@ def test_create_wait_status_results_and_steering(cli: Invoke) -> None:
     assert data["estimate"]["cost_usd"] == 0.0  # scripted models are free
     run_id = data["id"]
 
-    waited = cli("runs", "wait", short_id(run_id), "--work", "--timeout", "60", "--json")
+    waited = cli("runs", "wait", short_id(run_id), *work_here(), "--timeout", "60", "--json")
     assert waited.exit_code == 0, waited.stderr
     assert waited.json()["status"] == "completed"
-
     status = cli("runs", "status", run_id, "--json").json()
+    # `wait` prints the run's report: what `status` prints, without its results and rubric.
+    assert waited.json() == {k: v for k, v in status.items() if k in waited.json()}
     assert set(status) >= {"id", "status", "progress", "cost_usd"}
     assert status["progress"] == {
         "total": 8,
@@ -59,26 +72,86 @@ def test_create_wait_status_results_and_steering(cli: Invoke) -> None:
     results = cli("runs", "results", run_id, "--json").json()["results"]
     assert [r["model"] for r in results] == ["scripted:contrarian", "scripted:utilitarian"]
     assert all(r["decided"] == 4 and r["synthetic"] for r in results)
-
     listed = cli("runs", "list", "--json").json()
     assert [r["id"] for r in listed] == [run_id]
+    shown = cli("runs", "wait", run_id)
+    assert shown.exit_code == 0 and f"run {short_id(run_id)} completed" in shown.stdout
 
-    # a finished run: expand it, which reopens it with only the new scenarios
-    expanded = cli("runs", "expand", run_id, "--sample-percentage", "30", "--json")
-    assert expanded.exit_code == 0, expanded.stderr
-    assert expanded.json()["scenarios_added"] == 4
-    assert cli("runs", "pause", run_id, "--json").json()["status"] == "paused"
-    paused = cli("runs", "status", run_id, "--json").json()
-    assert paused["progress"]["queued"] == 8 and paused["progress"]["completed"] == 8
-    assert cli("runs", "resume", run_id, "--json").json()["status"] == "running"
-    assert cli("runs", "cancel", run_id, "--json").json()["status"] == "cancelled"
-    assert cli("runs", "status", run_id, "--json").json()["progress"]["cancelled"] == 8
+    # An ended run is not started again (nor, through the server, rerun).
+    again = cli("runs", "start", run_id, "--json")
+    assert again.exit_code == 1 and again.json()["code"] == "CONFLICT"
+    assert "is completed: cannot start" in again.json()["error"]
+    assert cli("runs", "rerun-failed", run_id, "--json").json()["requeued"] == 0
     assert cli("runs", "delete", run_id, "--json").json() == {"id": run_id, "deleted": True}
     assert cli("runs", "list", "--json").json() == []
 
 
-def test_errors_exit_1_with_a_code(cli: Invoke) -> None:
-    definition = _definition(cli)
+def test_steering(definition: str, cli_both: Invoke) -> None:
+    cli = cli_both  # no worker: the jobs stay queued
+    created = cli(
+        "runs", "create", "--definition", definition, "--model", "scripted:utilitarian",
+        "--model", "scripted:contrarian", "--sample-percentage", "15", "--json",
+    ).json()  # fmt: skip
+    run_id = created["id"]
+    expanded = cli("runs", "expand", run_id, "--sample-percentage", "30", "--json")
+    assert expanded.exit_code == 0, expanded.stdout + expanded.stderr
+    assert expanded.json()["scenarios_added"] == 4
+    same = cli("runs", "expand", run_id, "--sample-percentage", "30", "--json")
+    assert same.exit_code == 1 and same.json()["code"] == "CONFLICT"
+    assert cli("runs", "pause", run_id, "--json").json()["status"] == "paused"
+    paused = cli("runs", "status", run_id, "--json").json()
+    assert paused["progress"]["queued"] == 16 and paused["progress"]["completed"] == 0
+    if through_a_server():  # the API deletes no run under way
+        active = cli("runs", "delete", run_id, "--json")
+        assert active.exit_code == 1 and active.json()["code"] == "RUN_ACTIVE"
+        assert active.json()["hint"] == f"valuerank runs cancel {run_id}, then delete it"
+    assert cli("runs", "resume", run_id).stdout == f"run {short_id(run_id)}: running\n"
+    assert cli("runs", "rerun-failed", run_id).stdout == (
+        f"run {short_id(run_id)}: 0 failed jobs requeued\n"
+    )
+    assert cli("runs", "cancel", run_id, "--json").json()["status"] == "cancelled"
+    assert cli("runs", "status", run_id, "--json").json()["progress"]["cancelled"] == 16
+    assert cli("runs", "delete", run_id, "--yes").stdout == f"run {short_id(run_id)} deleted\n"
+    assert cli("runs", "list", "--json").json() == []
+
+
+async def test_another_organisations_run_is_not_found(
+    cli_both: Invoke, db: Database, org_id: str
+) -> None:
+    async with db.transaction() as conn:
+        other = await ensure_org(conn, "elsewhere")
+    theirs = (await make_demo_run(db, other)).id
+    for args in (
+        ("start",), ("pause",), ("resume",), ("cancel",), ("delete",), ("rerun-failed",),
+        ("expand", "--sample-percentage", "50"), ("wait", "--timeout", "0"),
+        ("judge", "--judge", "scripted:centrist"),
+    ):  # fmt: skip
+        out = await asyncio.to_thread(cli_both, "runs", args[0], theirs, *args[1:], "--json")
+        assert out.exit_code == 1, (args, out.stdout)
+        assert out.json()["code"] == "NOT_FOUND", (args, out.stdout)
+
+
+def test_wait_work_is_refused_through_a_server(definition: str, cli_both: Invoke) -> None:
+    created = cli_both(
+        "runs", "create", "--definition", definition, "--model", "scripted:utilitarian",
+        "--sample-percentage", "10",
+    )  # fmt: skip
+    assert created.exit_code == 0, created.stdout + created.stderr
+    run_id = cli_both("runs", "list", "--json").json()[0]["id"]
+    # `--work` is offered only where this process may run the jobs.
+    work = "" if through_a_server() else " [--work]"
+    assert f"watch it: valuerank runs wait {short_id(run_id)}{work}\n" in created.stdout
+    if not through_a_server():
+        return
+    refused = cli_both("runs", "wait", run_id, "--work", "--json")
+    assert refused.exit_code == 1 and refused.json()["code"] == "LOCAL_ONLY_OPTION"
+    assert "the server's own workers run the jobs" in refused.json()["hint"]
+    words = cli_both("runs", "wait", run_id, "--work")
+    assert words.exit_code == 1 and "--work runs the jobs in this process" in words.stderr
+
+
+def test_errors_exit_1_with_a_code(definition: str, cli_both: Invoke) -> None:
+    cli = cli_both
     missing_key = cli(
         "runs", "create", "--definition", definition, "--model", "openai:gpt-4.1", "--json"
     )
@@ -101,8 +174,8 @@ def test_errors_exit_1_with_a_code(cli: Invoke) -> None:
     assert bad_share.exit_code == 1 and bad_share.json()["code"] == "INVALID_INPUT"
 
 
-def test_no_start_then_start_and_timeout(cli: Invoke) -> None:
-    definition = _definition(cli)
+def test_no_start_then_start_and_timeout(definition: str, cli_both: Invoke) -> None:
+    cli = cli_both
     created = cli(
         "runs", "create", "--definition", definition, "--model", "scripted:utilitarian",
         "--sample-percentage", "10", "--no-start", "--json",
@@ -136,8 +209,8 @@ def test_an_unknown_model_is_refused_and_nothing_is_written(
     assert sum(cli("queue", "status", "--json").json()["counts"].values()) == 0
 
 
-def test_an_unregistered_model_needs_allow_unknown_model(cli: Invoke) -> None:
-    definition = _definition(cli)
+def test_an_unregistered_model_needs_allow_unknown_model(definition: str, cli_both: Invoke) -> None:
+    cli = cli_both
     args = ["runs", "create", "--definition", definition, "--model", "ollama:qwen3:0.6b"]
     refused = cli(*args, "--no-start", "--json")
     assert refused.exit_code == 1 and refused.json()["code"] == "UNKNOWN_MODEL"

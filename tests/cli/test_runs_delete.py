@@ -1,24 +1,22 @@
 """`valuerank runs delete` leaves nothing of the run in the queue's tables, on both backends:
 not its own partition's jobs, events and control row, nor those of its analyses'
-partition (`analysis:<run id>`), nor the errors of any of those jobs."""
+partition (`analysis:<run id>`), nor the errors of any of those jobs; on the database and
+through a server (whose workers run the jobs)."""
 
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 from typing import Any
 
 import pytest
 from sqlalchemy import func, or_, select
 
-import valuerank
 from valuerank.db import Database
 from valuerank.db.tables import events, job_errors, jobs, queue_controls
 from valuerank.runs.partitions import analysis_partition
 
 from .conftest import Invoke
-
-DEMO = str(Path(valuerank.__file__).parent / "demo" / "exp-demo-whistleblower.md")
+from .runs_both_ways import demo_definition, work_here
 
 
 @pytest.fixture(autouse=True)
@@ -53,22 +51,26 @@ async def _left(db: Database, run_id: str, job_ids: list[str]) -> dict[str, int]
         return {name: int(await conn.scalar(q) or 0) for name, q in queries.items()}
 
 
+@pytest.fixture
+async def definition(db: Database, org_id: str) -> str:
+    return await demo_definition(db, org_id)
+
+
+@pytest.mark.server_worker
 async def test_runs_delete_leaves_nothing_of_the_run_in_the_queue(
-    cli: Invoke, db: Database
+    definition: str, cli_both: Invoke, db: Database
 ) -> None:
     async def call(*args: str) -> Any:
-        return await asyncio.to_thread(cli, *args)
+        return await asyncio.to_thread(cli_both, *args)
 
-    imported = await call("definitions", "import", DEMO, "--json")
-    assert imported.exit_code == 0, imported.stderr
     created = await call(
-        "runs", "create", "--definition", str(imported.json()["id"]),
+        "runs", "create", "--definition", definition,
         "--model", "scripted:utilitarian", "--sample-percentage", "10",
         "--followup-turns", "0", "--json",
     )  # fmt: skip
     assert created.exit_code == 0, created.stderr
     run_id = created.json()["id"]
-    waited = await call("runs", "wait", run_id, "--work", "--timeout", "60", "--json")
+    waited = await call("runs", "wait", run_id, *work_here(), "--timeout", "60", "--json")
     assert waited.exit_code == 0, waited.stderr
     assert waited.json()["status"] == "completed"
 

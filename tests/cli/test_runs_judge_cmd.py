@@ -1,7 +1,8 @@
 """`valuerank runs judge` and `valuerank orgs defaults` end to end on both backends, with
 scripted models and an in-process worker: a run created without judges says how to add them,
 is judged afterwards, and `analyze` then reports judged transcripts and values; the
-organisation's default judges serve a run created without --judge, which says so."""
+organisation's default judges serve a run created without --judge, which says so. `runs
+judge` itself both ways: on the database and through a server."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ from pathlib import Path
 import pytest
 
 import valuerank
+from valuerank.db import Database
 from valuerank.refs import short_id
 
 from .conftest import Invoke, Outcome
+from .runs_both_ways import demo_definition, through_a_server, work_here
 
 DEMO = str(Path(valuerank.__file__).parent / "demo" / "exp-demo-whistleblower.md")
 RUBRIC = str(Path(__file__).parents[2] / "examples" / "values_rubric.yaml")
@@ -95,3 +98,41 @@ def test_organisation_default_judges(cli: Invoke) -> None:
     assert opted_out["judge_models"] == [] and opted_out["defaults_used"] == []
     cleared = cli("orgs", "defaults", "--clear-judges", "--json").json()
     assert cleared == {"judges": [], "summary_model": "scripted:utilitarian"}
+
+
+@pytest.fixture
+async def definition(db: Database, org_id: str) -> str:
+    return await demo_definition(db, org_id)
+
+
+@pytest.mark.server_worker
+def test_runs_judge_both_ways(definition: str, cli_both: Invoke) -> None:
+    cli = cli_both
+    created = cli(
+        "runs", "create", "--definition", definition, "--model", "scripted:utilitarian",
+        "--sample-percentage", "15", "--followup-turns", "0", "--json",
+    ).json()  # fmt: skip
+    short = short_id(created["id"])
+    assert created["judge_models"] == []
+    assert cli("runs", "wait", short, *work_here(), "--timeout", "60").exit_code == 0
+    refused = cli("runs", "judge", short, "--judge", "openai:no-such-model")
+    assert refused.exit_code == 1 and "is not in the registry" in refused.stderr
+
+    judged = cli("runs", "judge", short, "--judge", "scripted:centrist")
+    assert judged.exit_code == 0, judged.stdout + judged.stderr
+    assert f"run {short} (running): judges scripted:centrist" in judged.stdout
+    work = "" if through_a_server() else " [--work]"
+    assert f"watch it: valuerank runs wait {short}{work}; then valuerank analyze {short}" in (
+        " ".join(judged.stdout.split())
+    )
+    waited = cli("runs", "wait", short, *work_here(), "--timeout", "60", "--json")
+    assert waited.exit_code == 0 and waited.json()["status"] == "completed", waited.stdout
+    transcripts = waited.json()["transcripts"]
+    replaced = cli(
+        "runs", "judge", short, "--judge", "scripted:deontologist", "--replace", "--json"
+    ).json()  # fmt: skip
+    assert replaced["judge_models"] == ["scripted:deontologist"]
+    assert replaced["added"] == ["scripted:deontologist"]
+    assert replaced["removed"] == ["scripted:centrist"]
+    assert replaced["judgments_removed"] == transcripts > 0
+    assert replaced["enqueued"] == transcripts

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 POLL_SECONDS = 0.5
 # Queued work with nothing running this long: say that a worker may be missing.
 NO_WORKER_HINT_SECONDS = 10.0
+LOCAL_WORKER_HINT = "Start `valuerank worker`, or wait with `--work` to run the jobs here."
 
 
 @asynccontextmanager
@@ -77,18 +78,41 @@ async def in_process_worker(
         await ctx.aclose()
 
 
-def _describe(r: RunReport) -> str:
-    p = r.progress
-    extra = f" · judging {r.judging.done}/{r.judging.total}" if r.judging.total else ""
-    failed = f" · [red]{p.failed} failed[/]" if p.failed else ""
-    cancelled = f" · {p.cancelled} cancelled" if p.cancelled else ""
-    return f"{r.run.status.value}{failed}{cancelled}{extra} · ${r.cost_usd:.4f}"
+def _done(p: Mapping[str, int]) -> int:
+    return p["completed"] + p["failed"] + p["cancelled"]
+
+
+def _describe(r: Mapping[str, Any]) -> str:
+    p, judging = r["progress"], r["judging"]
+    extra = f" · judging {_done(judging)}/{judging['total']}" if judging["total"] else ""
+    failed = f" · [red]{p['failed']} failed[/]" if p["failed"] else ""
+    cancelled = f" · {p['cancelled']} cancelled" if p["cancelled"] else ""
+    return f"{r['status']}{failed}{cancelled}{extra} · ${r['cost_usd']:.4f}"
+
+
+ReadReport = Callable[[], Awaitable[dict[str, Any]]]
 
 
 async def wait_for_run(
     db: Database, org_id: str, run_id: str, *, timeout: float | None, show: bool
 ) -> tuple[RunReport, bool]:
-    """Poll the run until it ends (True) or `timeout` passes (False), drawing a bar."""
+    """Poll the run in the database until it ends (True) or `timeout` passes (False),
+    drawing a bar (`watch_run`)."""
+    last: list[RunReport] = []
+
+    async def read() -> dict[str, Any]:
+        last[:] = [await read_report(db, org_id, run_id)]
+        return report_json(last[0])
+
+    _, ended = await watch_run(read, timeout=timeout, show=show)
+    return last[0], ended
+
+
+async def watch_run(
+    read: ReadReport, *, timeout: float | None, show: bool, idle_hint: str = LOCAL_WORKER_HINT
+) -> tuple[dict[str, Any], bool]:
+    """Poll the run's report (`read`: from the database, or a server's GET /api/runs/{id})
+    until it ends (True) or `timeout` passes (False), drawing a bar; the last report."""
     deadline = None if timeout is None else time.monotonic() + timeout
     bar = Progress(
         TextColumn("[bold]{task.fields[name]}"),
@@ -101,33 +125,33 @@ async def wait_for_run(
         transient=False,
     )
     with bar:
-        current = await read_report(db, org_id, run_id)
+        current = await read()
         task = bar.add_task(
-            "run", total=current.progress.total or None, name=current.run.name, state=""
+            "run", total=current["progress"]["total"] or None, name=current["name"], state=""
         )
         idle_since, hinted = time.monotonic(), False
         while True:
             bar.update(
                 task,
                 # Completed work only, as the pages: failed and cancelled jobs are in `state`.
-                completed=current.progress.completed,
-                total=current.progress.total or None,
+                completed=current["progress"]["completed"],
+                total=current["progress"]["total"] or None,
                 state=_describe(current),
             )
-            if current.run.status.terminal:
+            if RunStatus(current["status"]).terminal:
                 return current, True
             if deadline is not None and time.monotonic() >= deadline:
                 return current, False
             await asyncio.sleep(POLL_SECONDS)
-            previous, current = current, await read_report(db, org_id, run_id)
-            moving = current.progress.running or current.progress.done != previous.progress.done
-            if moving or current.run.status is not RunStatus.RUNNING:
+            previous, current = current, await read()
+            now, before = current["progress"], previous["progress"]
+            moving = now["running"] or _done(now) != _done(before)
+            if moving or current["status"] != RunStatus.RUNNING.value:
                 idle_since = time.monotonic()
             elif show and not hinted and time.monotonic() - idle_since > NO_WORKER_HINT_SECONDS:
                 hinted = True
                 bar.console.print(
-                    "[yellow]nothing has started for a while: is a worker running?[/] "
-                    "Start `valuerank worker`, or wait with `--work` to run the jobs here."
+                    f"[yellow]nothing has started for a while: is a worker running?[/] {idle_hint}"
                 )
 
 
@@ -165,6 +189,14 @@ def results_table(
             cells.append(ranks_text(entry) or "–")
         table.add_row(*cells)
     return table
+
+
+def report_keys() -> list[str]:
+    """The keys of a run's report as `report_json` gives them (what `runs wait --json`
+    prints), to take the same out of a server's larger answer."""
+    from pydantic import TypeAdapter
+
+    return list(TypeAdapter(RunReport).json_schema(mode="serialization")["properties"])
 
 
 def report_json(r: RunReport, results: list[ModelResult] | None = None) -> dict[str, Any]:

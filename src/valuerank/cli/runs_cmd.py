@@ -2,183 +2,51 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import typer
 from pydantic import TypeAdapter
-from rich.markup import escape
 from rich.table import Table
 
-from valuerank.cli import runs_judge_cmd
+from valuerank.cli import runs_create_cmd, runs_judge_cmd
 from valuerank.cli.common import (
     JsonOption,
     api_client,
     ask,
     console,
     database,
+    local_or_server,
     print_json,
     run,
     session,
 )
-from valuerank.cli.live import in_process_worker, report_json, results_table, wait_for_run
+from valuerank.cli.live import (
+    in_process_worker,
+    report_json,
+    report_keys,
+    results_table,
+    wait_for_run,
+    watch_run,
+)
+from valuerank.cli.local_options import refuse_option
+from valuerank.client import ApiClient, ApiError
 from valuerank.client import runs as remote_runs
 from valuerank.client.runs import print_status_from, run_status
 from valuerank.config import get_settings
-from valuerank.queue.enqueue import priority_value
 from valuerank.refs import short_id
 from valuerank.runs import service
-from valuerank.runs.config import build_config
 from valuerank.runs.progress import run_report
 from valuerank.runs.results import ModelResult, model_results
+from valuerank.runs.states import RunStatus, refuse
 from valuerank.shapes import dump
 from valuerank.terminal import print_run_status
 
 app = typer.Typer(help="Runs: send a definition's scenarios to models.", no_args_is_help=True)
 RunArg = typer.Argument(..., help="Run id or prefix.")
-
-
-@app.command("create")
-def create(
-    definition: str = typer.Option(..., "--definition", "-d", help="Definition version id."),
-    model: list[str] = typer.Option(
-        ..., "--model", "-m", help="Target model `provider:model`; repeat for several."
-    ),
-    sample_percentage: float = typer.Option(
-        100.0, "--sample-percentage", help="Share of the scenarios to run (nested sample)."
-    ),
-    sample_seed: int | None = typer.Option(
-        None,
-        "--sample-seed",
-        min=0,
-        help="Seed of the sample (default: a random one, stored on the run and shown).",
-    ),
-    samples_per_scenario: int = typer.Option(
-        1, "--samples-per-scenario", help="Conversations per scenario and model."
-    ),
-    phrasings: str = typer.Option(
-        "first",
-        "--phrasings",
-        help="Wordings of each sampled level combination: first (each level's first option), "
-        "all (every option: one scenario per phrasing) or random (one option per level, "
-        "seeded by the sample seed). As `scenarios expand --mode`.",
-    ),
-    scale_order: str = typer.Option(
-        "as-written",
-        "--scale-order",
-        help="Order of the scale's numbered lines: as-written, reversed (each number shows "
-        "the mirrored line's text; decisions are mapped back) or both (every scenario asked "
-        "twice, as `<id>` and `<id>-reversed`).",
-    ),
-    judge: list[str] = typer.Option([], "--judge", help="Judge model; repeat for a consensus."),
-    summary_model: str | None = typer.Option(
-        None, "--summary-model", help="Model writing per-transcript rationales and the summary."
-    ),
-    temperature: float = typer.Option(0.0, "--temperature"),
-    max_tokens: int = typer.Option(1000, "--max-tokens", help="Answer limit per turn."),
-    followup_turns: int = typer.Option(
-        1, "--followup-turns", help="Follow-up turns after the scenario (the CLI's default: 1)."
-    ),
-    system_prompt: str | None = typer.Option(None, "--system-prompt"),
-    reuse_cache: bool = typer.Option(
-        False, "--reuse-cache", help="Answer identical requests from the response cache."
-    ),
-    name: str = typer.Option("", "--name", help="A name for the run."),
-    priority: str = typer.Option("normal", "--priority", help="low, normal, high or a number."),
-    no_start: bool = typer.Option(False, "--no-start", help="Create only; start it later."),
-    no_default_judges: bool = typer.Option(
-        False,
-        "--no-default-judges",
-        help="Without --judge, no judges (not the organisation's defaults); likewise for "
-        "the summary model.",
-    ),
-    allow_unknown_model: bool = typer.Option(
-        False,
-        "--allow-unknown-model",
-        help="Use models the registry does not know (e.g. a new model, or one served by a "
-        "local Ollama); they must still name a known provider.",
-    ),
-    as_json: bool = JsonOption,
-) -> None:
-    """Create a run (and start it): one probe job per (scenario, model, sample).
-
-    Every model (targets, judges, summary model) is checked first: a known provider, a valid
-    scripted persona or local model file, a key for the provider, and a model the registry
-    knows (`valuerank models list`) unless --allow-unknown-model. Any problem exits 1 naming
-    the model and the valid choices, and nothing is written."""
-
-    # Here, not with the module: the credentials, the registry and the cost estimate are for
-    # creating a run only, and every other `runs` command would load them.
-    from valuerank.pipeline.launch import launch_run
-
-    async def _go() -> dict[str, Any]:
-        config = build_config(
-            models=tuple(model),
-            sample_percentage=sample_percentage,
-            sample_seed=sample_seed,
-            samples_per_scenario=samples_per_scenario,
-            phrasings=phrasings,
-            scale_order=scale_order,
-            judge_models=tuple(judge),
-            summary_model=summary_model,
-            temperature=temperature,
-            max_tokens=max_tokens,
-            followup_turns=followup_turns,
-            system_prompt=system_prompt,
-            reuse_cache=reuse_cache,
-        )
-        level = int(priority) if priority.lstrip("-").isdigit() else priority
-        async with session() as s:
-            launched = await launch_run(
-                s.conn,
-                s.org_id,
-                definition,
-                config,
-                name=name,
-                priority=priority_value(level),
-                start=not no_start,
-                allow_unknown_models=allow_unknown_model,
-                use_org_defaults=not no_default_judges,
-            )
-        return launched.to_dict()
-
-    data = run(_go(), as_json=as_json)
-    if as_json:
-        print_json(data)
-        return
-    cost = data["estimate"]["cost_usd"]
-    unknown = data["estimate"]["unknown_price_models"]
-    console.print(
-        f"run [bold]{data['id']}[/] ({data['status']}): {data['scenarios']} of "
-        f"{data['total_scenarios']} scenarios × {len(data['models'])} models → {data['jobs']} jobs"
-        f" (sample {data['sample_percentage']:g}%, seed {data['sample_seed']})"
-    )
-    if (data["phrasings"], data["scale_order"]) != ("first", "as-written"):
-        console.print(f"asked in phrasings {data['phrasings']}, scale order {data['scale_order']}")
-    estimate = "unknown" if cost is None else f"≤ ${cost:.4f}"
-    roles = sorted({m["role"] for m in data["estimate"]["models"]} - {"probe"})
-    console.print(
-        f"estimated cost: {estimate}"
-        + (f", {' and '.join(roles)} calls included" if roles else "")
-        + (f" (no price for {', '.join(unknown)})" if unknown else "")
-    )
-    for line in runs_judge_cmd.defaults_lines(data):
-        console.print(line, highlight=False, soft_wrap=True)
-    rubric = data.get("rubric")
-    if rubric is not None:
-        console.print(f"judges read the values rubric {_rubric_line(rubric)}")
-    if data["status"] == "pending":
-        console.print(f"not started: valuerank runs start {short_id(data['id'])}")
-    else:
-        console.print(f"watch it: valuerank runs wait {short_id(data['id'])} [--work]")
-
-
-def _rubric_line(rubric: dict[str, Any]) -> str:
-    from valuerank.default_rubric import describe_rubric
-
-    own = " (import your own with `valuerank rubrics import FILE.yaml`)"
-    hint = own if rubric["default"] else ""
-    return escape(describe_rubric(rubric) + hint)
+runs_create_cmd.register(app)  # `runs create`, in its own module
+SERVER_WORKER_HINT = "The server's workers run the jobs: is one running there?"
 
 
 @app.command("list")
@@ -280,14 +148,17 @@ def wait(
     ),
     as_json: bool = JsonOption,
 ) -> None:
-    """Show a live progress bar until the run ends (exit 0), or the timeout passes (exit 2)."""
+    """Show a live progress bar until the run ends (exit 0), or the timeout passes (exit 2).
+
+    With VALUERANK_API_URL set, it polls the server there (its GET /api/runs/{id}), whose
+    workers run the jobs: --work is refused (LOCAL_ONLY_OPTION)."""
+    show = not as_json
 
     async def _go() -> tuple[dict[str, Any], bool]:
         async with database() as opened:
             db, org_id = opened.db, opened.org_id
             async with db.transaction() as conn:
                 found = await service.get_run(conn, org_id, run_id)
-            show = not as_json
             if work:
                 async with in_process_worker(db):
                     final, ended = await wait_for_run(
@@ -297,7 +168,22 @@ def wait(
                 final, ended = await wait_for_run(db, org_id, found.id, timeout=timeout, show=show)
         return report_json(final), ended
 
-    data, ended = run(_go(), as_json=as_json)
+    server = api_client(get_settings())
+    if server is None:
+        data, ended = run(_go(), as_json=as_json)
+    elif work:
+        refuse_option(
+            server,
+            "--work",
+            "runs the jobs in this process, on the database",
+            hint="the server's own workers run the jobs: wait without --work (or unset "
+            "VALUERANK_API_URL to work on a database here)",
+            as_json=as_json,
+        )
+    else:
+        data, ended = ask(
+            server, lambda c: _wait_remote(c, run_id, timeout=timeout, show=show), as_json=as_json
+        )
     if as_json:
         print_json(data)
     elif ended:
@@ -308,14 +194,36 @@ def wait(
         raise typer.Exit(2)
 
 
+def _wait_remote(
+    client: ApiClient, ref: str, *, timeout: float | None, show: bool
+) -> tuple[dict[str, Any], bool]:
+    """`watch_run` on the server's reports of the run (the first read resolves `ref`); the
+    last one as `report_json` gives it."""
+    first = [run_status(client, ref)]
+    full_id = first[0]["id"]
+
+    async def read() -> dict[str, Any]:
+        return first.pop() if first else await asyncio.to_thread(run_status, client, full_id)
+
+    final, ended = asyncio.run(
+        watch_run(read, timeout=timeout, show=show, idle_hint=SERVER_WORKER_HINT)
+    )
+    return {key: final[key] for key in report_keys() if key in final}, ended
+
+
 def _steer(
-    action: Callable[[Any, str, str], Awaitable[service.Run]], run_id: str, as_json: bool
+    action: Callable[[Any, str, str], Awaitable[service.Run]],
+    name: str,
+    run_id: str,
+    as_json: bool,
 ) -> None:
+    """`action` on the run (or the server's POST /api/queue/runs/{id}/`name`)."""
+
     async def _go() -> dict[str, Any]:
         async with session() as s:
             return (await action(s.conn, s.org_id, run_id)).summary_dict()
 
-    data = run(_go(), as_json=as_json)
+    data = local_or_server(_go, lambda c: remote_runs.steer_run(c, run_id, name), as_json=as_json)
     if as_json:
         print_json(data)
     else:
@@ -324,36 +232,58 @@ def _steer(
 
 @app.command("start")
 def start(run_id: str = RunArg, as_json: bool = JsonOption) -> None:
-    """Start a run created with --no-start (starting twice enqueues nothing new)."""
+    """Start a run created with --no-start (starting twice enqueues nothing new).
+
+    With VALUERANK_API_URL set, the server there starts it, not the database."""
 
     async def _go() -> dict[str, Any]:
         async with session() as s:
             started = await service.start_run(s.conn, s.org_id, run_id)
         return {**started.run.summary_dict(), "enqueued": started.enqueued}
 
-    data = run(_go(), as_json=as_json)
+    data = local_or_server(_go, lambda c: _start_remote(c, run_id), as_json=as_json)
     if as_json:
         print_json(data)
     else:
         console.print(f"run {short_id(data['id'])}: {data['enqueued']} jobs enqueued")
 
 
+def _start_remote(client: ApiClient, ref: str) -> dict[str, Any]:
+    """Start the run through the server's POST /api/eval/runs/{id}/start, which also reruns
+    an ended run's failed jobs: `runs start` refuses any run `service.start_run` refuses
+    (the state read first), so it means the same both ways."""
+    found = run_status(client, ref)
+    status = RunStatus(found["status"])
+    if status not in service.STARTABLE:
+        refused = refuse(found["id"], status, "start")
+        raise ApiError(refused.message, code=refused.code, hint=refused.hint)
+    started = remote_runs.enqueue_run(client, found["id"])
+    summary = {k: v for k, v in started.items() if k not in ("jobs_enqueued", "reopened")}
+    return {**summary, "enqueued": started["jobs_enqueued"]}
+
+
 @app.command("pause")
 def pause(run_id: str = RunArg, as_json: bool = JsonOption) -> None:
-    """Stop starting the run's jobs; running ones finish. Nothing is lost."""
-    _steer(service.pause_run, run_id, as_json)
+    """Stop starting the run's jobs; running ones finish. Nothing is lost.
+
+    With VALUERANK_API_URL set, the server there does it, not the database."""
+    _steer(service.pause_run, "pause", run_id, as_json)
 
 
 @app.command("resume")
 def resume(run_id: str = RunArg, as_json: bool = JsonOption) -> None:
-    """Start the run's jobs again."""
-    _steer(service.resume_run, run_id, as_json)
+    """Start the run's jobs again.
+
+    With VALUERANK_API_URL set, the server there does it, not the database."""
+    _steer(service.resume_run, "resume", run_id, as_json)
 
 
 @app.command("cancel")
 def cancel(run_id: str = RunArg, as_json: bool = JsonOption) -> None:
-    """Cancel queued jobs now; running ones stop at their next heartbeat."""
-    _steer(service.cancel_run, run_id, as_json)
+    """Cancel queued jobs now; running ones stop at their next heartbeat.
+
+    With VALUERANK_API_URL set, the server there does it, not the database."""
+    _steer(service.cancel_run, "cancel", run_id, as_json)
 
 
 @app.command("delete")
@@ -362,7 +292,10 @@ def delete(
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask."),
     as_json: bool = JsonOption,
 ) -> None:
-    """Delete a run with all its jobs, events, transcripts and judgments."""
+    """Delete a run with all its jobs, events, transcripts and judgments.
+
+    With VALUERANK_API_URL set, the server there deletes it (its DELETE /api/queue/runs/{id}:
+    only a run not under way; cancel a running or paused one first), not the database."""
     if not yes and not as_json and not typer.confirm(f"Delete run {run_id} and all its data?"):
         raise typer.Exit(1)
 
@@ -370,23 +303,36 @@ def delete(
         async with session() as s:
             return {"id": await service.delete_run(s.conn, s.org_id, run_id), "deleted": True}
 
-    data = run(_go(), as_json=as_json)
+    data = local_or_server(_go, lambda c: _delete_remote(c, run_id), as_json=as_json)
     if as_json:
         print_json(data)
     else:
         console.print(f"run {short_id(data['id'])} deleted")
 
 
+def _delete_remote(client: ApiClient, ref: str) -> dict[str, Any]:
+    try:
+        return remote_runs.delete_run(client, ref)
+    except ApiError as exc:
+        if exc.code != service.RunActiveError.code:
+            raise
+        # The API's hint names its route; say it in this CLI's words.
+        hint = f"valuerank runs cancel {ref}, then delete it"
+        raise ApiError(exc.message, code=exc.code, hint=hint) from None
+
+
 @app.command("rerun-failed")
 def rerun_failed(run_id: str = RunArg, as_json: bool = JsonOption) -> None:
-    """Send the run's failed jobs back to the queue with fresh attempts."""
+    """Send the run's failed jobs back to the queue with fresh attempts.
+
+    With VALUERANK_API_URL set, the server there does it, not the database."""
 
     async def _go() -> dict[str, Any]:
         async with session() as s:
             r, count = await service.rerun_failed(s.conn, s.org_id, run_id)
         return {**r.summary_dict(), "requeued": count}
 
-    data = run(_go(), as_json=as_json)
+    data = local_or_server(_go, lambda c: remote_runs.rerun_failed(c, run_id), as_json=as_json)
     if as_json:
         print_json(data)
     else:
@@ -399,14 +345,20 @@ def expand(
     sample_percentage: float = typer.Option(..., "--sample-percentage", help="The new share."),
     as_json: bool = JsonOption,
 ) -> None:
-    """Grow a sampled run to a larger percentage: only the missing scenarios are enqueued."""
+    """Grow a sampled run to a larger percentage: only the missing scenarios are enqueued.
+
+    With VALUERANK_API_URL set, the server there does it, not the database."""
 
     async def _go() -> dict[str, Any]:
         async with session() as s:
             r, added = await service.expand_run(s.conn, s.org_id, run_id, sample_percentage)
         return {**r.summary_dict(), "scenarios_added": added}
 
-    data = run(_go(), as_json=as_json)
+    data = local_or_server(
+        _go,
+        lambda c: remote_runs.expand_run(c, run_id, sample_percentage),
+        as_json=as_json,
+    )
     if as_json:
         print_json(data)
     else:

@@ -8,7 +8,16 @@ from typing import Any
 import typer
 from rich.markup import escape
 
-from valuerank.cli.common import JsonOption, console, print_json, run, session
+from valuerank.cli.common import (
+    JsonOption,
+    api_client,
+    console,
+    local_or_server,
+    print_json,
+    session,
+)
+from valuerank.client import runs as remote_runs
+from valuerank.config import get_settings
 from valuerank.refs import short_id
 
 
@@ -32,10 +41,14 @@ def judge(
     The judges given join the run's (a judge it has already reads only the transcripts it
     has not read); with --replace they become its only judges and the others' readings are
     removed. The run reopens, its judges read, and the consensus and the analysis are
-    recomputed when they are done (`valuerank runs wait RUN --work`)."""
-    from valuerank.pipeline.rejudge import judge_run
+    recomputed when they are done (`valuerank runs wait RUN --work`).
+
+    With VALUERANK_API_URL set, the server there does it (its POST /api/runs/{id}/judge,
+    with the server's keys and registry), not the database."""
 
     async def _go() -> dict[str, Any]:
+        from valuerank.pipeline.rejudge import judge_run  # the database path's only
+
         async with session() as s:
             done = await judge_run(
                 s.conn,
@@ -47,7 +60,13 @@ def judge(
             )
         return done.to_dict()
 
-    data = run(_go(), as_json=as_json)
+    data = local_or_server(
+        _go,
+        lambda c: remote_runs.judge_run(
+            c, run_id, judge_models, replace=replace, allow_unknown=allow_unknown_model
+        ),
+        as_json=as_json,
+    )
     if as_json:
         print_json(data)
         return
@@ -64,7 +83,14 @@ def judge(
             f"{data['judgments_removed']} judgments",
             highlight=False,
         )
-    console.print(f"watch it: valuerank runs wait {short} [--work]; then valuerank analyze {short}")
+    console.print(f"watch it: {wait_command(short)}; then valuerank analyze {short}")
+
+
+def wait_command(short: str) -> str:
+    """How to watch a run: with `--work` only where this process may run its jobs (no
+    server: a server's own workers run them)."""
+    work = "" if api_client(get_settings()) else " [--work]"
+    return f"valuerank runs wait {short}{work}"
 
 
 def defaults_lines(data: dict[str, Any]) -> list[str]:

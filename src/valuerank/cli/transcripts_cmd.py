@@ -2,7 +2,8 @@
 values it prioritises and deprioritises (from the run's rubric), stored beside the models'
 judgments (runs/human_readings.py); `read-next` walks a run's random sample in the order
 fixed for that person. Without `--user` the reader is the install's local admin (the account
-the web UI's auto-login signs in as)."""
+the web UI's auto-login signs in as); with VALUERANK_API_URL set, the server answers and the
+reader is its token's user (`--user` is refused: a token reads as its own user only)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,17 @@ from rich.markup import escape
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.accounts import Role, ensure_local_admin, find_user, get_member
-from valuerank.cli.common import JsonOption, console, print_json, run, session
+from valuerank.cli.common import (
+    JsonOption,
+    api_client,
+    console,
+    local_or_server,
+    print_json,
+    session,
+)
+from valuerank.cli.local_options import refuse_option
+from valuerank.client import transcripts as remote
+from valuerank.config import get_settings
 from valuerank.runs.human_readings import (
     ReaderRoleError,
     delete_reading,
@@ -33,6 +44,20 @@ TranscriptArg = typer.Argument(..., help="Transcript id.")
 UserOption = typer.Option(
     None, "--user", help="Email of the member reading (default: the local admin)."
 )
+
+
+def _no_user_through_a_server(user: str | None, *, as_json: bool) -> None:
+    """With a server, the reader is the token's user: `--user` (another member) is refused."""
+    server = api_client(get_settings())
+    if server is not None and user is not None:
+        refuse_option(
+            server,
+            "--user",
+            "reads as another member",
+            hint="through a server you read as the user of VALUERANK_API_TOKEN: drop --user, "
+            "or use that member's own token",
+            as_json=as_json,
+        )
 
 
 async def _reader(conn: AsyncConnection, org_id: str, email: str | None) -> str:
@@ -62,7 +87,10 @@ def read(
     as_json: bool = JsonOption,
 ) -> None:
     """Record your reading of TRANSCRIPT (replacing an earlier one): the values of the run's
-    rubric it prioritises and deprioritises. UNKNOWN_VALUE names a value not in the rubric."""
+    rubric it prioritises and deprioritises. UNKNOWN_VALUE names a value not in the rubric.
+
+    With VALUERANK_API_URL set, the server there records it as the token's user."""
+    _no_user_through_a_server(user, as_json=as_json)
 
     async def _go() -> dict[str, Any]:
         async with session() as s:
@@ -72,7 +100,11 @@ def read(
             )
         return found.to_dict()
 
-    data = run(_go(), as_json=as_json)
+    data = local_or_server(
+        _go,
+        lambda c: remote.record_reading(c, transcript, prioritized, deprioritized, note),
+        as_json=as_json,
+    )
     if as_json:
         print_json(data)
         return
@@ -86,7 +118,9 @@ def read(
 
 @app.command("readings")
 def readings(transcript: str = TranscriptArg, as_json: bool = JsonOption) -> None:
-    """People's readings of TRANSCRIPT, and the rubric's values a reading may name."""
+    """People's readings of TRANSCRIPT, and the rubric's values a reading may name.
+
+    With VALUERANK_API_URL set, the server there answers, not the database."""
 
     async def _go() -> dict[str, Any]:
         async with session() as s:
@@ -95,11 +129,12 @@ def readings(transcript: str = TranscriptArg, as_json: bool = JsonOption) -> Non
         return {
             "transcript_id": target.transcript_id,
             "run_id": target.run_id,
+            "rubric": target.rubric,
             "values": list(target.values),
             "readings": [r.to_dict() for r in found],
         }
 
-    data = run(_go(), as_json=as_json)
+    data = local_or_server(_go, lambda c: remote.list_readings(c, transcript), as_json=as_json)
     if as_json:
         print_json(data)
         return
@@ -118,7 +153,10 @@ def readings(transcript: str = TranscriptArg, as_json: bool = JsonOption) -> Non
 def unread(
     transcript: str = TranscriptArg, user: str | None = UserOption, as_json: bool = JsonOption
 ) -> None:
-    """Delete your reading of TRANSCRIPT (READING_NOT_FOUND when you have none)."""
+    """Delete your reading of TRANSCRIPT (READING_NOT_FOUND when you have none).
+
+    With VALUERANK_API_URL set, the server there deletes the token's user's reading."""
+    _no_user_through_a_server(user, as_json=as_json)
 
     async def _go() -> dict[str, Any]:
         async with session() as s:
@@ -126,7 +164,7 @@ def unread(
             await delete_reading(s.conn, s.org_id, transcript, reader)
         return {"deleted": True, "transcript_id": transcript}
 
-    data = run(_go(), as_json=as_json)
+    data = local_or_server(_go, lambda c: remote.delete_reading(c, transcript), as_json=as_json)
     if as_json:
         print_json(data)
         return
@@ -140,7 +178,10 @@ def read_next(
     as_json: bool = JsonOption,
 ) -> None:
     """The next transcript of RUN you have not read (the run's transcripts in an order fixed
-    for you), and how many you have read."""
+    for you), and how many you have read.
+
+    With VALUERANK_API_URL set, the server there answers for the token's user."""
+    _no_user_through_a_server(user, as_json=as_json)
 
     async def _go() -> dict[str, Any]:
         async with session() as s:
@@ -148,7 +189,7 @@ def read_next(
             chosen = await get_run(s.conn, s.org_id, run_id)
             return (await next_unread(s.conn, s.org_id, chosen.id, reader)).to_dict()
 
-    data = run(_go(), as_json=as_json)
+    data = local_or_server(_go, lambda c: remote.next_unread(c, run_id), as_json=as_json)
     if as_json:
         print_json(data)
         return

@@ -33,3 +33,54 @@ def print_status_from(client: ApiClient, ref: str, *, as_json: bool) -> int:
         return 1
     print_run_status(data, as_json=as_json)
     return 0
+
+
+def create_run(client: ApiClient, settings: dict[str, Any]) -> dict[str, Any]:
+    """POST /api/queue/runs: create a run with `runs create`'s settings (the API's body:
+    definition_id, models, judges, sampling, priority, start…) and, unless `start` is
+    false, start it. What `runs create --json` prints: scenarios, jobs, cost estimate."""
+    data: dict[str, Any] = client.post("/api/queue/runs", settings)
+    return data
+
+
+def steer_run(client: ApiClient, ref: str, action: str) -> dict[str, Any]:
+    """POST /api/queue/runs/{ref}/{action} (pause, resume or cancel): the run's summary."""
+    data: dict[str, Any] = client.post(f"/api/queue/runs/{segment(ref)}/{segment(action)}")
+    return data
+
+
+def delete_run(client: ApiClient, ref: str) -> dict[str, Any]:
+    """DELETE /api/queue/runs/{ref}: `{"id", "deleted"}`. The API deletes only a run not
+    under way (pending or ended): a running or paused one is 409 RUN_ACTIVE."""
+    data: dict[str, Any] = client.delete(f"/api/queue/runs/{segment(ref)}")
+    return data
+
+
+def enqueue_run(client: ApiClient, ref: str) -> dict[str, Any]:
+    """POST /api/eval/runs/{ref}/start: the run's summary with `enqueued` (true when this
+    call put jobs on the queue) and `jobs_enqueued`."""
+    data: dict[str, Any] = client.post(f"/api/eval/runs/{segment(ref)}/start")
+    return data
+
+
+def rerun_failed(client: ApiClient, ref: str) -> dict[str, Any]:
+    """POST /api/runs/{ref}/rerun-failed: the run's summary with `requeued`."""
+    data: dict[str, Any] = client.post(f"/api/runs/{segment(ref)}/rerun-failed")
+    return data
+
+
+def expand_run(client: ApiClient, ref: str, sample_percentage: float) -> dict[str, Any]:
+    """POST /api/runs/{ref}/expand: the run's summary with `scenarios_added`."""
+    body = {"sample_percentage": float(sample_percentage)}
+    data: dict[str, Any] = client.post(f"/api/runs/{segment(ref)}/expand", body)
+    return data
+
+
+def judge_run(
+    client: ApiClient, ref: str, judges: list[str], *, replace: bool, allow_unknown: bool
+) -> dict[str, Any]:
+    """POST /api/runs/{ref}/judge: what `runs judge --json` prints (the run's judges now,
+    those added and removed, the judge jobs enqueued)."""
+    body = {"judges": list(judges), "replace": replace, "allow_unknown_models": allow_unknown}
+    data: dict[str, Any] = client.post(f"/api/runs/{segment(ref)}/judge", body)
+    return data

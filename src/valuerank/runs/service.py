@@ -79,12 +79,16 @@ async def _enqueue_probes(conn: AsyncConnection, run: Run) -> Started:
     return Started(run, added, existing)
 
 
+# What `start_run` starts (a running or paused run: nothing new); any other is refused.
+STARTABLE = frozenset({RunStatus.PENDING, RunStatus.RUNNING, RunStatus.PAUSED})
+
+
 async def start_run(conn: AsyncConnection, org_id: str, ref: str) -> Started:
     """Enqueue one probe job per (scenario, model, sample). Starting twice adds nothing."""
     run = await get_run(conn, org_id, ref)
     if run.status is RunStatus.PENDING:
         await move_run(conn, org_id, run.id, RunStatus.RUNNING)
-    elif run.status not in (RunStatus.RUNNING, RunStatus.PAUSED):
+    elif run.status not in STARTABLE:
         raise refuse(run.id, run.status, "start")
     started = await _enqueue_probes(conn, run)
     return Started(await get_run(conn, org_id, run.id), started.enqueued, started.existing)
