@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 from valuerank.client.admin import all_items
-from valuerank.client.api import ApiClient, segment
+from valuerank.client.api import ApiClient, ApiError, segment
 
 OUTBOX = "/api/system/notifications/outbox"
 
@@ -16,9 +17,20 @@ def add_webhook(
     client: ApiClient, url: str, events: Sequence[str], secret: str | None
 ) -> dict[str, Any]:
     """POST /api/webhooks; the secret travels in the body only (the server stores it
-    encrypted with its own VALUERANK_SECRET_KEY and never answers it)."""
+    encrypted with its own VALUERANK_SECRET_KEY and never answers it). A URL or secret the
+    database would refuse is refused here alike (INVALID_INPUT, not the route's schema's
+    VALIDATION_ERROR)."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ApiError(
+            f"invalid webhook url {url!r}", code="INVALID_INPUT", hint="use an http(s):// URL"
+        )
     body: dict[str, Any] = {"url": url, "event_types": list(events)}
-    if secret:
+    if secret is not None:
+        if not secret:
+            raise ApiError(
+                "an empty secret signs nothing", code="INVALID_INPUT", hint="omit it or give one"
+            )
         body["secret"] = secret
     data: dict[str, Any] = client.post("/api/webhooks", body)
     return data
