@@ -25,6 +25,7 @@ from valuerank.cli.common import (
     print_json,
     session,
 )
+from valuerank.client import accounts as remote
 from valuerank.client.api import segment
 from valuerank.config import get_settings
 from valuerank.credentials import delete_credential, list_credentials, set_credential
@@ -96,9 +97,7 @@ def set_(
 
     data: dict[str, Any] = local_or_server(
         _go,
-        lambda server: server.put(
-            f"/api/credentials/{segment(provider.strip().lower())}", {"api_key": api_key}
-        ),
+        lambda server: remote.set_credential(server, provider, api_key),
         as_json=as_json,
     )
     if as_json:

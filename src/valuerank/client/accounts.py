@@ -115,6 +115,28 @@ def list_tokens(client: ApiClient, user: str | None, org: str | None) -> list[di
     return all_items(client, "/api/tokens", "tokens", user_id=user_id)
 
 
+# -- provider keys ---------------------------------------------------------------------------
+
+
+def set_credential(client: ApiClient, provider: str, api_key: str) -> dict[str, Any]:
+    """PUT the organisation's key for `provider`: it travels in the body only, and is stored
+    with the server's VALUERANK_SECRET_KEY. A key the database would refuse is refused here
+    alike (INVALID_INPUT, not the route's schema's VALIDATION_ERROR)."""
+    key = api_key.strip()
+    if not key:
+        raise ApiError("the API key is empty", code="INVALID_INPUT")
+    if any(ch.isspace() for ch in key):
+        raise ApiError(
+            "the API key contains whitespace",
+            code="INVALID_INPUT",
+            hint="paste only the key, on one line",
+        )
+    data: dict[str, Any] = client.put(
+        f"/api/credentials/{segment(provider.strip().lower())}", {"api_key": key}
+    )
+    return data
+
+
 # -- organisations ---------------------------------------------------------------------------
 
 
