@@ -80,5 +80,6 @@ async def test_retry_failed_requeues_a_partition_of_the_callers_organisation(
         refused = await viewer.post("/api/queue/jobs/retry-failed", json={"partition": "part"})
         assert_error(refused, 403, "FORBIDDEN")
     async with db.transaction() as conn:
-        states = dict((await conn.execute(select(jobs.c.id, jobs.c.status))).all())
+        rows = (await conn.execute(select(jobs.c.id, jobs.c.status))).all()
+    states = {row.id: row.status for row in rows}
     assert {states[i] for i in mine} == {"queued"} and states[theirs[0]] == "failed"

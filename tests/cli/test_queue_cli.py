@@ -8,7 +8,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 import pytest
 from sqlalchemy import update
@@ -22,7 +23,7 @@ from valuerank.queue import JobSpec, enqueue_many
 
 from .conftest import Invoke
 
-Enqueue = Callable[..., Awaitable[list[str]]]
+Enqueue = Callable[..., Coroutine[Any, Any, list[str]]]
 
 
 @pytest.fixture
