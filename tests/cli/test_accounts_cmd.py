@@ -11,6 +11,7 @@ import os
 from typing import Any
 
 import pytest
+from tests.api.conftest import ADMIN_EMAIL
 
 from valuerank.accounts import Role, add_member, authenticate_token
 from valuerank.client import API_TOKEN_ENV, API_URL_ENV
@@ -250,6 +251,13 @@ def test_a_server_answers_for_its_tokens_organisation_only(cli_both: Invoke, bob
         assert out.json()["code"] == "WRONG_ORGANISATION" and "default" in out.json()["error"]
     else:
         assert out.json()["code"] == "NOT_FOUND"  # no such organisation in the database
+    theirs = cli_both("users", "invitations", "--user", bob, "--json")
+    if os.environ.get(API_URL_ENV):  # a server shows only its caller's own invitations
+        assert theirs.exit_code == 1 and theirs.json()["code"] == "FORBIDDEN"
+        own = cli_both("users", "invitations", "--user", ADMIN_EMAIL, "--json")
+        assert own.exit_code == 0 and own.json() == [], own.stdout
+    else:
+        assert theirs.exit_code == 0 and theirs.json() == []
 
 
 def test_install_administration_works_on_the_database_even_with_a_server_set(
