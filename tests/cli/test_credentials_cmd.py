@@ -1,4 +1,6 @@
-"""`valuerank credentials …` on each backend, through the real Typer app: keys never printed."""
+"""`valuerank credentials …` on each backend, through the real Typer app: keys never printed.
+The `cli_both` tests also ask a live server, which stores keys with its own secret key (the
+`secret` fixture comes first: the server starts with it)."""
 
 from __future__ import annotations
 
@@ -49,14 +51,16 @@ def _no_key(out: Outcome, *keys: str) -> None:
         assert key not in out.stdout and key not in out.stderr
 
 
-def test_set_from_env_then_list(cli: Invoke, secret: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_set_from_env_then_list(
+    secret: str, cli_both: Invoke, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("MY_OPENAI", OPENAI_KEY)
-    out = cli("credentials", "set", "openai", "--from-env", "MY_OPENAI")
+    out = cli_both("credentials", "set", "openai", "--from-env", "MY_OPENAI")
     assert out.exit_code == 0, out.stderr
     assert "••••abcd" in out.stdout and "openai" in out.stdout
     _no_key(out, OPENAI_KEY, secret)
 
-    listed = cli("credentials", "list", "--json")
+    listed = cli_both("credentials", "list", "--json")
     assert listed.exit_code == 0, listed.stderr
     _no_key(listed, OPENAI_KEY, secret)
     [item] = listed.json()
@@ -65,14 +69,14 @@ def test_set_from_env_then_list(cli: Invoke, secret: str, monkeypatch: pytest.Mo
     assert item["hint"] == "••••abcd" and item["env_var"] == "OPENAI_API_KEY"
     assert item["created_at"]
 
-    table = cli("credentials", "list")
+    table = cli_both("credentials", "list")
     assert table.exit_code == 0 and "openai" in table.stdout and "stored" in table.stdout
     _no_key(table, OPENAI_KEY)
 
 
-def test_set_json_shape(cli: Invoke, secret: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_set_json_shape(secret: str, cli_both: Invoke, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("K", OPENAI_KEY)
-    out = cli("credentials", "set", "OpenAI", "--from-env", "K", "--json")
+    out = cli_both("credentials", "set", "OpenAI", "--from-env", "K", "--json")
     assert out.exit_code == 0, out.stderr
     data = out.json()
     assert data["provider"] == "openai" and data["hint"] == "••••abcd"
@@ -99,7 +103,7 @@ def test_list_shows_environment_keys_and_stored_wins(
     assert by_provider["openai"]["hint"] == "••••abcd"
 
 
-def test_set_from_stdin_and_from_the_hidden_prompt(cli: Invoke, secret: str) -> None:
+def test_set_from_stdin_and_from_the_hidden_prompt(secret: str, cli_both: Invoke) -> None:
     out = _invoke_with_input(OPENAI_KEY + "\n", "credentials", "set", "openai", "--stdin")
     assert out.exit_code == 0, out.stderr
     _no_key(out, OPENAI_KEY)
@@ -109,7 +113,7 @@ def test_set_from_stdin_and_from_the_hidden_prompt(cli: Invoke, secret: str) -> 
     assert out.exit_code == 0, out.stderr
     assert "API key for anthropic" in out.stdout  # the prompt, without the typed key
     _no_key(out, prompt_key)
-    hints = {i["provider"]: i["hint"] for i in cli("credentials", "list", "--json").json()}
+    hints = {i["provider"]: i["hint"] for i in cli_both("credentials", "list", "--json").json()}
     assert hints == {"anthropic": "••••1234", "openai": "••••abcd"}
 
 
@@ -182,32 +186,48 @@ def test_errors_exit_1_with_a_code(
     _no_key(text, OPENAI_KEY)
 
 
-def test_empty_stdin_is_refused(cli: Invoke, secret: str) -> None:
+def test_errors_come_with_the_same_codes_from_a_server(
+    secret: str, cli_both: Invoke, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("K", OPENAI_KEY)
+    for args, code in [
+        (("credentials", "set", "ollama", "--from-env", "K"), "INVALID_INPUT"),
+        (("credentials", "set", "nosuch", "--from-env", "K"), "INVALID_INPUT"),
+        (("credentials", "delete", "openai"), "NOT_FOUND"),
+    ]:
+        out = cli_both(*args, "--json")
+        assert out.exit_code == 1 and out.json()["code"] == code, (args, out.stdout)
+        _no_key(out, OPENAI_KEY)
+    spaced = _invoke_with_input("sk-a b\n", "credentials", "set", "openai", "--stdin", "--json")
+    assert spaced.exit_code == 1 and spaced.json()["code"] == "INVALID_INPUT"
+
+
+def test_empty_stdin_is_refused(secret: str, cli_both: Invoke) -> None:
     out = _invoke_with_input("\n", "credentials", "set", "openai", "--stdin", "--json")
     assert out.exit_code == 1 and out.json()["code"] == "INVALID_INPUT"
     assert "empty" in out.json()["error"]
 
 
-def test_delete(cli: Invoke, secret: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_delete(secret: str, cli_both: Invoke, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("K", OPENAI_KEY)
-    assert cli("credentials", "set", "openai", "--from-env", "K").exit_code == 0
-    out = cli("credentials", "delete", "openai", "--json")
+    assert cli_both("credentials", "set", "openai", "--from-env", "K").exit_code == 0
+    out = cli_both("credentials", "delete", "openai", "--json")
     assert out.exit_code == 0, out.stderr
     assert out.json() == {"provider": "openai", "deleted": True}
-    assert cli("credentials", "list", "--json").json() == []
-    again = cli("credentials", "delete", "openai")
+    assert cli_both("credentials", "list", "--json").json() == []
+    again = cli_both("credentials", "delete", "openai")
     assert again.exit_code == 1
     assert "no stored API key" in again.stderr
 
 
 def test_replacing_a_key_keeps_one_row(
-    cli: Invoke, secret: str, monkeypatch: pytest.MonkeyPatch
+    secret: str, cli_both: Invoke, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("K", OPENAI_KEY)
-    assert cli("credentials", "set", "openai", "--from-env", "K").exit_code == 0
+    assert cli_both("credentials", "set", "openai", "--from-env", "K").exit_code == 0
     monkeypatch.setenv("K", "sk-proj-replacement-key-0000-zzzz")
-    assert cli("credentials", "set", "openai", "--from-env", "K").exit_code == 0
-    [item] = cli("credentials", "list", "--json").json()
+    assert cli_both("credentials", "set", "openai", "--from-env", "K").exit_code == 0
+    [item] = cli_both("credentials", "list", "--json").json()
     assert item["hint"] == "••••zzzz"
 
 

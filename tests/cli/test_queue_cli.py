@@ -1,13 +1,55 @@
 """`valuerank queue …`, `valuerank worker --burst` and `valuerank maintenance run` on each
-backend, through the real Typer app."""
+backend, through the real Typer app; status, pause, resume and retry-failed also against a
+live server (`cli_both`), over jobs put in the database as a run would (`queue enqueue` works
+on the database only)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 import pytest
+from sqlalchemy import update
+
+from valuerank.client import API_TOKEN_ENV, API_URL_ENV
+from valuerank.config import get_settings
+from valuerank.db import Database
+from valuerank.db.tables import jobs
+from valuerank.orgs import create_org
+from valuerank.queue import JobSpec, enqueue_many
 
 from .conftest import Invoke
+
+Enqueue = Callable[..., Coroutine[Any, Any, list[str]]]
+
+
+@pytest.fixture
+def enqueue(db: Database, org_id: str) -> Enqueue:
+    """Put `count` jobs of the test's organisation on the queue (their ids); `failed`: as a
+    worker leaves a job whose attempts are spent."""
+
+    async def put(
+        count: int = 1,
+        *,
+        kind: str = "noop",
+        partition: str | None = None,
+        provider: str | None = None,
+        failed: bool = False,
+        org: str | None = None,
+    ) -> list[str]:
+        specs = [
+            JobSpec(kind=kind, org_id=org or org_id, partition=partition, provider=provider)
+            for _ in range(count)
+        ]
+        async with db.transaction() as conn:
+            ids = [r.job_id for r in await enqueue_many(conn, specs)]
+            if failed:
+                await conn.execute(update(jobs).where(jobs.c.id.in_(ids)).values(status="failed"))
+        return ids
+
+    return put
 
 
 def _status(cli: Invoke) -> dict[str, int]:
@@ -177,9 +219,9 @@ def test_enqueue_text_output(cli: Invoke) -> None:
     assert "enqueued 1 noop job(s), 0 already there" in out.stdout
 
 
-def test_status_shows_each_providers_rate_limit(cli: Invoke) -> None:
-    enqueued = cli("queue", "enqueue", "noop", "--provider", "openai", "--count", "2")
-    assert enqueued.exit_code == 0, enqueued.stderr
+def test_status_shows_each_providers_rate_limit(cli_both: Invoke, enqueue: Enqueue) -> None:
+    cli = cli_both
+    asyncio.run(enqueue(2, provider="openai"))
     assert cli("queue", "limits", "set", "openai", "--rpm", "500").exit_code == 0
     status = cli("queue", "status", "--json")
     assert status.exit_code == 0, status.stderr
@@ -189,3 +231,66 @@ def test_status_shows_each_providers_rate_limit(cli: Invoke) -> None:
     assert [(b["model"], b["rpm_limit"]) for b in openai["buckets"]] == [("", 500)]
     table = cli("queue", "status")
     assert table.exit_code == 0 and "rate limit" in table.stdout and "open" in table.stdout
+
+
+def test_pause_resume_and_status_both_ways(cli_both: Invoke, enqueue: Enqueue) -> None:
+    asyncio.run(enqueue(2, provider="openai"))
+    paused = cli_both("queue", "pause", "--json")
+    assert paused.exit_code == 0, paused.stdout + paused.stderr
+    assert paused.json() == {"target": "queue", "paused": True, "changed": True}
+    assert cli_both("queue", "pause", "--json").json()["changed"] is False
+    status = cli_both("queue", "status", "--json").json()
+    assert status["paused"] is True and status["counts"]["queued"] == 2
+    text = cli_both("queue", "status")
+    assert text.exit_code == 0 and "paused" in text.stdout and "queued: 2" in text.stdout
+    assert cli_both("queue", "status", "--all-orgs", "--json").json()["counts"]["queued"] == 2
+    resumed = cli_both("queue", "resume")
+    assert resumed.exit_code == 0 and "queue resumed" in resumed.stdout
+
+    provider = cli_both("queue", "pause", "--provider", "openai", "--json")
+    assert provider.json() == {"target": "provider openai", "paused": True, "changed": True}
+    providers = cli_both("queue", "status", "--json").json()["providers"]
+    assert providers["openai"]["paused"] is True and providers["openai"]["queue_length"] == 2
+    again = cli_both("queue", "resume", "--provider", "openai", "--json").json()
+    assert again == {"target": "provider openai", "paused": False, "changed": True}
+
+
+def test_retry_failed_both_ways(cli_both: Invoke, enqueue: Enqueue) -> None:
+    asyncio.run(enqueue(2, kind="fail", partition="part-1", failed=True))
+    [one] = asyncio.run(enqueue(kind="fail", partition="part-2", failed=True))
+    retried = cli_both("queue", "retry-failed", "--partition", "part-1", "--json")
+    assert retried.exit_code == 0, retried.stdout + retried.stderr
+    assert retried.json()["requeued"] == 2 and len(retried.json()["job_ids"]) == 2
+    alone = cli_both("queue", "retry-failed", "--job", one, "--json")
+    assert alone.exit_code == 0, alone.stdout + alone.stderr
+    assert alone.json() == {"requeued": 1, "job_ids": [one]}
+    counts = cli_both("queue", "status", "--json").json()["counts"]
+    assert counts["failed"] == 0 and counts["queued"] == 3
+    none_left = cli_both("queue", "retry-failed", "--partition", "other")
+    assert none_left.exit_code == 0 and "requeued 0 failed job(s)" in none_left.stdout
+
+
+def test_another_organisations_job_is_not_found(
+    cli_both: Invoke, enqueue: Enqueue, db: Database
+) -> None:
+    async def other_org() -> str:
+        async with db.transaction() as conn:
+            return (await create_org(conn, "Other")).id
+
+    [foreign] = asyncio.run(enqueue(kind="fail", failed=True, org=asyncio.run(other_org())))
+    out = cli_both("queue", "retry-failed", "--job", foreign, "--json")
+    # Another organisation's job is no job of this one, on the database as on a server.
+    assert out.exit_code == 1 and out.json()["code"] == "NOT_FOUND", out.stdout
+    assert cli_both("queue", "status", "--json").json()["counts"]["failed"] == 0
+
+
+def test_enqueue_works_on_the_database_with_a_server_set(
+    cli: Invoke, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(API_URL_ENV, "http://127.0.0.1:9")  # nothing listens there
+    monkeypatch.setenv(API_TOKEN_ENV, "vrt_unused")
+    get_settings.cache_clear()
+    out = cli("queue", "enqueue", "noop", "--json")
+    assert out.exit_code == 0, out.stdout + out.stderr
+    assert out.json()["enqueued"] == 1
+    assert "`valuerank queue enqueue` works on the database" in out.stderr

@@ -1,6 +1,7 @@
 """`valuerank webhooks …` on each backend, through the real Typer app: secrets never printed,
 everything scoped to the CLI's organisation; deliveries made by the real outbox to a real
-loopback HTTP receiver."""
+loopback HTTP receiver. The `cli_both` tests also ask a live server (whose webhooks must
+point at public addresses)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 from standardwebhooks import Webhook
 from tests.servers import WorkerProc, start_worker_process
 from tests.waiting import wait_until
@@ -22,7 +23,7 @@ from valuerank.cli import app
 from valuerank.config import get_settings
 from valuerank.crypto import SecretCipher, generate_key
 from valuerank.db import Database, create_database
-from valuerank.db.tables import webhooks
+from valuerank.db.tables import outbox, webhooks
 from valuerank.orgs import ensure_org
 from valuerank.queue.outbox import deliver_due, enqueue_notifications, register_webhook
 from valuerank.queue.webhook_signing import SIGNATURE_HEADER
@@ -33,6 +34,9 @@ if TYPE_CHECKING:
     from tests.conftest import Receiver
 
 SECRET = "whsec-cli-test-do-not-print-9f8e7d"
+# A public address (a server refuses loopback and private targets, and names that do not
+# resolve); nothing is delivered to it in these tests.
+PUBLIC = "https://93.184.216.34"
 T = TypeVar("T")
 
 
@@ -251,8 +255,11 @@ def test_deliveries_filters_dead_letters_and_retry(
     assert text.exit_code == 1 and "not dead" in text.stderr
 
 
-def test_another_organisations_ids_are_not_found(cli: Invoke, key: str, database_url: Any) -> None:
-    mine = cli("webhooks", "add", "https://example.invalid/mine", "--json").json()["id"]
+def test_another_organisations_ids_are_not_found(
+    key: str, cli_both: Invoke, database_url: Any
+) -> None:
+    cli = cli_both
+    mine = cli("webhooks", "add", f"{PUBLIC}/mine", "--json").json()["id"]
 
     async def other_org(db: Database, org_id: str) -> tuple[str, str]:
         async with db.transaction() as conn:
@@ -353,3 +360,100 @@ def test_the_worker_process_signs_with_the_key_or_sends_nothing(
     assert row["status"] == "pending" and row["last_status_code"] is None
     assert row["last_error"].startswith("not sent:") and "VALUERANK_SECRET_KEY" in row["last_error"]
     assert SECRET not in row["last_error"]
+
+
+def test_add_list_and_remove_both_ways(key: str, cli_both: Invoke, db: Database) -> None:
+    out = _with_input(
+        SECRET + "\n", "webhooks", "add", f"{PUBLIC}/a", "--event", "task_complete",
+        "--secret-stdin", "--json",
+    )  # fmt: skip
+    assert out.exit_code == 0, out.stdout + out.stderr
+    _never_shows(out, SECRET, key)
+    hook = out.json()
+    assert set(hook) == {"id", "url", "event_types", "active", "has_secret", "created_at"}
+    assert hook["has_secret"] is True and hook["event_types"] == ["task_complete"]
+    plain = cli_both("webhooks", "add", f"{PUBLIC}/b")
+    assert plain.exit_code == 0 and "unsigned" in plain.stdout, plain.stdout + plain.stderr
+    listed = cli_both("webhooks", "list", "--json")
+    _never_shows(listed, SECRET, key)
+    assert {h["url"]: h["has_secret"] for h in listed.json()} == {
+        f"{PUBLIC}/a": True,
+        f"{PUBLIC}/b": False,
+    }
+    table = cli_both("webhooks", "list")
+    assert hook["id"] in table.stdout and "active  signed  task_complete" in table.stdout
+
+    async def stored() -> str:
+        async with db.transaction() as conn:
+            return str(
+                await conn.scalar(
+                    select(webhooks.c.secret_encrypted).where(webhooks.c.id == hook["id"])
+                )
+            )
+
+    assert SecretCipher(key).decrypt(asyncio.run(stored())) == SECRET  # kept, encrypted
+    removed = cli_both("webhooks", "remove", hook["id"])
+    assert removed.exit_code == 0 and f"removed webhook {hook['id']}" in removed.stdout
+    assert [h["url"] for h in cli_both("webhooks", "list", "--json").json()] == [f"{PUBLIC}/b"]
+
+
+def test_deliveries_dead_letters_and_retry_both_ways(
+    cli_both: Invoke, db: Database, org_id: str
+) -> None:
+    first = cli_both("webhooks", "add", f"{PUBLIC}/1", "--json").json()["id"]
+    second = cli_both(
+        "webhooks", "add", f"{PUBLIC}/2", "--event", "task_complete", "--json"
+    ).json()["id"]
+
+    async def notify() -> str:
+        async with db.transaction() as conn:
+            (dead,) = await enqueue_notifications(conn, org_id, "a", {"n": 1}, max_attempts=1)
+            await enqueue_notifications(conn, org_id, "task_complete", {"n": 2})  # both
+            # As the outbox leaves one its receiver refused (delivering needs the network).
+            await conn.execute(
+                update(outbox)
+                .where(outbox.c.id == dead)
+                .values(status="dead", attempts=1, last_error="HTTP 410", last_status_code=410)
+            )
+        return str(dead)
+
+    dead = asyncio.run(notify())
+    rows = cli_both("webhooks", "deliveries", "--json").json()
+    assert sorted(r["status"] for r in rows) == ["dead", "pending", "pending"]
+    assert [r["id"] for r in rows] == sorted((r["id"] for r in rows), reverse=True)
+
+    def ids(*args: str) -> set[str]:
+        out = cli_both("webhooks", "deliveries", *args, "--json")
+        assert out.exit_code == 0, out.stdout + out.stderr
+        return {r["id"] for r in out.json()}
+
+    assert ids("--status", "dead") == {dead}
+    assert len(ids("--status", "pending", "--status", "dead")) == 3
+    assert len(ids("--webhook", second)) == 1 and ids("--webhook", first, "--topic", "a") == {dead}
+    assert len(ids("--limit", "2")) == 2
+    table = cli_both("webhooks", "deliveries", "--status", "dead")
+    assert dead in table.stdout and "HTTP 410" in table.stdout
+
+    [group] = cli_both("webhooks", "dead-letters", "--json").json()
+    assert (group["topic"], group["webhook_id"], group["count"]) == ("a", first, 1)
+    assert "retry" in cli_both("webhooks", "dead-letters").stdout
+    retried = cli_both("webhooks", "retry", dead, "--json")
+    assert retried.exit_code == 0, retried.stdout + retried.stderr
+    assert retried.json()["status"] == "pending" and retried.json()["attempts"] == 0
+    assert cli_both("webhooks", "dead-letters", "--json").json() == []
+    again = cli_both("webhooks", "retry", dead, "--json")  # not dead any more
+    assert again.exit_code == 1 and again.json()["code"] == "INVALID_INPUT"
+
+
+def test_errors_both_ways(key: str, cli_both: Invoke) -> None:
+    for args, stdin, code in [
+        (("webhooks", "add", "ftp://example.invalid/x"), "", "INVALID_INPUT"),
+        (("webhooks", "add", f"{PUBLIC}/x", "--secret-stdin"), "\n", "INVALID_INPUT"),
+        (("webhooks", "remove", "no-such-webhook"), "", "NOT_FOUND"),
+        (("webhooks", "retry", "no-such-delivery"), "", "NOTIFICATION_NOT_FOUND"),
+        (("webhooks", "deliveries", "--webhook", "no-such-webhook"), "", "NOT_FOUND"),
+    ]:
+        out = _with_input(stdin, *args, "--json")
+        assert out.exit_code == 1, (args, out.stdout)
+        assert out.json()["code"] == code, (args, out.stdout)
+    assert cli_both("webhooks", "list", "--json").json() == []  # nothing half-written

@@ -4,7 +4,8 @@ List (by provider; active ones unless `include_inactive`), show one (`provider:n
 allowed), and `POST /api/models/check`: the check run creation applies to its models
 (UNKNOWN_MODEL naming every problem), for a client that wants to know first. All reads: the
 viewer role. Changing the registry (`PUT` registers or changes a model, `PATCH` changes a
-registered one, as `valuerank models add|set`) acts on every organisation's runs and
+registered one, as `valuerank models add|set`; `POST /api/models/seed` adds the catalog's
+missing models, as `valuerank models seed`) acts on every organisation's runs and
 consensus weights: an admin of the default organisation. These paths are in the `models`
 rate-limit class.
 """
@@ -27,7 +28,7 @@ from valuerank.api.pagination import Cursor, Limit, decode_cursor, page
 from valuerank.errors import InvalidInputError
 from valuerank.providers.model_id import MODEL_ID_PATTERN
 from valuerank.providers.presets import known_providers
-from valuerank.registry import get_model, list_models, update_model, upsert_model
+from valuerank.registry import get_model, list_models, seed_models, update_model, upsert_model
 from valuerank.registry.check import check_model_specs
 from valuerank.registry.service import (
     MAX_CATEGORY,
@@ -181,6 +182,21 @@ async def check_models_route(body: CheckBody, ctx: Viewer) -> JSONResponse:
             ],
         }
     )
+
+
+@router.post("/seed")
+async def seed_models_route(ctx: SystemAdmin) -> JSONResponse:
+    """Add the built-in catalog's models the registry lacks; edited models stay as they are
+    (`valuerank models seed`): the ids `inserted` and how many were there already."""
+    async with ctx.db.transaction(immediate=True) as conn:
+        seeded = await seed_models(conn)
+    return ok(seeded.to_dict())
+
+
+@router.api_route("/seed", methods=["GET", "PUT", "PATCH", "DELETE"], include_in_schema=False)
+async def seed_other_methods() -> None:
+    """`seed` is no model id either: other methods on it are a 405 (Allow: POST)."""
+    raise StarletteHTTPException(405)
 
 
 @router.api_route("/check", methods=["GET", "PUT", "PATCH", "DELETE"], include_in_schema=False)

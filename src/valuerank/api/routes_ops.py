@@ -5,7 +5,8 @@ Two scopes, decided by what the data belongs to:
   filter, dead-letter summary, retry one, drain). Webhooks and their notifications belong to
   one organisation; another organisation's notification is 404 like an unknown one.
 - install-wide, for admins of the install's default organisation only (others get 403): the
-  whole queue's pause (every organisation's jobs, as `valuerank queue pause`), the
+  whole queue's pause (every organisation's jobs, as `valuerank queue pause`) and status
+  (`valuerank queue status --all-orgs`), the
   queue's maintenance (reap expired leases, prune finished jobs, full passes, stale-run
   reaping, the schedule, its history and metrics). The queue, its leases, its retention and
   the maintenance records are shared by every organisation, so an admin of one tenant must
@@ -35,7 +36,7 @@ from valuerank.pipeline.maintenance import (
     schedule_summary,
     schedule_trigger,
 )
-from valuerank.queue import pause_queue, resume_queue
+from valuerank.queue import pause_queue, queue_status, resume_queue
 from valuerank.queue.maintenance_history import (
     get_maintenance_run,
     list_maintenance_runs,
@@ -46,6 +47,7 @@ from valuerank.queue.maintenance_history import (
 from valuerank.queue.maintenance_schedule import alert_deliveries, notify_anomalies
 from valuerank.queue.outbox import dead_letter_summary, deliver_due, list_outbox, retry_delivery
 from valuerank.queue.settings import QueueSettings
+from valuerank.shapes import dump
 
 router = APIRouter(prefix="/api/system", tags=["system operations"])
 
@@ -181,6 +183,15 @@ async def pause_whole_queue_route(ctx: SystemAdmin) -> JSONResponse:
     async with ctx.db.transaction(immediate=True) as conn:
         changed = await pause_queue(conn)
     return ok({"paused": True, "changed": changed})
+
+
+@router.get("/queue/status")
+async def whole_queue_status_route(ctx: SystemAdmin) -> JSONResponse:
+    """`valuerank queue status --all-orgs --json`: every organisation's jobs per state, per
+    provider and per live run; the oldest wait; whether the whole queue is paused."""
+    async with ctx.db.transaction() as conn:
+        status = await queue_status(conn, org_id=None)
+    return ok(dump(status))
 
 
 @router.post("/queue/resume")

@@ -7,7 +7,8 @@ failed or cancelled): cancel it first; while its cancelled jobs are still stoppi
 answers 409. `POST /api/queue/pause|resume` pause the caller's organisation's jobs only (the
 whole-install pause is `POST /api/system/queue/pause`). The organisation's dead jobs (failed:
 attempts spent or a permanent error) are listed with their errors and retried one at a time
-(`valuerank queue retry-failed --job`; a run's all at once: `POST /api/runs/{id}/rerun-failed`).
+(`valuerank queue retry-failed --job`; a run's all at once: `POST /api/runs/{id}/rerun-failed`;
+a partition's: `POST /api/queue/jobs/retry-failed`).
 Another organisation's run or job is 404.
 """
 
@@ -18,10 +19,12 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
+from pydantic import ConfigDict, Field
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from valuerank.api.deps import Admin, Member, RequestContext, Viewer
 from valuerank.api.envelope import ok
+from valuerank.api.fields import NO_NUL, Body
 from valuerank.api.pagination import Cursor, Limit, decode_cursor, page
 from valuerank.api.run_bodies import NewRunBody, launch_from_body
 from valuerank.api.schemas import Envelope
@@ -34,7 +37,7 @@ from valuerank.api.schemas.runs import (
     RunSummary,
 )
 from valuerank.pipeline.dead_jobs import dead_jobs
-from valuerank.queue import pause_org, queue_status, resume_org
+from valuerank.queue import pause_org, queue_status, requeue_failed, resume_org
 from valuerank.queue.status import QueueStatus
 from valuerank.runs import service
 from valuerank.runs.progress import RunReport, read_report
@@ -153,6 +156,24 @@ async def failed_jobs_route(
         )
     items = dump(found)
     return ok(page("jobs", items, limit=limit, key=lambda item: [item["id"]]))
+
+
+class RetryPartitionBody(Body):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    partition: str = Field(
+        min_length=1, max_length=200, pattern=NO_NUL, description="A partition, e.g. a run id."
+    )
+
+
+@router.post("/jobs/retry-failed")
+async def retry_partition_route(body: RetryPartitionBody, ctx: Member) -> JSONResponse:
+    """Send every failed job of one partition of the organisation back to the queue with
+    fresh attempts, as `valuerank queue retry-failed --partition`: how many and their ids
+    (none for another organisation's partition)."""
+    async with ctx.db.transaction(immediate=True) as conn:
+        ids = await requeue_failed(conn, ctx.org_id, partition=body.partition)
+    return ok({"requeued": len(ids), "job_ids": ids})
 
 
 @router.post("/jobs/{job_id}/retry", response_model=Envelope[RetriedJob])

@@ -7,7 +7,9 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from valuerank.cli.common import JsonOption, console, print_json, run, session
+from valuerank.cli.common import JsonOption, console, local_or_server, print_json, session
+from valuerank.client import ApiClient, ApiError
+from valuerank.client import admin as remote
 from valuerank.orgs import get_org
 from valuerank.queue.cap_controls import cap_rows, remove_concurrency_cap, set_concurrency_cap
 
@@ -37,7 +39,10 @@ def set_command(
     as_json: bool = JsonOption,
 ) -> None:
     """Create or change one cap; `set 0 --org acme` lifts that organisation's cap. A cap set
-    for an organisation is its own: the workers' default (ORG_CONCURRENCY) leaves it alone."""
+    for an organisation is its own: the workers' default (ORG_CONCURRENCY) leaves it alone.
+
+    With VALUERANK_API_URL set, the server there sets it (an admin of its default
+    organisation)."""
 
     async def _go() -> dict[str, Any]:
         async with session() as s:
@@ -50,7 +55,14 @@ def set_command(
                 model=model,
             )
 
-    data = run(_go(), as_json=as_json)
+    def _remote(server: ApiClient) -> dict[str, Any]:
+        if max_running < 0:  # as locally: the route's own 422 would name its body's field
+            raise ApiError("a cap cannot be negative", code="INVALID_INPUT", hint="0 means no cap")
+        path = remote.cap_path(everything=everything, org=org, provider=provider, model=model)
+        data: dict[str, Any] = server.put(path, {"max": max_running})
+        return data
+
+    data = local_or_server(_go, _remote, as_json=as_json)
     if as_json:
         print_json(data)
     elif data["max"] is None:
@@ -67,7 +79,10 @@ def remove_command(
     model: str | None = ModelOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Lift one cap (CAP_NOT_FOUND when there is none)."""
+    """Lift one cap (CAP_NOT_FOUND when there is none).
+
+    With VALUERANK_API_URL set, the server there lifts it (an admin of its default
+    organisation)."""
 
     async def _go() -> dict[str, Any]:
         async with session() as s:
@@ -80,7 +95,12 @@ def remove_command(
             )
         return {"key": key, "removed": True}
 
-    data = run(_go(), as_json=as_json)
+    def _remote(server: ApiClient) -> dict[str, Any]:
+        path = remote.cap_path(everything=everything, org=org, provider=provider, model=model)
+        data: dict[str, Any] = server.delete(path)
+        return data
+
+    data = local_or_server(_go, _remote, as_json=as_json)
     if as_json:
         print_json(data)
     else:
@@ -90,13 +110,18 @@ def remove_command(
 @app.command("list")
 def list_command(as_json: bool = JsonOption) -> None:
     """Every cap: its slots in use and its maximum; `default` marks the organisation caps
-    the workers' default made."""
+    the workers' default made.
+
+    With VALUERANK_API_URL set, the server there answers (an admin of its default
+    organisation)."""
 
     async def _go() -> list[dict[str, Any]]:
         async with session() as s:
             return await cap_rows(s.conn)
 
-    rows = run(_go(), as_json=as_json)
+    rows = local_or_server(
+        _go, lambda server: server.get("/api/queue/caps")["caps"], as_json=as_json
+    )
     if as_json:
         print_json(rows)
         return

@@ -15,7 +15,18 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from valuerank.cli.common import JsonOption, console, err_console, fail, print_json, run, session
+from valuerank.cli.common import (
+    JsonOption,
+    api_client,
+    console,
+    err_console,
+    fail,
+    local_or_server,
+    print_json,
+    session,
+)
+from valuerank.client import accounts as remote
+from valuerank.client.api import segment
 from valuerank.config import get_settings
 from valuerank.credentials import delete_credential, list_credentials, set_credential
 from valuerank.credentials.embedded_key import secret_key_for_url
@@ -61,17 +72,22 @@ def set_(
 
     Without --from-env or --stdin the key is asked for at a hidden prompt. Needs
     VALUERANK_SECRET_KEY (make one with `valuerank credentials keygen`).
+
+    With VALUERANK_API_URL set, the server there stores it (an admin), encrypted with the
+    server's own VALUERANK_SECRET_KEY; the key travels in the request's body only.
     """
-    # Check the secret key before asking for the API key, not after it has been typed.
-    try:
-        # On the embedded SQLite default without a key, the key file beside the database.
-        cipher = cipher_from_secret(
-            secret_key_for_url(get_settings().database_url),
-            purpose=f"storing an API key for {provider}",
-            note="keys in provider environment variables work without it",
-        )
-    except ValueRankError as exc:
-        fail(exc.message, code=exc.code, as_json=as_json, hint=exc.hint)
+    cipher = None
+    if api_client(get_settings()) is None:
+        # Check the secret key before asking for the API key, not after it has been typed.
+        try:
+            # On the embedded SQLite default without a key, the key file beside the database.
+            cipher = cipher_from_secret(
+                secret_key_for_url(get_settings().database_url),
+                purpose=f"storing an API key for {provider}",
+                note="keys in provider environment variables work without it",
+            )
+        except ValueRankError as exc:
+            fail(exc.message, code=exc.code, as_json=as_json, hint=exc.hint)
     api_key = _read_key(provider, from_env, stdin, as_json)
 
     async def _go() -> dict[str, Any]:
@@ -79,7 +95,11 @@ def set_(
             info = await set_credential(s.conn, s.org_id, provider, api_key, cipher=cipher)
         return info.to_dict()
 
-    data = run(_go(), as_json=as_json)
+    data: dict[str, Any] = local_or_server(
+        _go,
+        lambda server: remote.set_credential(server, provider, api_key),
+        as_json=as_json,
+    )
     if as_json:
         print_json(data)
         return
@@ -96,6 +116,9 @@ def list_(as_json: bool = JsonOption) -> None:
 
     A stored key wins over the environment variable. Keys are shown as their last four
     characters only.
+
+    With VALUERANK_API_URL set, the server there answers: its stored keys and its own
+    environment's (shown without any character).
     """
 
     async def _go() -> list[dict[str, Any]]:
@@ -103,7 +126,9 @@ def list_(as_json: bool = JsonOption) -> None:
             items = await list_credentials(s.conn, s.org_id, environ=os.environ)
         return [item.to_dict() for item in items]
 
-    data = run(_go(), as_json=as_json)
+    data = local_or_server(
+        _go, lambda server: server.get("/api/credentials")["credentials"], as_json=as_json
+    )
     if as_json:
         print_json(data)
         return
@@ -128,13 +153,19 @@ def delete(
     provider: str = typer.Argument(..., help="Provider whose stored key to forget."),
     as_json: bool = JsonOption,
 ) -> None:
-    """Forget the organisation's stored key for PROVIDER (its environment variable stays)."""
+    """Forget the organisation's stored key for PROVIDER (its environment variable stays).
+
+    With VALUERANK_API_URL set, the server there forgets it (an admin)."""
 
     async def _go() -> None:
         async with session() as s:
             await delete_credential(s.conn, s.org_id, provider)
 
-    run(_go(), as_json=as_json)
+    local_or_server(
+        _go,
+        lambda server: server.delete(f"/api/credentials/{segment(provider.strip())}"),
+        as_json=as_json,
+    )
     if as_json:
         print_json({"provider": provider.strip().lower(), "deleted": True})
         return

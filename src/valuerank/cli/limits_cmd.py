@@ -7,7 +7,8 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from valuerank.cli.common import JsonOption, console, print_json, run, session
+from valuerank.cli.common import JsonOption, console, local_or_server, print_json, session
+from valuerank.client import admin as remote
 from valuerank.queue import providers as provider_limits
 from valuerank.queue.ratelimit import list_buckets
 
@@ -38,7 +39,10 @@ def set_limits(
     as_json: bool = JsonOption,
 ) -> None:
     """Create or change a provider's (or one model's) limits. Every limit left out or set to
-    0 is no limit: `set openai --rpm 0` lifts the RPM limit."""
+    0 is no limit: `set openai --rpm 0` lifts the RPM limit.
+
+    With VALUERANK_API_URL set, the server there sets them (an admin of its default
+    organisation)."""
 
     async def _go() -> dict[str, Any]:
         async with session() as s:
@@ -52,7 +56,16 @@ def set_limits(
                 concurrency=concurrency,
             )
 
-    data = run(_go(), as_json=as_json)
+    body = {
+        "model": model,
+        "rpm": rpm,
+        "tpm": tpm,
+        "min_interval_ms": min_interval_ms,
+        "concurrency": concurrency,
+    }
+    data = local_or_server(
+        _go, lambda server: remote.set_limits(server, provider, body), as_json=as_json
+    )
     if as_json:
         print_json(data)
     else:
@@ -61,13 +74,16 @@ def set_limits(
 
 @app.command("list")
 def list_limits(as_json: bool = JsonOption) -> None:
-    """Every bucket: its limits, whether a 429 blocks it, how many 429s it saw."""
+    """Every bucket by key: its limits, whether a 429 blocks it, how many 429s it saw.
+
+    With VALUERANK_API_URL set, the server there answers, not the database."""
 
     async def _go() -> list[dict[str, Any]]:
         async with session() as s:
-            return [provider_limits.limits_row(b) for b in await list_buckets(s.conn)]
+            rows = [provider_limits.limits_row(b) for b in await list_buckets(s.conn)]
+        return sorted(rows, key=lambda row: row["key"])
 
-    rows = run(_go(), as_json=as_json)
+    rows = local_or_server(_go, remote.list_limits, as_json=as_json)
     if as_json:
         print_json(rows)
         return
@@ -92,14 +108,19 @@ def remove_limits(
     model: str = typer.Option("", "--model"),
     as_json: bool = JsonOption,
 ) -> None:
-    """Remove a bucket: its jobs run without rate limits."""
+    """Remove a bucket: its jobs run without rate limits.
+
+    With VALUERANK_API_URL set, the server there removes it (an admin of its default
+    organisation)."""
 
     async def _go() -> dict[str, Any]:
         async with session() as s:
             key = await provider_limits.remove_limits(s.conn, provider, model)
         return {"key": key, "removed": True}
 
-    data = run(_go(), as_json=as_json)
+    data = local_or_server(
+        _go, lambda server: remote.remove_limits(server, provider, model), as_json=as_json
+    )
     if as_json:
         print_json(data)
     else:

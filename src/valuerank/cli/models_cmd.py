@@ -10,7 +10,8 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from valuerank.cli.common import JsonOption, console, fail, print_json, run, session
+from valuerank.cli.common import JsonOption, console, fail, local_or_server, print_json, session
+from valuerank.client import admin as remote
 from valuerank.registry import (
     UNSET,
     get_model,
@@ -81,6 +82,12 @@ def _changes(
         "output_price_per_mtok": _parse_price(output_price, "--output-price", as_json),
     }
     if weight is not None:
+        if not math.isfinite(weight) or weight < 0:  # here: a server's schema says it otherwise
+            fail(
+                f"--weight must be a number >= 0, got {weight:g}",
+                code="INVALID_INPUT",
+                as_json=as_json,
+            )
         changes["weight"] = weight
     if active is not None:
         changes["active"] = active
@@ -109,14 +116,23 @@ def list_(
     ),
     as_json: bool = JsonOption,
 ) -> None:
-    """The registered models with their weights and prices (USD per million tokens)."""
+    """The registered models with their weights and prices (USD per million tokens).
+
+    With VALUERANK_API_URL set, the server there answers (its GET /api/models), not the
+    database."""
 
     async def _go() -> list[dict[str, Any]]:
         async with session() as s:
             found = await list_models(s.conn, provider=provider, active_only=not include_inactive)
         return [m.to_dict() for m in found]
 
-    data = run(_go(), as_json=as_json)
+    data = local_or_server(
+        _go,
+        lambda server: remote.list_models(
+            server, provider=provider, include_inactive=include_inactive
+        ),
+        as_json=as_json,
+    )
     if as_json:
         print_json(data)
         return
@@ -160,13 +176,17 @@ def show(
     model_id: str = typer.Argument(..., metavar="ID", help="Model id, provider:model."),
     as_json: bool = JsonOption,
 ) -> None:
-    """One model's registry entry."""
+    """One model's registry entry.
+
+    With VALUERANK_API_URL set, the server there answers, not the database."""
 
     async def _go() -> dict[str, Any]:
         async with session() as s:
             return (await get_model(s.conn, model_id)).to_dict()
 
-    data = run(_go(), as_json=as_json)
+    data: dict[str, Any] = local_or_server(
+        _go, lambda server: server.get(remote.model_path(model_id)), as_json=as_json
+    )
     if as_json:
         print_json(data)
         return
@@ -184,7 +204,10 @@ def set_(
     category: str | None = CategoryOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Change a registered model's weight, active flag, prices, name or category."""
+    """Change a registered model's weight, active flag, prices, name or category.
+
+    With VALUERANK_API_URL set, the server there makes the change (an admin of its default
+    organisation: the registry is every organisation's)."""
     changes = _changes(
         weight=weight,
         active=active,
@@ -207,7 +230,11 @@ def set_(
         async with session() as s:
             return (await update_model(s.conn, model_id, **changes)).to_dict()
 
-    data = run(_go(), as_json=as_json)
+    data: dict[str, Any] = local_or_server(
+        _go,
+        lambda server: remote.send_changes(server, model_id, changes, new=False),
+        as_json=as_json,
+    )
     if as_json:
         print_json(data)
         return
@@ -226,7 +253,10 @@ def add(
     category: str | None = CategoryOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Register a model the catalog lacks (or change one that is registered)."""
+    """Register a model the catalog lacks (or change one that is registered).
+
+    With VALUERANK_API_URL set, the server there registers it (an admin of its default
+    organisation)."""
     changes = _changes(
         weight=weight,
         active=active,
@@ -241,7 +271,11 @@ def add(
         async with session() as s:
             return (await upsert_model(s.conn, model_id, **changes)).to_dict()
 
-    data = run(_go(), as_json=as_json)
+    data: dict[str, Any] = local_or_server(
+        _go,
+        lambda server: remote.send_changes(server, model_id, changes, new=True),
+        as_json=as_json,
+    )
     if as_json:
         print_json(data)
         return
@@ -251,13 +285,18 @@ def add(
 
 @app.command("seed")
 def seed(as_json: bool = JsonOption) -> None:
-    """Add the built-in catalog's models the registry lacks; edited models stay as they are."""
+    """Add the built-in catalog's models the registry lacks; edited models stay as they are.
+
+    With VALUERANK_API_URL set, the server there seeds its registry (an admin of its default
+    organisation)."""
 
     async def _go() -> dict[str, Any]:
         async with session() as s:
             return (await seed_models(s.conn)).to_dict()
 
-    data = run(_go(), as_json=as_json)
+    data: dict[str, Any] = local_or_server(
+        _go, lambda server: server.post("/api/models/seed"), as_json=as_json
+    )
     if as_json:
         print_json(data)
         return

@@ -8,7 +8,10 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from valuerank.cli.common import JsonOption, console, print_json, run, session
+from valuerank.cli.common import JsonOption, console, local_or_server, print_json, run, session
+from valuerank.cli.local_session import local_session
+from valuerank.client import ApiClient
+from valuerank.client import accounts as remote
 from valuerank.orgs import create_org, list_orgs
 
 app = typer.Typer(help="Organisations: create, list, defaults for new runs.", no_args_is_help=True)
@@ -22,10 +25,14 @@ def create(
     ),
     as_json: bool = JsonOption,
 ) -> None:
-    """Create an organisation; then add its first admin with `valuerank users create`."""
+    """Create an organisation; then add its first admin with `valuerank users create`.
+
+    Works on the database only, never through a server: an organisation without members
+    is the install's to make (over the API a signed-in user founds one and becomes its
+    admin: POST /api/orgs)."""
 
     async def _go() -> dict[str, Any]:
-        async with session() as s:
+        async with local_session() as s:
             org = await create_org(s.conn, name, slug=slug)
         return org.to_dict()
 
@@ -44,21 +51,25 @@ def create(
 
 @app.command("list")
 def list_(as_json: bool = JsonOption) -> None:
-    """Every organisation with its number of members."""
+    """Every organisation with its number of members.
+
+    With VALUERANK_API_URL set, the server there answers: the organisations its token's
+    user belongs to (a token: its own), with the role held, not the member counts."""
 
     async def _go() -> list[dict[str, Any]]:
         async with session() as s:
             return [org.to_dict() for org in await list_orgs(s.conn)]
 
-    data = run(_go(), as_json=as_json)
+    data = local_or_server(_go, lambda server: server.get("/api/orgs")["orgs"], as_json=as_json)
     if as_json:
         print_json(data)
         return
-    table = Table("slug", "name", "members", "id", "created")
+    # A server answers the caller's organisations with their role instead of member counts.
+    counted = all("members" in org for org in data)
+    table = Table("slug", "name", "members" if counted else "role", "id", "created")
     for org in data:
-        table.add_row(
-            org["slug"], org["name"], str(org["members"]), org["id"], org["created_at"][:10]
-        )
+        third = str(org["members"]) if counted else org.get("role", "-")
+        table.add_row(org["slug"], org["name"], third, org["id"], org["created_at"][:10])
     console.print(table)
 
 
@@ -82,7 +93,9 @@ def defaults(
     """Show, or set, the judges and summary model of runs created without naming any.
 
     Without options it shows them. A run created without --judge gets the default judges
-    (and says so); `runs create --no-default-judges` opts out."""
+    (and says so); `runs create --no-default-judges` opts out.
+
+    With VALUERANK_API_URL set, the server there answers (changing them: an admin)."""
     from valuerank.org_defaults import OrgDefaults, get_org_defaults, set_org_defaults
     from valuerank.shapes import dump
 
@@ -102,7 +115,20 @@ def defaults(
                 )
         return dump(current)  # type: ignore[no-any-return]
 
-    data = run(_go(), as_json=as_json)
+    def _remote(server: ApiClient) -> dict[str, Any]:
+        if not change:
+            data: dict[str, Any] = server.get("/api/orgs/defaults")
+            return data
+        return remote.set_defaults(
+            server,
+            judges=list(judge),
+            summary_model=summary_model,
+            clear_judges=clear_judges,
+            clear_summary_model=clear_summary_model,
+            allow_unknown=allow_unknown_model,
+        )
+
+    data = local_or_server(_go, _remote, as_json=as_json)
     if as_json:
         print_json(data)
         return

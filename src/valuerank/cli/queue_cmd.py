@@ -10,7 +10,17 @@ import typer
 from rich.table import Table
 
 from valuerank.cli import caps_cmd, limits_cmd
-from valuerank.cli.common import JsonOption, console, fail, print_json, run, session
+from valuerank.cli.common import (
+    JsonOption,
+    console,
+    fail,
+    local_or_server,
+    print_json,
+    run,
+    session,
+)
+from valuerank.cli.local_session import local_session
+from valuerank.client import admin as remote
 from valuerank.queue import (
     JobSpec,
     enqueue_many,
@@ -46,14 +56,19 @@ def status(
     ),
     as_json: bool = JsonOption,
 ) -> None:
-    """Counts per state, per provider and per live partition; the oldest waiting job."""
+    """Counts per state, per provider and per live partition; the oldest waiting job.
+
+    With VALUERANK_API_URL set, the server there answers (--all-orgs: an admin of its
+    default organisation), not the database."""
 
     async def _go() -> dict[str, Any]:
         async with session() as s:
             result = await queue_status(s.conn, org_id=None if all_orgs else s.org_id)
         return dump(result)  # type: ignore[no-any-return]
 
-    data = run(_go(), as_json=as_json)
+    data = local_or_server(
+        _go, lambda server: remote.queue_status(server, all_orgs=all_orgs), as_json=as_json
+    )
     if as_json:
         print_json(data)
         return
@@ -100,7 +115,9 @@ def _toggle(paused: bool, provider: str | None, as_json: bool) -> None:
                 pause_provider(s.conn, provider) if paused else resume_provider(s.conn, provider)
             )
 
-    changed = run(_go(), as_json=as_json)
+    changed = local_or_server(
+        _go, lambda server: remote.toggle(server, paused=paused, provider=provider), as_json=as_json
+    )
     target = "queue" if provider is None else f"provider {provider}"
     verb = "paused" if paused else "resumed"
     if as_json:
@@ -113,13 +130,19 @@ def _toggle(paused: bool, provider: str | None, as_json: bool) -> None:
 
 @app.command("pause")
 def pause(provider: str | None = ProviderOption, as_json: bool = JsonOption) -> None:
-    """Stop claiming (running jobs finish)."""
+    """Stop claiming (running jobs finish): every organisation's jobs, or a provider's.
+
+    With VALUERANK_API_URL set, the server there pauses (an admin of its default
+    organisation)."""
     _toggle(True, provider, as_json)
 
 
 @app.command("resume")
 def resume(provider: str | None = ProviderOption, as_json: bool = JsonOption) -> None:
-    """Claim again after a pause."""
+    """Claim again after a pause.
+
+    With VALUERANK_API_URL set, the server there resumes (an admin of its default
+    organisation)."""
     _toggle(False, provider, as_json)
 
 
@@ -142,7 +165,10 @@ def enqueue_(
     max_attempts: int = typer.Option(3, "--max-attempts", min=1, help="Attempts before failed."),
     as_json: bool = JsonOption,
 ) -> None:
-    """Put jobs on the queue (idempotent with --item-key)."""
+    """Put jobs on the queue (idempotent with --item-key).
+
+    Works on the database only, never through a server: raw jobs skip every check run
+    creation makes, so the API offers runs, not jobs."""
     from valuerank.runs.kinds import job_kind  # here: the other queue commands need no runs
 
     kind = job_kind(kind)
@@ -166,7 +192,7 @@ def enqueue_(
         return f"{item_key}-{i}"
 
     async def _go() -> list[dict[str, Any]]:
-        async with session() as s:
+        async with local_session() as s:
             specs = [
                 JobSpec(
                     kind=kind,
@@ -211,7 +237,10 @@ def retry_failed(
     job: str | None = typer.Option(None, "--job", help="One failed job."),
     as_json: bool = JsonOption,
 ) -> None:
-    """Send failed jobs back to the queue with a fresh attempt budget."""
+    """Send failed jobs back to the queue with a fresh attempt budget.
+
+    With VALUERANK_API_URL set, the server there requeues them (--job: a run's job also
+    reopens its run, as `runs rerun-failed` does)."""
     if (partition is None) == (job is None):
         fail("give --partition P or --job ID (one of them)", code="INVALID_INPUT", as_json=as_json)
 
@@ -219,7 +248,11 @@ def retry_failed(
         async with session() as s:
             return await requeue_failed(s.conn, s.org_id, job_id=job, partition=partition)
 
-    ids = run(_go(), as_json=as_json)
+    ids = local_or_server(
+        _go,
+        lambda server: remote.retry_failed(server, job=job, partition=partition),
+        as_json=as_json,
+    )
     if as_json:
         print_json({"requeued": len(ids), "job_ids": ids})
     else:

@@ -16,7 +16,16 @@ from valuerank.accounts import (
     list_tokens,
     revoke_token,
 )
-from valuerank.cli.common import JsonOption, console, err_console, print_json, run, session
+from valuerank.cli.common import (
+    JsonOption,
+    console,
+    err_console,
+    local_or_server,
+    print_json,
+    session,
+)
+from valuerank.client import accounts as remote
+from valuerank.client.api import segment
 from valuerank.orgs import get_org, org_id_for
 
 app = typer.Typer(help="API tokens: create (shown once), list, revoke.", no_args_is_help=True)
@@ -44,6 +53,9 @@ def create(
 
     Send it as `Authorization: Bearer <token>`, or open http://HOST:PORT/?token=<token> once
     in a browser to get a session.
+
+    With VALUERANK_API_URL set, the server there creates it, for a member of its token's
+    organisation (another member's: an admin).
     """
 
     async def _go() -> dict[str, Any]:
@@ -57,7 +69,11 @@ def create(
             slug = (await get_org(s.conn, org_id)).slug
         return {**new.to_dict(), "org": slug}
 
-    data = run(_go(), as_json=as_json)
+    data = local_or_server(
+        _go,
+        lambda server: remote.create_token(server, user, org, name, expires_days),
+        as_json=as_json,
+    )
     if as_json:
         print_json(data)
         return
@@ -78,7 +94,10 @@ def list_(
     as_json: bool = JsonOption,
 ) -> None:
     """Tokens, newest first: id, prefix, name, user, organisation, status, dates (never the
-    token itself)."""
+    token itself).
+
+    With VALUERANK_API_URL set, the server there answers: its token's organisation's tokens
+    (an admin sees every member's, others their own)."""
 
     async def _go() -> list[dict[str, Any]]:
         async with session() as s:
@@ -87,7 +106,9 @@ def list_(
             tokens = await list_tokens(s.conn, org_id, user_id=user_id)
         return [t.to_dict() for t in tokens]
 
-    data = run(_go(), as_json=as_json)
+    data = local_or_server(
+        _go, lambda server: remote.list_tokens(server, user, org), as_json=as_json
+    )
     if as_json:
         print_json(data)
         return
@@ -123,13 +144,18 @@ def revoke(
     token_id: str = typer.Argument(..., metavar="ID", help="Token id (or a unique prefix)."),
     as_json: bool = JsonOption,
 ) -> None:
-    """Revoke a token at once (requests with it, and sessions opened from it, are refused)."""
+    """Revoke a token at once (requests with it, and sessions opened from it, are refused).
+
+    With VALUERANK_API_URL set, the server there revokes it (one of its token's
+    organisation; another member's: an admin)."""
 
     async def _go() -> dict[str, Any]:
         async with session() as s:
             return (await revoke_token(s.conn, None, token_id)).to_dict()
 
-    data = run(_go(), as_json=as_json)
+    data: dict[str, Any] = local_or_server(
+        _go, lambda server: server.delete(f"/api/tokens/{segment(token_id)}"), as_json=as_json
+    )
     if as_json:
         print_json(data)
         return

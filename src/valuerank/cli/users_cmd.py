@@ -29,7 +29,18 @@ from valuerank.accounts import (
 )
 from valuerank.accounts.invitations import my_invitations, org_invitations
 from valuerank.accounts.passwords import MIN_PASSWORD_LENGTH
-from valuerank.cli.common import JsonOption, console, fail, print_json, run, session
+from valuerank.cli.common import (
+    JsonOption,
+    console,
+    fail,
+    local_or_server,
+    print_json,
+    run,
+    session,
+)
+from valuerank.cli.local_session import local_session
+from valuerank.client import ApiClient
+from valuerank.client import accounts as remote
 from valuerank.orgs import get_org
 
 app = typer.Typer(
@@ -87,11 +98,15 @@ def create(
 
     An existing user keeps their password; a new one gets the password given (12+
     characters), or none (API tokens only).
+
+    Works on the database only, never through a server: it makes accounts (the install's
+    first admin among them) and adds existing ones without asking them; over the API an
+    admin invites (POST /api/users) and the user accepts.
     """
     password = _read_password(password_stdin, password_prompt, as_json)
 
     async def _go() -> dict[str, Any]:
-        async with session() as s:
+        async with local_session() as s:
             target = await get_org(s.conn, org or s.settings.default_org)
             member = await add_member(s.conn, target.id, email, role, name=name, password=password)
         return {**member.to_dict(), "org": target.slug}
@@ -115,7 +130,10 @@ def list_(
     org: str | None = typer.Option(None, "--org", help="Only this organisation's members."),
     as_json: bool = JsonOption,
 ) -> None:
-    """Users with their roles: every user of the install, or one organisation's members."""
+    """Users with their roles: every user of the install, or one organisation's members.
+
+    With VALUERANK_API_URL set, the server there answers: its token's organisation's
+    members (a server shows no other organisation's users)."""
 
     async def _go() -> list[dict[str, Any]]:
         async with session() as s:
@@ -128,7 +146,7 @@ def list_(
                 for user, roles in await list_users(s.conn)
             ]
 
-    data = run(_go(), as_json=as_json)
+    data = local_or_server(_go, lambda server: remote.list_members(server, org), as_json=as_json)
     if as_json:
         print_json(data)
         return
@@ -152,6 +170,7 @@ def _change_member(
     email: str,
     org: str | None,
     change: Callable[[AsyncConnection, str, str], Awaitable[Member]],
+    remote_change: Callable[[ApiClient], dict[str, Any]],
     as_json: bool,
 ) -> dict[str, Any]:
     """Apply `change(conn, org_id, user_id)` to EMAIL's membership of ORG; its result."""
@@ -163,7 +182,7 @@ def _change_member(
             member = await change(s.conn, target.id, user.id)
         return {**member.to_dict(), "org": target.slug}
 
-    data = run(_go(), as_json=as_json)
+    data = local_or_server(_go, remote_change, as_json=as_json)
     if as_json:
         print_json(data)
     return data
@@ -176,12 +195,21 @@ def set_role_(
     role: Role = RoleOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Change a member's role (their tokens act with it from their next request)."""
+    """Change a member's role (their tokens act with it from their next request).
+
+    With VALUERANK_API_URL set, the server there changes it (an admin of its token's
+    organisation)."""
 
     async def change(conn: AsyncConnection, org_id: str, user_id: str) -> Member:
         return await set_role(conn, org_id, user_id, role)
 
-    data = _change_member(email, org, change, as_json)
+    data = _change_member(
+        email,
+        org,
+        change,
+        lambda server: remote.set_role(server, email, org, role.value),
+        as_json,
+    )
     if not as_json:
         _say(f"[bold]{escape(data['email'])}[/] is now {data['role']} of {escape(data['org'])}")
 
@@ -193,8 +221,17 @@ def remove(
     as_json: bool = JsonOption,
 ) -> None:
     """Remove a member from an organisation; their tokens and sessions there are revoked.
-    (`--json` answers the membership removed.)"""
-    data = _change_member(email, org, remove_member, as_json)
+    (`--json` answers the membership removed.)
+
+    With VALUERANK_API_URL set, the server there removes them (an admin of its token's
+    organisation)."""
+    data = _change_member(
+        email,
+        org,
+        remove_member,
+        lambda server: remote.remove_member(server, email, org),
+        as_json,
+    )
     if not as_json:
         _say(f"removed [bold]{escape(data['email'])}[/] from {escape(data['org'])}")
 
@@ -206,7 +243,10 @@ def invitations(
     as_json: bool = JsonOption,
 ) -> None:
     """Pending invitations: those an organisation sent (its admins invite existing accounts
-    over the API), or those a user received (they accept at POST /api/invitations/{id})."""
+    over the API), or those a user received (they accept at POST /api/invitations/{id}).
+
+    With VALUERANK_API_URL set, the server there answers: its token's organisation's (an
+    admin), or with --user the caller's own."""
 
     async def _go() -> list[dict[str, Any]]:
         async with session() as s:
@@ -217,7 +257,9 @@ def invitations(
                 pending = await org_invitations(s.conn, target.id)
         return [i.to_dict() for i in pending]
 
-    data = run(_go(), as_json=as_json)
+    data = local_or_server(
+        _go, lambda server: remote.invitations(server, org, user), as_json=as_json
+    )
     if as_json:
         print_json(data)
         return
@@ -238,12 +280,15 @@ def set_password_(
     password_prompt: bool = PasswordPrompt,
     as_json: bool = JsonOption,
 ) -> None:
-    """Set a user's password (their browser sessions end; API tokens keep working)."""
+    """Set a user's password (their browser sessions end; API tokens keep working).
+
+    Works on the database only, never through a server: the API lets no one set a user's
+    password (an operator of the install does it here)."""
     password = _read_password(password_stdin, password_prompt or not password_stdin, as_json)
     assert password is not None
 
     async def _go() -> dict[str, Any]:
-        async with session() as s:
+        async with local_session() as s:
             user = await find_user(s.conn, email)
             await set_password(s.conn, user.id, password)
         return {"email": user.email, "id": user.id, "password_set": True}

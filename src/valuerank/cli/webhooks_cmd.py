@@ -15,7 +15,16 @@ from typing import Any
 import typer
 from rich.markup import escape
 
-from valuerank.cli.common import JsonOption, console, fail, print_json, run, session
+from valuerank.cli.common import (
+    JsonOption,
+    api_client,
+    console,
+    fail,
+    local_or_server,
+    print_json,
+    session,
+)
+from valuerank.client import webhooks as remote
 from valuerank.config import get_settings
 from valuerank.crypto import cipher_from_secret
 from valuerank.errors import ValueRankError
@@ -113,9 +122,12 @@ def add(
     its decoded bytes, any other with its UTF-8 bytes. The secret is stored encrypted and
     needs VALUERANK_SECRET_KEY (make one with `valuerank credentials keygen`); it is never
     printed.
+
+    With VALUERANK_API_URL set, the server there adds it (an admin of the organisation), and
+    the secret is stored with the server's own VALUERANK_SECRET_KEY.
     """
     cipher = None
-    if secret_stdin or secret_prompt:
+    if (secret_stdin or secret_prompt) and api_client(get_settings()) is None:
         # Check the secret key before asking for the secret, not after it has been typed.
         try:
             cipher = cipher_from_secret(
@@ -134,7 +146,9 @@ def add(
             )
         return hook.to_dict()
 
-    data = run(_go(), as_json=as_json)
+    data = local_or_server(
+        _go, lambda server: remote.add_webhook(server, url, events or (), secret), as_json=as_json
+    )
     if as_json:
         print_json(data)
         return
@@ -149,13 +163,15 @@ def add(
 
 @app.command("list")
 def list_(as_json: bool = JsonOption) -> None:
-    """This organisation's webhooks (secrets are never shown: `signed` says if one is set)."""
+    """This organisation's webhooks (secrets are never shown: `signed` says if one is set).
+
+    With VALUERANK_API_URL set, the server there answers (an admin), not the database."""
 
     async def _go() -> list[dict[str, Any]]:
         async with session() as s:
             return [h.to_dict() for h in await list_webhooks(s.conn, s.org_id)]
 
-    data = run(_go(), as_json=as_json)
+    data = local_or_server(_go, remote.list_webhooks, as_json=as_json)
     if as_json:
         print_json(data)
         return
@@ -176,13 +192,15 @@ def remove(
     webhook_id: str = typer.Argument(..., metavar="ID", help="The webhook to remove."),
     as_json: bool = JsonOption,
 ) -> None:
-    """Remove a webhook and its deliveries (pending, delivered and dead)."""
+    """Remove a webhook and its deliveries (pending, delivered and dead).
+
+    With VALUERANK_API_URL set, the server there removes it (an admin)."""
 
     async def _go() -> None:
         async with session() as s:
             await remove_webhook(s.conn, s.org_id, webhook_id)
 
-    run(_go(), as_json=as_json)
+    local_or_server(_go, lambda server: remote.remove_webhook(server, webhook_id), as_json=as_json)
     if as_json:
         print_json({"id": webhook_id, "removed": True})
         return
@@ -201,7 +219,9 @@ def deliveries(
     limit: int = typer.Option(50, "--limit", min=1, help="At most this many, newest first."),
     as_json: bool = JsonOption,
 ) -> None:
-    """The organisation's webhook deliveries (the outbox), newest first."""
+    """The organisation's webhook deliveries (the outbox), newest first.
+
+    With VALUERANK_API_URL set, the server there answers (an admin), not the database."""
 
     async def _go() -> list[dict[str, Any]]:
         async with session() as s:
@@ -217,7 +237,17 @@ def deliveries(
             )
         return [e.to_dict() for e in entries]
 
-    data = run(_go(), as_json=as_json)
+    data = local_or_server(
+        _go,
+        lambda server: remote.deliveries(
+            server,
+            statuses=[str(x.value) for x in statuses or ()],
+            webhook_id=webhook_id,
+            topic=topic,
+            limit=limit,
+        ),
+        as_json=as_json,
+    )
     if as_json:
         print_json(data)
         return
@@ -247,13 +277,15 @@ def deliveries(
 
 @app.command("dead-letters")
 def dead_letters(as_json: bool = JsonOption) -> None:
-    """Dead deliveries per event type and webhook: how many, since when, the latest error."""
+    """Dead deliveries per event type and webhook: how many, since when, the latest error.
+
+    With VALUERANK_API_URL set, the server there answers (an admin), not the database."""
 
     async def _go() -> list[dict[str, Any]]:
         async with session() as s:
             return [g.to_dict() for g in await dead_letter_summary(s.conn, s.org_id)]
 
-    data = run(_go(), as_json=as_json)
+    data = local_or_server(_go, remote.dead_letters, as_json=as_json)
     if as_json:
         print_json(data)
         return
@@ -278,13 +310,17 @@ def retry(
     delivery_id: str = typer.Argument(..., metavar="DELIVERY_ID", help="A dead delivery."),
     as_json: bool = JsonOption,
 ) -> None:
-    """Send a dead delivery again: back to pending, due now, attempts reset."""
+    """Send a dead delivery again: back to pending, due now, attempts reset.
+
+    With VALUERANK_API_URL set, the server there sends it again (an admin)."""
 
     async def _go() -> dict[str, Any]:
         async with session() as s:
             return (await retry_delivery(s.conn, s.org_id, delivery_id)).to_dict()
 
-    data = run(_go(), as_json=as_json)
+    data = local_or_server(
+        _go, lambda server: remote.retry_delivery(server, delivery_id), as_json=as_json
+    )
     if as_json:
         print_json(data)
         return
