@@ -1,13 +1,18 @@
 """`valuerank analyze|compare|experiments|lineage` end to end on both backends, with scripted
-models, judges and an in-process worker (`runs wait --work`)."""
+models, judges and an in-process worker (`runs wait --work`), each command run both ways:
+on the database and against a live server (the runs are made on the database first)."""
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 import pytest
 
 import valuerank
+
+from valuerank.client import API_URL_ENV
 
 from .conftest import Invoke
 
@@ -36,13 +41,48 @@ def judged_cli_run(cli: Invoke, definition: str, *models: str) -> str:
     return run_id
 
 
-def test_analyze_compare_experiment_and_lineage(cli: Invoke, tmp_path: Path) -> None:
+@pytest.fixture
+def judged_pair(cli: Invoke) -> tuple[str, str, str]:
+    """A definition and two completed judged runs of it (a, b), made on the database before
+    `cli_both` (asked after this fixture) points the CLI at a server."""
     assert cli("rubrics", "import", RUBRIC, "--json").exit_code == 0
     definition = str(cli("definitions", "import", DEMO, "--json").json()["id"])
     a = judged_cli_run(
         cli, definition, "scripted:utilitarian", "scripted:contrarian", "scripted:refuser"
     )
     b = judged_cli_run(cli, definition, "scripted:utilitarian", "scripted:agreeable")
+    return definition, a, b
+
+
+@pytest.fixture
+def unstarted_run(cli: Invoke) -> str:
+    """A run that never started (no transcripts), made on the database."""
+    definition = str(cli("definitions", "import", DEMO, "--json").json()["id"])
+    created = cli(
+        "runs", "create", "--definition", definition, "--model", "scripted:utilitarian",
+        "--sample-percentage", "10", "--no-start", "--json",
+    ).json()  # fmt: skip
+    return str(created["id"])
+
+
+def wait_completed(cli: Invoke, run_id: str) -> None:
+    """Wait for a run: worked here on the database, or by the server's worker."""
+    if not os.environ.get(API_URL_ENV):
+        waited = cli("runs", "wait", run_id, "--work", "--timeout", "120", "--json")
+        assert waited.json()["status"] == "completed"
+        return
+    deadline = time.monotonic() + 120
+    while (status := cli("runs", "status", run_id, "--json").json()["status"]) != "completed":
+        assert status not in ("failed", "cancelled") and time.monotonic() < deadline, status
+        time.sleep(0.2)
+
+
+@pytest.mark.server_worker
+def test_analyze_compare_experiment_and_lineage(
+    judged_pair: tuple[str, str, str], cli_both: Invoke, tmp_path: Path
+) -> None:
+    cli = cli_both
+    definition, a, b = judged_pair
 
     first = cli("analyze", a, "--json")
     assert first.exit_code == 0, first.stdout
@@ -106,8 +146,7 @@ def test_analyze_compare_experiment_and_lineage(cli: Invoke, tmp_path: Path) -> 
     )  # fmt: skip
     assert variant.exit_code == 0, variant.stdout
     assert variant.json()["changes"] == {"models": ["scripted:agreeable"], "temperature": 0.5}
-    waited = cli("runs", "wait", variant.json()["id"], "--work", "--timeout", "120", "--json")
-    assert waited.json()["status"] == "completed"
+    wait_completed(cli, variant.json()["id"])
     report = cli("experiments", "report", experiment, "--json").json()
     assert report["variants"][0]["comparison"]["status"] == "completed"
     assert [e["id"] for e in cli("experiments", "list", "--json").json()] == [experiment]
@@ -122,14 +161,11 @@ def test_analyze_compare_experiment_and_lineage(cli: Invoke, tmp_path: Path) -> 
     assert "(chosen)" in cli("lineage", "results", definition, "--run", a).stdout
 
 
-def test_errors_are_json_with_a_code(cli: Invoke) -> None:
+def test_errors_are_json_with_a_code(unstarted_run: str, cli_both: Invoke) -> None:
+    cli = cli_both
     unknown = cli("analyze", "ffffffff", "--json")
     assert unknown.exit_code == 1 and unknown.json()["code"] == "NOT_FOUND"
-    definition = str(cli("definitions", "import", DEMO, "--json").json()["id"])
-    created = cli(
-        "runs", "create", "--definition", definition, "--model", "scripted:utilitarian",
-        "--sample-percentage", "10", "--no-start", "--json",
-    ).json()  # fmt: skip
+    created = {"id": unstarted_run}
     empty = cli("analyze", created["id"], "--json")
     assert empty.exit_code == 0
     assert "NO_TRANSCRIPTS" in {w["code"] for w in empty.json()["analysis"]["warnings"]}

@@ -6,10 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 RETRY = "#PATTERN_MOMENTUM: Retry failed requests three times"
 
 
-def test_the_validation_commands(cli: Any) -> None:
+@pytest.mark.server_worker  # against a server, its worker runs the validations
+def test_the_validation_commands(cli_both: Any) -> None:
+    cli = cli_both
     created = cli("validation", "tasks", "create", "Auth API", "--description", "Login", "--json")
     assert created.exit_code == 0, created.stdout + created.stderr
     task = str(created.json()["id"])
@@ -62,7 +66,8 @@ def test_the_validation_commands(cli: Any) -> None:
     assert "scripted:utilitarian" in cli("validation", "view", task, "ra_retry").stdout
 
 
-def test_errors_are_one_json_document(cli: Any) -> None:
+def test_errors_are_one_json_document(cli_both: Any) -> None:
+    cli = cli_both
     task = str(cli("validation", "tasks", "create", "T", "--json").json()["id"])
     cli("validation", "tags", "add", task, RETRY, "--id", "ra_1", "--json")
     for args, code in (
