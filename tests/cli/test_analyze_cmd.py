@@ -9,10 +9,12 @@ import time
 from pathlib import Path
 
 import pytest
+from tests.api.conftest import make_demo_run
 
 import valuerank
-
 from valuerank.client import API_URL_ENV
+from valuerank.db import Database
+from valuerank.orgs import ensure_org
 
 from .conftest import Invoke
 
@@ -173,6 +175,8 @@ def test_errors_are_json_with_a_code(unstarted_run: str, cli_both: Invoke) -> No
     assert same.exit_code == 1 and same.json()["code"] == "INVALID_INPUT"
     bad_correction = cli("compare", created["id"], "ffffffff", "--correction", "x", "--json")
     assert bad_correction.json()["code"] == "INVALID_INPUT"
+    narrator = cli("analyze", created["id"], "--narrative-model", "openai:no-such-model", "--json")
+    assert narrator.exit_code == 1 and narrator.json()["code"] == "UNKNOWN_MODEL"
     experiment = cli(
         "experiments", "create", "--name", "e", "--baseline", created["id"], "--json"
     ).json()["id"]
@@ -180,3 +184,23 @@ def test_errors_are_json_with_a_code(unstarted_run: str, cli_both: Invoke) -> No
     assert bad.exit_code == 1 and bad.json()["code"] == "INVALID_INPUT"
     nothing = cli("experiments", "add-variant", experiment, "--json")
     assert nothing.json()["code"] == "INVALID_INPUT"
+
+
+async def test_another_organisations_run_is_not_found_through_a_server(
+    db: Database, cli_both: Invoke, tmp_path: Path
+) -> None:
+    if not os.environ.get(API_URL_ENV):
+        pytest.skip("only a server has other organisations' runs to hide")
+    async with db.transaction() as conn:
+        other = await ensure_org(conn, "other")
+    foreign = await make_demo_run(db, other, decisions={"scripted:utilitarian": [1, 2, 3]})
+    for args, code in (
+        (("analyze", foreign.id), "NOT_FOUND"),
+        (("compare", foreign.id, foreign.id), "NOT_FOUND"),
+        (("report", foreign.id, "-o", str(tmp_path / "r.html")), "NOT_FOUND"),
+        (("experiments", "create", "--name", "x", "--baseline", foreign.id), "NOT_FOUND"),
+        (("lineage", "results", str(foreign.definition_id)), "DEFINITION_NOT_FOUND"),
+    ):
+        out = cli_both(*args, "--json")
+        assert out.exit_code == 1 and out.json()["code"] == code, (args, out.stdout)
+    assert not (tmp_path / "r.html").exists()

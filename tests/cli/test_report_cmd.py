@@ -85,9 +85,7 @@ def test_report_of_a_run_and_with_a_baseline(
     assert (tmp_path / "h.html").exists()
 
 
-def test_report_errors_carry_a_code(
-    unstarted_run: str, cli_both: Invoke, tmp_path: Path
-) -> None:
+def test_report_errors_carry_a_code(unstarted_run: str, cli_both: Invoke, tmp_path: Path) -> None:
     cli = cli_both
     unknown = cli("report", "ffffffff", "-o", str(tmp_path / "x.html"), "--json")
     assert unknown.exit_code == 1 and unknown.json()["code"] == "NOT_FOUND"
