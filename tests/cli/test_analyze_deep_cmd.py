@@ -1,14 +1,19 @@
 """`valuerank analyze` with the deep analysis on both backends: whether each result came from
 the cache, the narrative asked for (also of a cached deep analysis, its model checked like a
-run's), plots without --deep, and the Rich tables of the deep figures."""
+run's), plots without --deep, and the Rich tables of the deep figures — each `analyze` run
+both ways (on the database and against a live server; the run is made, and the narrative's
+job worked, on the database)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+from tests.conftest import TestDatabase
 
 import valuerank
+from valuerank.client import API_URL_ENV
+from valuerank.config import get_settings
 
 from .conftest import Invoke
 
@@ -26,7 +31,10 @@ def _names(directory: Path) -> set[str]:
     return {p.stem for p in directory.iterdir()}
 
 
-def test_deep_cache_narrative_plots_and_tables(cli: Invoke, tmp_path: Path) -> None:
+@pytest.fixture
+def judged_run(cli: Invoke) -> str:
+    """A completed run of three models judged by a scripted judge, made on the database
+    before `cli_both` (asked after this fixture) may point the CLI at a server."""
     assert cli("rubrics", "import", RUBRIC, "--json").exit_code == 0
     definition = str(cli("definitions", "import", DEMO, "--json").json()["id"])
     args = ["runs", "create", "--definition", definition, "--sample-percentage", "30"]
@@ -37,7 +45,30 @@ def test_deep_cache_narrative_plots_and_tables(cli: Invoke, tmp_path: Path) -> N
     run_id = str(created.json()["id"])
     waited = cli("runs", "wait", run_id, "--work", "--timeout", "120", "--json")
     assert waited.json()["status"] == "completed"
+    return run_id
 
+
+def work_queued_jobs(
+    cli: Invoke, database_url: TestDatabase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`valuerank worker --burst` on the test's database, also while the CLI asks a server
+    (whose thread runs no jobs unless the test is marked `server_worker`)."""
+    with monkeypatch.context() as local:
+        local.delenv(API_URL_ENV, raising=False)
+        local.setenv("VALUERANK_DATABASE_URL", database_url.url)
+        get_settings.cache_clear()
+        assert cli("worker", "--burst", "--json").exit_code == 0
+    get_settings.cache_clear()
+
+
+def test_deep_cache_narrative_plots_and_tables(
+    judged_run: str,
+    cli_both: Invoke,
+    database_url: TestDatabase,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    cli, run_id = cli_both, judged_run
     # No deep analysis yet: the plots say the PCA needs one.
     basic = cli("analyze", run_id, "--plots", str(tmp_path / "a"), "--json").json()
     assert basic["deep_cached"] is None and "deep" not in basic["analysis"]
@@ -70,7 +101,7 @@ def test_deep_cache_narrative_plots_and_tables(cli: Invoke, tmp_path: Path) -> N
     assert asked["narrative"]["status"] == "queued" and asked["narrative"]["job_id"]
     again = cli("analyze", run_id, "--narrative-model", "scripted:centrist", "--json").json()
     assert again["narrative"] == {**asked["narrative"], "status": "already queued"}
-    assert cli("worker", "--burst", "--json").exit_code == 0
+    work_queued_jobs(cli, database_url, monkeypatch)
     told = cli("analyze", run_id, "--deep", "--json").json()["analysis"]["deep"]
     assert "(synthetic answer from scripted:centrist)" in told["narrative"]
     done = cli("analyze", run_id, "--narrative-model", "scripted:centrist", "--json").json()
