@@ -315,9 +315,7 @@ async def add_variant_route(experiment_id: str, body: VariantBody, ctx: Member) 
     """Create and start (unless `start: false`) a variant run: the baseline's settings with
     `changes` applied."""
     async with ctx.db.transaction(immediate=True) as conn:
-        variant = await add_variant(
-            conn, ctx.org_id, experiment_id, body.changes, start=body.start
-        )
+        variant = await add_variant(conn, ctx.org_id, experiment_id, body.changes, start=body.start)
     return ok(
         {
             **variant.run.summary_dict(),

@@ -393,6 +393,10 @@ async def validation_jobs_route(ctx: Viewer, id: JobIds = None) -> JSONResponse:
     async with ctx.db.transaction() as conn:
         found = [await get_job(conn, job_id, org_id=ctx.org_id) for job_id in id or ()]
     return ok(
-        {"jobs": {j.id: {"model": j.model, "status": j.status.value, "error": j.last_error}
-                  for j in found}}
+        {
+            "jobs": {
+                j.id: {"model": j.model, "status": j.status.value, "error": j.last_error}
+                for j in found
+            }
+        }
     )

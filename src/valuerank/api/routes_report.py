@@ -36,8 +36,11 @@ async def report_route(
     ctx: Viewer,
     baseline: Annotated[
         str | None,
-        Query(min_length=1, max_length=100, description="Also compare with this run (id or "
-              "prefix) as the baseline."),
+        Query(
+            min_length=1,
+            max_length=100,
+            description="Also compare with this run (id or prefix) as the baseline.",
+        ),
     ] = None,
 ) -> Response:
     """The run's report as `valuerank report RUN` writes it (inline SVG, no network)."""

@@ -163,9 +163,7 @@ def compare(
 
     data = local_or_server(
         _go,
-        lambda server: remote.compare(
-            server, baseline, other, correction=correction, force=force
-        ),
+        lambda server: remote.compare(server, baseline, other, correction=correction, force=force),
         as_json=as_json,
     )
     written: list[str] = []

@@ -46,5 +46,3 @@ def print_lineage(console: Console, data: dict[str, Any]) -> None:
     for table, reason in data["empty"].items():
         if reason is not None and (table != "aligned" or reason != data["empty"]["changes"]):
             console.print(f"no {table}: {reason}", highlight=False, markup=False)
-
-

@@ -28,9 +28,7 @@ def create_task(client: ApiClient, name: str, description: str) -> dict[str, Any
 
 
 def list_tasks(client: ApiClient, *, limit: int) -> list[dict[str, Any]]:
-    tasks: list[dict[str, Any]] = client.get(f"/api/assumptions/tasks?limit={int(limit)}")[
-        "tasks"
-    ]
+    tasks: list[dict[str, Any]] = client.get(f"/api/assumptions/tasks?limit={int(limit)}")["tasks"]
     return tasks
 
 
