@@ -10,13 +10,15 @@ from pathlib import Path
 
 import pytest
 from tests.api.conftest import make_demo_run
+from tests.conftest import TestDatabase
 
 import valuerank
 from valuerank.client import API_URL_ENV
+from valuerank.config import get_settings
 from valuerank.db import Database
 from valuerank.orgs import ensure_org
 
-from .conftest import Invoke
+from .conftest import Invoke, Outcome
 
 DEMO = str(Path(valuerank.__file__).parent / "demo" / "exp-demo-whistleblower.md")
 RUBRIC = str(Path(__file__).parents[2] / "examples" / "values_rubric.yaml")
@@ -65,6 +67,20 @@ def unstarted_run(cli: Invoke) -> str:
         "--sample-percentage", "10", "--no-start", "--json",
     ).json()  # fmt: skip
     return str(created["id"])
+
+
+def on_the_database(
+    cli: Invoke, database_url: TestDatabase, monkeypatch: pytest.MonkeyPatch, *args: str
+) -> Outcome:
+    """`valuerank ARGS…` on the test's database, also while `cli_both` points the CLI at a
+    server (e.g. `worker --burst`, or to compare what each prints)."""
+    with monkeypatch.context() as local:
+        local.delenv(API_URL_ENV, raising=False)
+        local.setenv("VALUERANK_DATABASE_URL", database_url.url)
+        get_settings.cache_clear()
+        out = cli(*args)
+    get_settings.cache_clear()
+    return out
 
 
 def wait_completed(cli: Invoke, run_id: str) -> None:
@@ -184,6 +200,12 @@ def test_errors_are_json_with_a_code(unstarted_run: str, cli_both: Invoke) -> No
     assert bad.exit_code == 1 and bad.json()["code"] == "INVALID_INPUT"
     nothing = cli("experiments", "add-variant", experiment, "--json")
     assert nothing.json()["code"] == "INVALID_INPUT"
+    held = cli("experiments", "add-variant", experiment, "--temperature", "0.5", "--no-start")
+    assert held.exit_code == 0 and "(pending)" in held.stdout, held.stdout
+    report = cli("experiments", "report", experiment, "--json").json()
+    [variant] = report["variants"]
+    assert variant["status"] == "pending" and variant["changes"] == {"temperature": 0.5}
+    assert variant["comparison"] is None
 
 
 async def test_another_organisations_run_is_not_found_through_a_server(
@@ -204,3 +226,28 @@ async def test_another_organisations_run_is_not_found_through_a_server(
         out = cli_both(*args, "--json")
         assert out.exit_code == 1 and out.json()["code"] == code, (args, out.stdout)
     assert not (tmp_path / "r.html").exists()
+
+
+def test_the_server_prints_what_the_database_prints(
+    unstarted_run: str,
+    cli_both: Invoke,
+    database_url: TestDatabase,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    if not os.environ.get(API_URL_ENV):
+        pytest.skip("compares the server's answers with the database's")
+    experiment = cli_both(
+        "experiments", "create", "--name", "e", "--baseline", unstarted_run, "--json"
+    ).json()["id"]
+    cli_both("experiments", "add-variant", experiment, "--temperature", "0.5", "--no-start")
+    cli_both("analyze", unstarted_run, "--json")  # computed once: both then read the cache
+    for args in (
+        ("analyze", unstarted_run),
+        ("experiments", "list"),
+        ("experiments", "report", experiment),
+    ):
+        for as_json in ((), ("--json",)):
+            served = cli_both(*args, *as_json)
+            local = on_the_database(cli_both, database_url, monkeypatch, *args, *as_json)
+            assert served.exit_code == local.exit_code == 0, (args, served.stdout)
+            assert served.stdout == local.stdout, args

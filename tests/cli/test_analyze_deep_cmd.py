@@ -12,10 +12,9 @@ import pytest
 from tests.conftest import TestDatabase
 
 import valuerank
-from valuerank.client import API_URL_ENV
-from valuerank.config import get_settings
 
 from .conftest import Invoke
+from .test_analyze_cmd import on_the_database
 
 DEMO = str(Path(valuerank.__file__).parent / "demo" / "exp-demo-whistleblower.md")
 RUBRIC = str(Path(__file__).parents[2] / "examples" / "values_rubric.yaml")
@@ -46,19 +45,6 @@ def judged_run(cli: Invoke) -> str:
     waited = cli("runs", "wait", run_id, "--work", "--timeout", "120", "--json")
     assert waited.json()["status"] == "completed"
     return run_id
-
-
-def work_queued_jobs(
-    cli: Invoke, database_url: TestDatabase, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """`valuerank worker --burst` on the test's database, also while the CLI asks a server
-    (whose thread runs no jobs unless the test is marked `server_worker`)."""
-    with monkeypatch.context() as local:
-        local.delenv(API_URL_ENV, raising=False)
-        local.setenv("VALUERANK_DATABASE_URL", database_url.url)
-        get_settings.cache_clear()
-        assert cli("worker", "--burst", "--json").exit_code == 0
-    get_settings.cache_clear()
 
 
 def test_deep_cache_narrative_plots_and_tables(
@@ -101,7 +87,8 @@ def test_deep_cache_narrative_plots_and_tables(
     assert asked["narrative"]["status"] == "queued" and asked["narrative"]["job_id"]
     again = cli("analyze", run_id, "--narrative-model", "scripted:centrist", "--json").json()
     assert again["narrative"] == {**asked["narrative"], "status": "already queued"}
-    work_queued_jobs(cli, database_url, monkeypatch)
+    # The narrative's job, worked on the database (the server's thread runs none).
+    assert on_the_database(cli, database_url, monkeypatch, "worker", "--burst").exit_code == 0
     told = cli("analyze", run_id, "--deep", "--json").json()["analysis"]["deep"]
     assert "(synthetic answer from scripted:centrist)" in told["narrative"]
     done = cli("analyze", run_id, "--narrative-model", "scripted:centrist", "--json").json()

@@ -24,6 +24,7 @@ from valuerank.cli.common import (
     print_json,
     session,
 )
+from valuerank.client import ApiClient
 from valuerank.client import validation as remote
 from valuerank.refs import short_id
 from valuerank.shapes import dump
@@ -267,7 +268,7 @@ def validate(
             data["view"] = read.data()
             return data
 
-    def _remote(server: Any) -> dict[str, Any]:
+    def _remote(server: ApiClient) -> dict[str, Any]:
         if work:
             err_console.print(WORK_ON_SERVER, style="dim", markup=False)
         return remote.validate(
