@@ -72,6 +72,7 @@ def analyze(
     as_json: bool = JsonOption,
 ) -> None:
     """Findings of a run: value profiles, agreement, dimension effects (cached by input).
+
     With VALUERANK_API_URL set the server computes them."""
 
     async def _go() -> dict[str, Any]:
@@ -146,6 +147,7 @@ def compare(
     as_json: bool = JsonOption,
 ) -> None:
     """Compare two runs paired on scenario identity: deltas, intervals, tests, divergences.
+
     With VALUERANK_API_URL set the server compares them."""
 
     async def _go() -> dict[str, Any]:
@@ -193,8 +195,9 @@ def experiments_create(
     hypothesis: str = typer.Option("", "--hypothesis", help="What you expect to see."),
     as_json: bool = JsonOption,
 ) -> None:
-    """Create an experiment around a baseline run. With VALUERANK_API_URL set the server
-    stores it."""
+    """Create an experiment around a baseline run.
+
+    With VALUERANK_API_URL set the server stores it."""
 
     async def _go() -> dict[str, Any]:
         from valuerank.pipeline.experiments import create_experiment
@@ -265,6 +268,7 @@ def experiments_add_variant(
     as_json: bool = JsonOption,
 ) -> None:
     """Create (and start) a variant run: the baseline's settings with the stated changes.
+
     With VALUERANK_API_URL set the server creates it."""
     try:
         stated = _changes(model, definition, temperature, sample_percentage, sample_seed, changes)
@@ -300,8 +304,9 @@ def experiments_report(
     experiment: str = typer.Argument(..., help="Experiment id or prefix."),
     as_json: bool = JsonOption,
 ) -> None:
-    """Every variant compared with the baseline (once both have finished). With
-    VALUERANK_API_URL set the server compares them."""
+    """Every variant compared with the baseline (once both have finished).
+
+    With VALUERANK_API_URL set the server compares them."""
 
     async def _go() -> dict[str, Any]:
         from valuerank.pipeline.experiments import experiment_report
@@ -329,8 +334,9 @@ def experiments_report(
 
 @experiments_app.command("list")
 def experiments_list(as_json: bool = JsonOption) -> None:
-    """The organisation's experiments, newest first. With VALUERANK_API_URL set the server
-    lists them."""
+    """The organisation's experiments, newest first.
+
+    With VALUERANK_API_URL set the server lists them."""
 
     async def _go() -> list[dict[str, Any]]:
         from valuerank.pipeline.experiments import list_experiments
@@ -368,8 +374,9 @@ def lineage_results_cmd(
     as_json: bool = JsonOption,
 ) -> None:
     """The whole fork tree: one run per version, aligned on scenarios on the models every
-    chosen run has, each delta next to the diff behind it. With VALUERANK_API_URL set the
-    server answers."""
+    chosen run has, each delta next to the diff behind it.
+
+    With VALUERANK_API_URL set the server answers."""
 
     async def _go() -> dict[str, Any]:
         from valuerank.findings.lineage import lineage_results

@@ -46,6 +46,7 @@ def report(
     as_json: bool = JsonOption,
 ) -> None:
     """A run's findings as one self-contained HTML file (inline SVG, no network, printable).
+
     With VALUERANK_API_URL set the server builds it; the file is written here."""
     # The status goes to stderr: with --json, stdout carries the JSON only.
     with err_console.status(STEPS["analysis"]) as status:

@@ -67,7 +67,9 @@ def tasks_create(
     description: str = typer.Option("", "--description", help="More about the task."),
     as_json: bool = JsonOption,
 ) -> None:
-    """Create a task; prints its id. With VALUERANK_API_URL set the server stores it."""
+    """Create a task; prints its id.
+
+    With VALUERANK_API_URL set the server stores it."""
 
     async def _go() -> dict[str, Any]:
         async with session() as s:
@@ -87,8 +89,9 @@ def tasks_list(
     limit: int = typer.Option(50, "--limit", min=1, max=500, help="How many, newest first."),
     as_json: bool = JsonOption,
 ) -> None:
-    """The organisation's tasks, newest first. With VALUERANK_API_URL set the server lists
-    them."""
+    """The organisation's tasks, newest first.
+
+    With VALUERANK_API_URL set the server lists them."""
 
     async def _go() -> list[dict[str, Any]]:
         async with session() as s:
@@ -116,8 +119,9 @@ def tags_add(
     tag_id: str | None = typer.Option(None, "--id", help="Its id (default: a fresh ra_…)."),
     as_json: bool = JsonOption,
 ) -> None:
-    """Add an RA tag to a task (the same id and text again changes nothing). With
-    VALUERANK_API_URL set the server stores it."""
+    """Add an RA tag to a task (the same id and text again changes nothing).
+
+    With VALUERANK_API_URL set the server stores it."""
 
     async def _go() -> dict[str, Any]:
         async with session() as s:
@@ -136,8 +140,9 @@ def tags_add(
 
 @tags_app.command("list")
 def tags_list(task: str = TaskArg, as_json: bool = JsonOption) -> None:
-    """A task's RA tags in the order they were added. With VALUERANK_API_URL set the server
-    lists them."""
+    """A task's RA tags in the order they were added.
+
+    With VALUERANK_API_URL set the server lists them."""
 
     async def _go() -> list[dict[str, Any]]:
         async with session() as s:
@@ -163,8 +168,9 @@ def record(
     notes: str = typer.Option("", "--notes"),
     as_json: bool = JsonOption,
 ) -> None:
-    """Record a model's validation of a tag directly; prints the tag's new consensus. With
-    VALUERANK_API_URL set the server records it."""
+    """Record a model's validation of a tag directly; prints the tag's new consensus.
+
+    With VALUERANK_API_URL set the server records it."""
 
     async def _go() -> dict[str, Any]:
         new = NewValidation(validator, outcome, confidence, notes)
@@ -244,8 +250,9 @@ def validate(
     as_json: bool = JsonOption,
 ) -> None:
     """Ask models to validate a tag: one queued job per model (a worker runs them; --work
-    runs them here). Unknown models are refused before anything is queued. With
-    VALUERANK_API_URL set the server queues them (and its workers run them)."""
+    runs them here). Unknown models are refused before anything is queued.
+
+    With VALUERANK_API_URL set the server queues them (and its workers run them)."""
 
     async def _go() -> dict[str, Any]:
         from valuerank.cli.live import in_process_worker
@@ -312,8 +319,9 @@ def _print_view(view: dict[str, Any]) -> None:
 
 @app.command("view")
 def view(task: str = TaskArg, tag: str = TagArg, as_json: bool = JsonOption) -> None:
-    """Every model's current validation of a tag, with their consensus. With
-    VALUERANK_API_URL set the server answers."""
+    """Every model's current validation of a tag, with their consensus.
+
+    With VALUERANK_API_URL set the server answers."""
 
     async def _go() -> dict[str, Any]:
         async with database() as opened:
@@ -330,7 +338,9 @@ def view(task: str = TaskArg, tag: str = TagArg, as_json: bool = JsonOption) -> 
 @app.command("consensus")
 def consensus(task: str = TaskArg, as_json: bool = JsonOption) -> None:
     """The consensus of every RA tag of a task, overall, and its contentious and
-    high-confidence tags. With VALUERANK_API_URL set the server answers."""
+    high-confidence tags.
+
+    With VALUERANK_API_URL set the server answers."""
 
     async def _go() -> dict[str, Any]:
         async with database() as opened:
