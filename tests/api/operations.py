@@ -118,6 +118,11 @@ BODIES: dict[str, Callable[[Ids], Any]] = {
         "baseline_run_id": ids["run"],
         "comparison_run_id": ids["second_run"],
     },
+    "POST /api/comparisons": lambda ids: {
+        "baseline_run_id": ids["run"],
+        "comparison_run_id": ids["second_run"],
+    },
+    "POST /api/runs/{run_id}/analysis": lambda ids: {"current_deep": True},
     "POST /api/experiments": lambda ids: {"name": "again", "baseline_run_id": ids["run"]},
     "POST /api/experiments/{experiment_id}/runs": lambda ids: {"changes": {"temperature": 1.0}},
     "POST /api/runs/{run_id}/analyze": lambda ids: {"deep": True},

@@ -1,15 +1,24 @@
 """`valuerank analyze|compare|experiments|lineage` end to end on both backends, with scripted
-models, judges and an in-process worker (`runs wait --work`)."""
+models, judges and an in-process worker (`runs wait --work`), each command run both ways:
+on the database and against a live server (the runs are made on the database first)."""
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 import pytest
+from tests.api.conftest import make_demo_run
+from tests.conftest import TestDatabase
 
 import valuerank
+from valuerank.client import API_URL_ENV
+from valuerank.config import get_settings
+from valuerank.db import Database
+from valuerank.orgs import ensure_org
 
-from .conftest import Invoke
+from .conftest import Invoke, Outcome
 
 DEMO = str(Path(valuerank.__file__).parent / "demo" / "exp-demo-whistleblower.md")
 RUBRIC = str(Path(__file__).parents[2] / "examples" / "values_rubric.yaml")
@@ -36,13 +45,62 @@ def judged_cli_run(cli: Invoke, definition: str, *models: str) -> str:
     return run_id
 
 
-def test_analyze_compare_experiment_and_lineage(cli: Invoke, tmp_path: Path) -> None:
+@pytest.fixture
+def judged_pair(cli: Invoke) -> tuple[str, str, str]:
+    """A definition and two completed judged runs of it (a, b), made on the database before
+    `cli_both` (asked after this fixture) points the CLI at a server."""
     assert cli("rubrics", "import", RUBRIC, "--json").exit_code == 0
     definition = str(cli("definitions", "import", DEMO, "--json").json()["id"])
     a = judged_cli_run(
         cli, definition, "scripted:utilitarian", "scripted:contrarian", "scripted:refuser"
     )
     b = judged_cli_run(cli, definition, "scripted:utilitarian", "scripted:agreeable")
+    return definition, a, b
+
+
+@pytest.fixture
+def unstarted_run(cli: Invoke) -> str:
+    """A run that never started (no transcripts), made on the database."""
+    definition = str(cli("definitions", "import", DEMO, "--json").json()["id"])
+    created = cli(
+        "runs", "create", "--definition", definition, "--model", "scripted:utilitarian",
+        "--sample-percentage", "10", "--no-start", "--json",
+    ).json()  # fmt: skip
+    return str(created["id"])
+
+
+def on_the_database(
+    cli: Invoke, database_url: TestDatabase, monkeypatch: pytest.MonkeyPatch, *args: str
+) -> Outcome:
+    """`valuerank ARGS…` on the test's database, also while `cli_both` points the CLI at a
+    server (e.g. `worker --burst`, or to compare what each prints)."""
+    with monkeypatch.context() as local:
+        local.delenv(API_URL_ENV, raising=False)
+        local.setenv("VALUERANK_DATABASE_URL", database_url.url)
+        get_settings.cache_clear()
+        out = cli(*args)
+    get_settings.cache_clear()
+    return out
+
+
+def wait_completed(cli: Invoke, run_id: str) -> None:
+    """Wait for a run: worked here on the database, or by the server's worker."""
+    if not os.environ.get(API_URL_ENV):
+        waited = cli("runs", "wait", run_id, "--work", "--timeout", "120", "--json")
+        assert waited.json()["status"] == "completed"
+        return
+    deadline = time.monotonic() + 120
+    while (status := cli("runs", "status", run_id, "--json").json()["status"]) != "completed":
+        assert status not in ("failed", "cancelled") and time.monotonic() < deadline, status
+        time.sleep(0.2)
+
+
+@pytest.mark.server_worker
+def test_analyze_compare_experiment_and_lineage(
+    judged_pair: tuple[str, str, str], cli_both: Invoke, tmp_path: Path
+) -> None:
+    cli = cli_both
+    definition, a, b = judged_pair
 
     first = cli("analyze", a, "--json")
     assert first.exit_code == 0, first.stdout
@@ -106,8 +164,7 @@ def test_analyze_compare_experiment_and_lineage(cli: Invoke, tmp_path: Path) -> 
     )  # fmt: skip
     assert variant.exit_code == 0, variant.stdout
     assert variant.json()["changes"] == {"models": ["scripted:agreeable"], "temperature": 0.5}
-    waited = cli("runs", "wait", variant.json()["id"], "--work", "--timeout", "120", "--json")
-    assert waited.json()["status"] == "completed"
+    wait_completed(cli, variant.json()["id"])
     report = cli("experiments", "report", experiment, "--json").json()
     assert report["variants"][0]["comparison"]["status"] == "completed"
     assert [e["id"] for e in cli("experiments", "list", "--json").json()] == [experiment]
@@ -122,14 +179,11 @@ def test_analyze_compare_experiment_and_lineage(cli: Invoke, tmp_path: Path) -> 
     assert "(chosen)" in cli("lineage", "results", definition, "--run", a).stdout
 
 
-def test_errors_are_json_with_a_code(cli: Invoke) -> None:
+def test_errors_are_json_with_a_code(unstarted_run: str, cli_both: Invoke) -> None:
+    cli = cli_both
     unknown = cli("analyze", "ffffffff", "--json")
     assert unknown.exit_code == 1 and unknown.json()["code"] == "NOT_FOUND"
-    definition = str(cli("definitions", "import", DEMO, "--json").json()["id"])
-    created = cli(
-        "runs", "create", "--definition", definition, "--model", "scripted:utilitarian",
-        "--sample-percentage", "10", "--no-start", "--json",
-    ).json()  # fmt: skip
+    created = {"id": unstarted_run}
     empty = cli("analyze", created["id"], "--json")
     assert empty.exit_code == 0
     assert "NO_TRANSCRIPTS" in {w["code"] for w in empty.json()["analysis"]["warnings"]}
@@ -137,6 +191,8 @@ def test_errors_are_json_with_a_code(cli: Invoke) -> None:
     assert same.exit_code == 1 and same.json()["code"] == "INVALID_INPUT"
     bad_correction = cli("compare", created["id"], "ffffffff", "--correction", "x", "--json")
     assert bad_correction.json()["code"] == "INVALID_INPUT"
+    narrator = cli("analyze", created["id"], "--narrative-model", "openai:no-such-model", "--json")
+    assert narrator.exit_code == 1 and narrator.json()["code"] == "UNKNOWN_MODEL"
     experiment = cli(
         "experiments", "create", "--name", "e", "--baseline", created["id"], "--json"
     ).json()["id"]
@@ -144,3 +200,54 @@ def test_errors_are_json_with_a_code(cli: Invoke) -> None:
     assert bad.exit_code == 1 and bad.json()["code"] == "INVALID_INPUT"
     nothing = cli("experiments", "add-variant", experiment, "--json")
     assert nothing.json()["code"] == "INVALID_INPUT"
+    held = cli("experiments", "add-variant", experiment, "--temperature", "0.5", "--no-start")
+    assert held.exit_code == 0 and "(pending)" in held.stdout, held.stdout
+    report = cli("experiments", "report", experiment, "--json").json()
+    [variant] = report["variants"]
+    assert variant["status"] == "pending" and variant["changes"] == {"temperature": 0.5}
+    assert variant["comparison"] is None
+
+
+async def test_another_organisations_run_is_not_found_through_a_server(
+    db: Database, cli_both: Invoke, tmp_path: Path
+) -> None:
+    if not os.environ.get(API_URL_ENV):
+        pytest.skip("only a server has other organisations' runs to hide")
+    async with db.transaction() as conn:
+        other = await ensure_org(conn, "other")
+    foreign = await make_demo_run(db, other, decisions={"scripted:utilitarian": [1, 2, 3]})
+    for args, code in (
+        (("analyze", foreign.id), "NOT_FOUND"),
+        (("compare", foreign.id, foreign.id), "NOT_FOUND"),
+        (("report", foreign.id, "-o", str(tmp_path / "r.html")), "NOT_FOUND"),
+        (("experiments", "create", "--name", "x", "--baseline", foreign.id), "NOT_FOUND"),
+        (("lineage", "results", str(foreign.definition_id)), "DEFINITION_NOT_FOUND"),
+    ):
+        out = cli_both(*args, "--json")
+        assert out.exit_code == 1 and out.json()["code"] == code, (args, out.stdout)
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_the_server_prints_what_the_database_prints(
+    unstarted_run: str,
+    cli_both: Invoke,
+    database_url: TestDatabase,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    if not os.environ.get(API_URL_ENV):
+        pytest.skip("compares the server's answers with the database's")
+    experiment = cli_both(
+        "experiments", "create", "--name", "e", "--baseline", unstarted_run, "--json"
+    ).json()["id"]
+    cli_both("experiments", "add-variant", experiment, "--temperature", "0.5", "--no-start")
+    cli_both("analyze", unstarted_run, "--json")  # computed once: both then read the cache
+    for args in (
+        ("analyze", unstarted_run),
+        ("experiments", "list"),
+        ("experiments", "report", experiment),
+    ):
+        for as_json in ((), ("--json",)):
+            served = cli_both(*args, *as_json)
+            local = on_the_database(cli_both, database_url, monkeypatch, *args, *as_json)
+            assert served.exit_code == local.exit_code == 0, (args, served.stdout)
+            assert served.stdout == local.stdout, args

@@ -1,16 +1,20 @@
 """`valuerank analyze` with the deep analysis on both backends: whether each result came from
 the cache, the narrative asked for (also of a cached deep analysis, its model checked like a
-run's), plots without --deep, and the Rich tables of the deep figures."""
+run's), plots without --deep, and the Rich tables of the deep figures — each `analyze` run
+both ways (on the database and against a live server; the run is made, and the narrative's
+job worked, on the database)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+from tests.conftest import TestDatabase
 
 import valuerank
 
 from .conftest import Invoke
+from .test_analyze_cmd import on_the_database
 
 DEMO = str(Path(valuerank.__file__).parent / "demo" / "exp-demo-whistleblower.md")
 RUBRIC = str(Path(__file__).parents[2] / "examples" / "values_rubric.yaml")
@@ -26,7 +30,10 @@ def _names(directory: Path) -> set[str]:
     return {p.stem for p in directory.iterdir()}
 
 
-def test_deep_cache_narrative_plots_and_tables(cli: Invoke, tmp_path: Path) -> None:
+@pytest.fixture
+def judged_run(cli: Invoke) -> str:
+    """A completed run of three models judged by a scripted judge, made on the database
+    before `cli_both` (asked after this fixture) may point the CLI at a server."""
     assert cli("rubrics", "import", RUBRIC, "--json").exit_code == 0
     definition = str(cli("definitions", "import", DEMO, "--json").json()["id"])
     args = ["runs", "create", "--definition", definition, "--sample-percentage", "30"]
@@ -37,7 +44,17 @@ def test_deep_cache_narrative_plots_and_tables(cli: Invoke, tmp_path: Path) -> N
     run_id = str(created.json()["id"])
     waited = cli("runs", "wait", run_id, "--work", "--timeout", "120", "--json")
     assert waited.json()["status"] == "completed"
+    return run_id
 
+
+def test_deep_cache_narrative_plots_and_tables(
+    judged_run: str,
+    cli_both: Invoke,
+    database_url: TestDatabase,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    cli, run_id = cli_both, judged_run
     # No deep analysis yet: the plots say the PCA needs one.
     basic = cli("analyze", run_id, "--plots", str(tmp_path / "a"), "--json").json()
     assert basic["deep_cached"] is None and "deep" not in basic["analysis"]
@@ -70,7 +87,8 @@ def test_deep_cache_narrative_plots_and_tables(cli: Invoke, tmp_path: Path) -> N
     assert asked["narrative"]["status"] == "queued" and asked["narrative"]["job_id"]
     again = cli("analyze", run_id, "--narrative-model", "scripted:centrist", "--json").json()
     assert again["narrative"] == {**asked["narrative"], "status": "already queued"}
-    assert cli("worker", "--burst", "--json").exit_code == 0
+    # The narrative's job, worked on the database (the server's thread runs none).
+    assert on_the_database(cli, database_url, monkeypatch, "worker", "--burst").exit_code == 0
     told = cli("analyze", run_id, "--deep", "--json").json()["analysis"]["deep"]
     assert "(synthetic answer from scripted:centrist)" in told["narrative"]
     done = cli("analyze", run_id, "--narrative-model", "scripted:centrist", "--json").json()

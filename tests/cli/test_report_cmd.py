@@ -12,7 +12,9 @@ import pytest
 from valuerank.refs import short_id
 
 from .conftest import Invoke
-from .test_analyze_cmd import DEMO, RUBRIC, judged_cli_run
+from .test_analyze_cmd import judged_pair, unstarted_run
+
+__all__ = ["judged_pair", "unstarted_run"]  # fixtures, shared with test_analyze_cmd
 
 
 @pytest.fixture(autouse=True)
@@ -33,12 +35,13 @@ def _cell(html: str, model: str, dimension: str, field: str) -> str:
 
 
 def test_report_of_a_run_and_with_a_baseline(
-    cli: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    judged_pair: tuple[str, str, str],
+    cli_both: Invoke,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    assert cli("rubrics", "import", RUBRIC, "--json").exit_code == 0
-    definition = str(cli("definitions", "import", DEMO, "--json").json()["id"])
-    a = judged_cli_run(cli, definition, "scripted:utilitarian", "scripted:contrarian")
-    b = judged_cli_run(cli, definition, "scripted:utilitarian", "scripted:agreeable")
+    cli = cli_both
+    _, a, b = judged_pair
 
     target = tmp_path / "out" / "report.html"
     # The whole id: ids are UUIDv7, so two runs made seconds apart can share a prefix of 10.
@@ -82,14 +85,11 @@ def test_report_of_a_run_and_with_a_baseline(
     assert (tmp_path / "h.html").exists()
 
 
-def test_report_errors_carry_a_code(cli: Invoke, tmp_path: Path) -> None:
+def test_report_errors_carry_a_code(unstarted_run: str, cli_both: Invoke, tmp_path: Path) -> None:
+    cli = cli_both
     unknown = cli("report", "ffffffff", "-o", str(tmp_path / "x.html"), "--json")
     assert unknown.exit_code == 1 and unknown.json()["code"] == "NOT_FOUND"
-    definition = str(cli("definitions", "import", DEMO, "--json").json()["id"])
-    created = cli(
-        "runs", "create", "--definition", definition, "--model", "scripted:utilitarian",
-        "--sample-percentage", "10", "--no-start", "--json",
-    ).json()  # fmt: skip
+    created = {"id": unstarted_run}
     empty = cli("report", created["id"], "-o", str(tmp_path / "x.html"), "--json")
     assert empty.exit_code == 1 and empty.json()["code"] == "NO_TRANSCRIPTS"
     assert "runs wait" in empty.json()["hint"]

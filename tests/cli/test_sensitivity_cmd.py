@@ -1,6 +1,7 @@
 """Value sensitivities end to end, without judges: a run of scripted models on the bundled
 definition, `valuerank analyze` (its table first, the JSON) on both backends. The scripted
-personas' weights are known (providers/scripted.py), so the signs are checked against them."""
+personas' weights are known (providers/scripted.py), so the signs are checked against them.
+`analyze` runs both ways: on the database and against a live server."""
 
 from __future__ import annotations
 
@@ -23,7 +24,9 @@ def _fast_worker(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("VALUERANK_WORKER_POLL_SECONDS", "0.05")
 
 
-def test_analyze_shows_value_sensitivities_first_without_judges(cli: Invoke) -> None:
+@pytest.fixture
+def unjudged_run(cli: Invoke) -> str:
+    """A completed run without judges, made on the database before `cli_both`."""
     definition = str(cli("definitions", "import", DEMO, "--json").json()["id"])
     args = ["runs", "create", "--definition", definition, "--samples-per-scenario", "2"]
     for model in MODELS:
@@ -33,7 +36,13 @@ def test_analyze_shows_value_sensitivities_first_without_judges(cli: Invoke) -> 
     run_id = str(created.json()["id"])
     waited = cli("runs", "wait", run_id, "--work", "--timeout", "120", "--json")
     assert waited.exit_code == 0 and waited.json()["status"] == "completed"
+    return run_id
 
+
+def test_analyze_shows_value_sensitivities_first_without_judges(
+    unjudged_run: str, cli_both: Invoke
+) -> None:
+    cli, run_id = cli_both, unjudged_run
     analysis = cli("analyze", run_id, "--json").json()["analysis"]
     # (JSON key order is the backend's: PostgreSQL's jsonb reorders; the table comes first)
     assert analysis["scaleLabels"]["5"] == "report the defect to the regulator now"

@@ -4,12 +4,22 @@ errors as one JSON document."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
+
+import pytest
+
+from valuerank.client import API_URL_ENV
+from valuerank.db import Database
+from valuerank.orgs import ensure_org
+from valuerank.validation.store import create_task
 
 RETRY = "#PATTERN_MOMENTUM: Retry failed requests three times"
 
 
-def test_the_validation_commands(cli: Any) -> None:
+@pytest.mark.server_worker  # against a server, its worker runs the validations
+def test_the_validation_commands(cli_both: Any) -> None:
+    cli = cli_both
     created = cli("validation", "tasks", "create", "Auth API", "--description", "Login", "--json")
     assert created.exit_code == 0, created.stdout + created.stderr
     task = str(created.json()["id"])
@@ -62,7 +72,8 @@ def test_the_validation_commands(cli: Any) -> None:
     assert "scripted:utilitarian" in cli("validation", "view", task, "ra_retry").stdout
 
 
-def test_errors_are_one_json_document(cli: Any) -> None:
+def test_errors_are_one_json_document(cli_both: Any) -> None:
+    cli = cli_both
     task = str(cli("validation", "tasks", "create", "T", "--json").json()["id"])
     cli("validation", "tags", "add", task, RETRY, "--id", "ra_1", "--json")
     for args, code in (
@@ -81,3 +92,21 @@ def test_errors_are_one_json_document(cli: Any) -> None:
         assert result.json()["success"] is False and result.json()["code"] == code
     queued = cli("validation", "validate", task, "ra_1", "-m", "scripted:utilitarian")
     assert queued.exit_code == 0 and "valuerank worker" in queued.stdout
+
+
+async def test_another_organisations_task_is_not_found_through_a_server(
+    db: Database, cli_both: Any
+) -> None:
+    if not os.environ.get(API_URL_ENV):
+        pytest.skip("only a server has other organisations' tasks to hide")
+    async with db.transaction() as conn:
+        other = await ensure_org(conn, "other")
+        task = str((await create_task(conn, other, "theirs")).id)
+    for args in (
+        ("validation", "consensus", task),
+        ("validation", "tags", "list", task),
+        ("validation", "tags", "add", task, RETRY),
+    ):
+        out = cli_both(*args, "--json")
+        assert out.exit_code == 1 and out.json()["code"] == "TASK_NOT_FOUND", (args, out.stdout)
+    assert [t["id"] for t in cli_both("validation", "tasks", "list", "--json").json()] == []

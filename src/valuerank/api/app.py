@@ -30,6 +30,7 @@ from valuerank.api import (
     routes_providers,
     routes_queue,
     routes_readings,
+    routes_report,
     routes_rubrics,
     routes_runs,
     routes_scenarios,
@@ -125,6 +126,7 @@ def create_app(
     app.include_router(routes_assumptions.router)
     app.include_router(routes_updates.router)
     app.include_router(routes_analysis.router)
+    app.include_router(routes_report.router)
     app.include_router(routes_definitions.router)
     app.include_router(routes_rubrics.router)
     app.include_router(routes_scenarios.router)

@@ -24,6 +24,8 @@ from valuerank.api.schemas import Debugged, Envelope, also
 from valuerank.api.schemas.findings import (
     Analysis,
     AnalysisTimings,
+    AnalyzedNow,
+    ComparedNow,
     ComparisonPage,
     ExperimentPage,
     ExperimentReport,
@@ -34,13 +36,16 @@ from valuerank.api.schemas.findings import (
 from valuerank.api.schemas.lineage import LineageResults
 from valuerank.findings.analyses import AnalysisOutcome, Kind, run_analysis
 from valuerank.findings.comparisons import (
+    CORRECTIONS,
     Comparison,
+    compare_runs,
     create_comparison,
     get_comparison,
     list_comparisons,
 )
 from valuerank.findings.lineage import lineage_results
 from valuerank.pipeline.analyze import enqueue_analysis, enqueue_comparison
+from valuerank.pipeline.analyze_now import analyze_now
 from valuerank.pipeline.experiments import (
     CHANGEABLE,
     Experiment,
@@ -84,6 +89,29 @@ class CompareBody(Body):
     )
 
 
+class AnalyzeNowBody(AnalyzeBody):
+    current_deep: bool = Field(
+        default=False,
+        description="Also answer the stored deep analysis of the run's current inputs (or "
+        "null) as `current_deep`.",
+    )
+
+
+class CompareNowBody(Body):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    baseline_run_id: str = Field(min_length=1, max_length=100)
+    comparison_run_id: str = Field(min_length=1, max_length=100)
+    # Checked by the service (INVALID_INPUT with the choices, as the CLI says it); the enum
+    # documents them.
+    correction: str = Field(
+        default="fdr_bh",
+        max_length=20,
+        description="fdr_bh (Benjamini–Hochberg, default) or holm, across all tests.",
+        json_schema_extra={"enum": list(CORRECTIONS)},
+    )
+    force: bool = Field(default=False, description="Recompute even if a result is current.")
+
+
 class ExperimentBody(Body):
     model_config = ConfigDict(extra="forbid", strict=True)
     name: str = Field(min_length=1, max_length=300)
@@ -98,6 +126,7 @@ class VariantBody(Body):
         description="What differs from the baseline's settings.",
         json_schema_extra={"minProperties": 1, "propertyNames": {"enum": list(CHANGEABLE)}},
     )
+    start: bool = Field(default=True, description="false: create the run without starting it.")
 
 
 def _debug(outcome: AnalysisOutcome, wanted: bool) -> dict[str, Any] | None:
@@ -182,6 +211,44 @@ async def compare_route(body: CompareBody, ctx: Member) -> JSONResponse:
     )
 
 
+@router.post("/api/runs/{run_id}/analysis", response_model=Envelope[AnalyzedNow])
+async def analyze_now_route(
+    run_id: str, ctx: Member, body: AnalyzeNowBody | None = None
+) -> JSONResponse:
+    """Compute the run's analysis now and answer it, as `valuerank analyze` does: the basic
+    one and, with `deep` (or a `narrative_model`), the deep one — each from the cache while
+    the run's inputs match, unless `force`. A `narrative_model` is checked first, then its
+    narrative queued unless the deep analysis has one (`narrative`)."""
+    body = body or AnalyzeNowBody()
+    data = await analyze_now(
+        ctx.db,
+        ctx.org_id,
+        run_id,
+        deep=body.deep,
+        force=body.force,
+        narrative_model=body.narrative_model,
+        allow_unknown_model=body.allow_unknown_models,
+    )
+    if not body.current_deep:
+        del data["current_deep"]
+    return ok(data)
+
+
+@router.post("/api/comparisons", response_model=Envelope[ComparedNow])
+async def compare_now_route(body: CompareNowBody, ctx: Member) -> JSONResponse:
+    """Compare two runs now and answer the comparison, as `valuerank compare` does: a
+    completed comparison of the same inputs is reused (`cached`) unless `force`."""
+    outcome = await compare_runs(
+        ctx.db,
+        ctx.org_id,
+        body.baseline_run_id,
+        body.comparison_run_id,
+        correction=body.correction,
+        force=body.force,
+    )
+    return ok({"cached": outcome.cached, "comparison": dump(outcome.comparison)})
+
+
 @router.get("/api/runs/{run_id}/comparisons", response_model=Envelope[ComparisonPage])
 async def run_comparisons_route(
     run_id: str, ctx: Viewer, limit: Limit = 50, cursor: Cursor = None
@@ -245,9 +312,10 @@ async def list_experiments_route(
     "/api/experiments/{experiment_id}/runs", status_code=201, response_model=Envelope[VariantRun]
 )
 async def add_variant_route(experiment_id: str, body: VariantBody, ctx: Member) -> JSONResponse:
-    """Create and start a variant run: the baseline's settings with `changes` applied."""
+    """Create and start (unless `start: false`) a variant run: the baseline's settings with
+    `changes` applied."""
     async with ctx.db.transaction(immediate=True) as conn:
-        variant = await add_variant(conn, ctx.org_id, experiment_id, body.changes)
+        variant = await add_variant(conn, ctx.org_id, experiment_id, body.changes, start=body.start)
     return ok(
         {
             **variant.run.summary_dict(),

@@ -34,9 +34,11 @@ from valuerank.api.schemas.assumptions import (
     TagPage,
     TaskConsensus,
     TaskPage,
+    ValidationJobs,
 )
 from valuerank.consensus.consensus import Outcome
 from valuerank.providers.model_id import MODEL_ID_PATTERN
+from valuerank.queue import get_job
 from valuerank.shapes import dump
 from valuerank.validation.cache import ReadCache
 from valuerank.validation.errors import ValidationDatabaseError
@@ -375,3 +377,26 @@ async def validate_route(
             conn, ctx.org_id, task_id, ra_tag_id, body.models, request_id=body.request_id
         )
     return ok(dump(requested), status_code=202)
+
+
+JobIds = Annotated[
+    list[Annotated[str, Field(min_length=1, max_length=100)]] | None,
+    Query(max_length=MAX_MODELS, description="A job id a validation request answered, repeated."),
+]
+
+
+@router.get("/jobs", response_model=Envelope[ValidationJobs])
+async def validation_jobs_route(ctx: Viewer, id: JobIds = None) -> JSONResponse:
+    """The state of the jobs `validate` queued (`id` repeated), to wait for their answers
+    (`valuerank validation validate --wait`). Another organisation's job is 404, like an
+    unknown one."""
+    async with ctx.db.transaction() as conn:
+        found = [await get_job(conn, job_id, org_id=ctx.org_id) for job_id in id or ()]
+    return ok(
+        {
+            "jobs": {
+                j.id: {"model": j.model, "status": j.status.value, "error": j.last_error}
+                for j in found
+            }
+        }
+    )

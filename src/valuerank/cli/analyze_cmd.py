@@ -3,29 +3,37 @@
 The commands compute through the same services as the API and the jobs (valuerank.findings,
 valuerank.pipeline.experiments): cached results are served while the runs' inputs match. Each
 command imports what it needs when it runs: a cached `analyze` reads a stored row and loads
-neither the statistics (scipy, statsmodels, matplotlib) nor the launch of runs.
+neither the statistics (scipy, statsmodels, matplotlib) nor the launch of runs. With
+VALUERANK_API_URL set, each asks the server (valuerank.client.analysis) for the same JSON and
+prints it with the same code; only `--plots` draws here (matplotlib, on the user's machine).
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import typer
 
 from valuerank.cli.analysis_view import print_analysis, print_comparison
-from valuerank.cli.common import JsonOption, console, database, print_json, run, session
+from valuerank.cli.common import (
+    JsonOption,
+    console,
+    database,
+    fail,
+    local_or_server,
+    print_json,
+    session,
+)
+from valuerank.cli.lineage_view import print_lineage
+from valuerank.client import analysis as remote
 from valuerank.errors import InvalidInputError
 from valuerank.refs import short_id
 
 PlotsOption = typer.Option(
     None, "--plots", help="Also write the plots (PNG and SVG) into this directory."
 )
-
-
-if TYPE_CHECKING:
-    from valuerank.findings.analyses import AnalysisOutcome
 
 
 def _plots(figures: dict[str, Any], directory: Path | None) -> list[str]:
@@ -40,38 +48,6 @@ PCA_NEEDS_DEEP = (
     "pca_scatter not written: the PCA is part of the deep analysis and this run has no "
     "current one; add --deep"
 )
-
-
-async def _analyze(
-    run_id: str,
-    *,
-    deep: bool,
-    force: bool,
-    narrative_model: str | None,
-    allow_unknown_model: bool,
-) -> tuple[AnalysisOutcome, dict[str, Any] | None]:
-    """The analysis, and the narrative asked for: queued (`job_id`) unless the deep analysis
-    has one already. The model is checked before anything is computed."""
-    from valuerank.findings.analyses import run_analysis
-
-    async with database() as opened:
-        if narrative_model is not None:
-            # The narrative's checks load the registry and the model calls: only when asked.
-            from valuerank.pipeline.analyze import check_narrative_model, narrate
-
-            async with opened.db.transaction(immediate=True) as conn:  # seeds the registry
-                await check_narrative_model(
-                    conn, opened.org_id, narrative_model, allow_unknown=allow_unknown_model
-                )
-        outcome = await run_analysis(opened.db, opened.org_id, run_id, deep=deep, force=force)
-        if narrative_model is None:
-            return outcome, None
-        async with opened.db.transaction(immediate=True) as conn:
-            queued = await narrate(conn, opened.org_id, outcome, narrative_model)
-    if queued is None:
-        return outcome, {"model": narrative_model, "status": "exists", "job_id": None}
-    status = "queued" if queued.enqueued else "already queued"
-    return outcome, {"model": narrative_model, "status": status, "job_id": queued.job_id}
 
 
 def analyze(
@@ -95,24 +71,38 @@ def analyze(
     plots_dir: Path | None = PlotsOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Findings of a run: value profiles, agreement, dimension effects (cached by input)."""
-    wants_deep = deep or narrative_model is not None
+    """Findings of a run: value profiles, agreement, dimension effects (cached by input).
+
+    With VALUERANK_API_URL set the server computes them."""
 
     async def _go() -> dict[str, Any]:
-        outcome, narrative = await _analyze(
+        from valuerank.pipeline.analyze_now import analyze_now
+
+        async with database() as opened:
+            data = await analyze_now(
+                opened.db,
+                opened.org_id,
+                run_id,
+                deep=deep,
+                force=force,
+                narrative_model=narrative_model,
+                allow_unknown_model=allow_unknown_model,
+            )
+        return {"success": True, **data}
+
+    data = local_or_server(
+        _go,
+        lambda server: remote.analyze(
+            server,
             run_id,
-            deep=wants_deep,
+            deep=deep,
             force=force,
             narrative_model=narrative_model,
             allow_unknown_model=allow_unknown_model,
-        )
-        data = outcome.to_dict()
-        if narrative is not None:
-            data["narrative"] = narrative
-        data["current_deep"] = outcome.current_deep
-        return data
-
-    data = run(_go(), as_json=as_json)
+            current_deep=plots_dir is not None,
+        ),
+        as_json=as_json,
+    )
     analysis = data["analysis"]
     current_deep = data.pop("current_deep")
     notes: list[str] = []
@@ -156,12 +146,14 @@ def compare(
     plots_dir: Path | None = PlotsOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Compare two runs paired on scenario identity: deltas, intervals, tests, divergences."""
-    from valuerank.analysis import plots
-    from valuerank.findings.comparisons import compare_runs
-    from valuerank.shapes import dump
+    """Compare two runs paired on scenario identity: deltas, intervals, tests, divergences.
+
+    With VALUERANK_API_URL set the server compares them."""
 
     async def _go() -> dict[str, Any]:
+        from valuerank.findings.comparisons import compare_runs
+        from valuerank.shapes import dump
+
         async with database() as opened:
             outcome = await compare_runs(
                 opened.db, opened.org_id, baseline, other, correction=correction, force=force
@@ -172,9 +164,17 @@ def compare(
             "comparison": dump(outcome.comparison),
         }
 
-    data = run(_go(), as_json=as_json)
-    result = data["comparison"]["result"]
-    written = _plots({"comparison_forest": plots.comparison_forest(result)}, plots_dir)
+    data = local_or_server(
+        _go,
+        lambda server: remote.compare(server, baseline, other, correction=correction, force=force),
+        as_json=as_json,
+    )
+    written: list[str] = []
+    if plots_dir is not None:
+        from valuerank.analysis import plots  # matplotlib: only when drawing
+
+        result = data["comparison"]["result"]
+        written = _plots({"comparison_forest": plots.comparison_forest(result)}, plots_dir)
     if as_json:
         print_json({**data, "plots": written} if plots_dir else data)
         return
@@ -196,18 +196,27 @@ def experiments_create(
     hypothesis: str = typer.Option("", "--hypothesis", help="What you expect to see."),
     as_json: bool = JsonOption,
 ) -> None:
-    """Create an experiment around a baseline run."""
-    from valuerank.pipeline.experiments import create_experiment
-    from valuerank.shapes import dump
+    """Create an experiment around a baseline run.
+
+    With VALUERANK_API_URL set the server stores it."""
 
     async def _go() -> dict[str, Any]:
+        from valuerank.pipeline.experiments import create_experiment
+        from valuerank.shapes import dump
+
         async with session() as s:
             made = await create_experiment(
                 s.conn, s.org_id, name=name, hypothesis=hypothesis, baseline_run=baseline
             )
         return dump(made)  # type: ignore[no-any-return]
 
-    data = run(_go(), as_json=as_json)
+    data = local_or_server(
+        _go,
+        lambda server: remote.create_experiment(
+            server, name=name, hypothesis=hypothesis, baseline=baseline
+        ),
+        as_json=as_json,
+    )
     if as_json:
         print_json(data)
     else:
@@ -259,20 +268,32 @@ def experiments_add_variant(
     no_start: bool = typer.Option(False, "--no-start", help="Create the run without starting it."),
     as_json: bool = JsonOption,
 ) -> None:
-    """Create (and start) a variant run: the baseline's settings with the stated changes."""
-    from valuerank.pipeline.experiments import add_variant
+    """Create (and start) a variant run: the baseline's settings with the stated changes.
+
+    With VALUERANK_API_URL set the server creates it."""
+    try:
+        stated = _changes(model, definition, temperature, sample_percentage, sample_seed, changes)
+    except InvalidInputError as exc:
+        fail(exc.message, code=exc.code, as_json=as_json, hint=exc.hint)
 
     async def _go() -> dict[str, Any]:
-        stated = _changes(model, definition, temperature, sample_percentage, sample_seed, changes)
+        from valuerank.pipeline.experiments import add_variant
+        from valuerank.queue.dialect import iso
+
         async with session() as s:
             variant = await add_variant(s.conn, s.org_id, experiment, stated, start=not no_start)
-        return {
+        return {  # the shape of POST /api/experiments/{id}/runs
             **variant.run.summary_dict(),
             "experiment_id": variant.experiment_id,
             "changes": variant.changes,
+            "created_at": iso(variant.created_at),
         }
 
-    data = run(_go(), as_json=as_json)
+    data = local_or_server(
+        _go,
+        lambda server: remote.add_variant(server, experiment, stated, start=not no_start),
+        as_json=as_json,
+    )
     if as_json:
         print_json(data)
     else:
@@ -284,14 +305,19 @@ def experiments_report(
     experiment: str = typer.Argument(..., help="Experiment id or prefix."),
     as_json: bool = JsonOption,
 ) -> None:
-    """Every variant compared with the baseline (once both have finished)."""
-    from valuerank.pipeline.experiments import experiment_report
+    """Every variant compared with the baseline (once both have finished).
+
+    With VALUERANK_API_URL set the server compares them."""
 
     async def _go() -> dict[str, Any]:
+        from valuerank.pipeline.experiments import experiment_report
+
         async with database() as opened:
             return await experiment_report(opened.db, opened.org_id, experiment)
 
-    data = run(_go(), as_json=as_json)
+    data = local_or_server(
+        _go, lambda server: remote.experiment_report(server, experiment), as_json=as_json
+    )
     if as_json:
         print_json(data)
         return
@@ -309,15 +335,19 @@ def experiments_report(
 
 @experiments_app.command("list")
 def experiments_list(as_json: bool = JsonOption) -> None:
-    """The organisation's experiments, newest first."""
-    from valuerank.pipeline.experiments import list_experiments
-    from valuerank.shapes import dump
+    """The organisation's experiments, newest first.
+
+    With VALUERANK_API_URL set the server lists them."""
 
     async def _go() -> list[dict[str, Any]]:
-        async with session() as s:
-            return dump(await list_experiments(s.conn, s.org_id, limit=500))  # type: ignore[no-any-return]
+        from valuerank.pipeline.experiments import list_experiments
+        from valuerank.shapes import dump
 
-    rows = run(_go(), as_json=as_json)
+        async with session() as s:
+            found = await list_experiments(s.conn, s.org_id, limit=remote.EXPERIMENTS_LIMIT)
+            return dump(found)  # type: ignore[no-any-return]
+
+    rows = local_or_server(_go, remote.list_experiments, as_json=as_json)
     if as_json:
         print_json(rows)
         return
@@ -345,53 +375,27 @@ def lineage_results_cmd(
     as_json: bool = JsonOption,
 ) -> None:
     """The whole fork tree: one run per version, aligned on scenarios on the models every
-    chosen run has, each delta next to the diff behind it."""
-    from valuerank.findings.lineage import lineage_results
+    chosen run has, each delta next to the diff behind it.
+
+    With VALUERANK_API_URL set the server answers."""
 
     async def _go() -> dict[str, Any]:
+        from valuerank.findings.lineage import lineage_results
+
         async with database() as opened:
             return await lineage_results(
                 opened.db, opened.org_id, definition, run_refs=chosen, exclude=exclude
             )
 
-    data = run(_go(), as_json=as_json)
+    data = local_or_server(
+        _go,
+        lambda server: remote.lineage_results(server, definition, runs=chosen, exclude=exclude),
+        as_json=as_json,
+    )
     if as_json:
         print_json(data)
         return
-    console.print(f"[bold]{data['name']}[/]: {len(data['versions'])} versions")
-    for version in data["versions"]:
-        means = ", ".join(
-            f"{m} {r['mean']:.2f}" if r["mean"] is not None else f"{m} –"
-            for m, r in (version.get("results") or {}).items()
-        )
-        indent = "  " * version["depth"]
-        basis = f" ({version['basis']})" if version.get("basis") else ""
-        represented = (
-            f"run {short_id(version['representative_run_id'])} "
-            f"({'chosen' if version['chosen_by'] == 'explicit' else 'latest completed'}): "
-            f"{means or 'no results'}{basis}"
-            if version["representative_run_id"]
-            else version["no_run_reason"]
-        )
-        console.print(
-            f"{indent}{version['label']}: {len(version['runs'])} runs; {represented}",
-            highlight=False,
-            markup=False,
-        )
-    models = data["models"]
-    if models["compared"]:
-        console.print(f"compared: {', '.join(models['compared'])}", highlight=False)
-    for dropped in models["dropped"]:
-        console.print(f"left out: {dropped['model']}: {dropped['reason']}", highlight=False)
-    for change in data["changes"]:
-        console.print(f"[bold]{change['from_label']} → {change['to_label']}[/]")
-        for line in change["diff_lines"]:
-            console.print(f"  {line}", highlight=False, markup=False)
-        for model, entry in change["comparison"]["perModel"].items():
-            console.print(f"  {model}: Δ {entry['delta'] if entry['delta'] is not None else '–'}")
-    for table, reason in data["empty"].items():
-        if reason is not None and (table != "aligned" or reason != data["empty"]["changes"]):
-            console.print(f"no {table}: {reason}", highlight=False, markup=False)
+    print_lineage(console, data)
 
 
 def register(app: typer.Typer) -> None:

@@ -3,6 +3,8 @@
 The analysis comes from the cache while the run's inputs match (as `valuerank analyze`), the
 comparison with `--baseline` is reused when one of the same inputs was completed (as
 `valuerank compare`); the figures are drawn once, then the file is written all at once.
+With VALUERANK_API_URL set the server builds it (`GET /api/runs/{id}/report`) and its bytes
+are written here the same way.
 """
 
 from __future__ import annotations
@@ -17,10 +19,13 @@ from valuerank.cli.common import (
     console,
     database,
     err_console,
+    local_or_server,
     print_json,
-    run,
     write_atomically,
 )
+from valuerank.client import ApiClient, ApiError
+from valuerank.client.analysis import fetch_report
+from valuerank.errors import ValueRankError
 
 STEPS = {
     "analysis": "Loading the run's analysis (computed now unless cached)…",
@@ -40,9 +45,9 @@ def report(
     ),
     as_json: bool = JsonOption,
 ) -> None:
-    """A run's findings as one self-contained HTML file (inline SVG, no network, printable)."""
-    from valuerank.report.loading import build_report
+    """A run's findings as one self-contained HTML file (inline SVG, no network, printable).
 
+    With VALUERANK_API_URL set the server builds it; the file is written here."""
     # The status goes to stderr: with --json, stdout carries the JSON only.
     with err_console.status(STEPS["analysis"]) as status:
 
@@ -50,27 +55,59 @@ def report(
             status.update(STEPS.get(step, step))
 
         async def _go() -> dict[str, Any]:
+            from valuerank.report.loading import build_report
+
             async with database() as opened:
                 doc, html = await build_report(
                     opened.db, opened.org_id, run_id, baseline=baseline, progress=progress
                 )
-            path = output if output is not None else Path(f"report-{doc.run.short_id}.html")
-            data = html.encode("utf-8")
-            write_atomically(path, data)
-            return {
-                "success": True,
-                "path": str(path.resolve()),
-                "run_id": doc.run.id,
-                "baseline_run_id": None if doc.comparison is None else doc.comparison.baseline.id,
-                "bytes": len(data),
-                "figures": {name: len(svg.encode("utf-8")) for name, svg in doc.figures.items()},
-            }
+            return _written(
+                output or Path(f"report-{doc.run.short_id}.html"),
+                html.encode("utf-8"),
+                run_id=doc.run.id,
+                baseline_run_id=None if doc.comparison is None else doc.comparison.baseline.id,
+                figures={name: len(svg.encode("utf-8")) for name, svg in doc.figures.items()},
+            )
 
-        data = run(_go(), as_json=as_json)
+        def _remote(server: ApiClient) -> dict[str, Any]:
+            status.update(f"Asking {server.base_url} for the report…")
+            got = fetch_report(server, run_id, baseline=baseline)
+            try:
+                return _written(
+                    output or Path(got.file_name),
+                    got.html,
+                    run_id=got.run_id,
+                    baseline_run_id=got.baseline_run_id,
+                    figures=got.figures,
+                )
+            except ValueRankError as exc:  # OUTPUT_NOT_WRITTEN, shown as a server's error is
+                raise ApiError(exc.message, code=exc.code, hint=exc.hint) from exc
+
+        data = local_or_server(_go, _remote, as_json=as_json)
     if as_json:
         print_json(data)
         return
     console.print(f"report: {data['path']} ({data['bytes'] / 1024:.0f} KiB)")
+
+
+def _written(
+    path: Path,
+    html: bytes,
+    *,
+    run_id: str,
+    baseline_run_id: str | None,
+    figures: dict[str, int],
+) -> dict[str, Any]:
+    """Write the report all at once; what `report --json` prints about it."""
+    write_atomically(path, html)
+    return {
+        "success": True,
+        "path": str(path.resolve()),
+        "run_id": run_id,
+        "baseline_run_id": baseline_run_id,
+        "bytes": len(html),
+        "figures": figures,
+    }
 
 
 def register(app: typer.Typer) -> None:

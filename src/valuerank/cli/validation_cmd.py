@@ -1,5 +1,7 @@
 """`valuerank validation …`: tasks with RA tags, validations by several models, and their
-consensus (the services of valuerank.validation, as the API uses them)."""
+consensus (the services of valuerank.validation, as the API uses them). With
+VALUERANK_API_URL set, every command asks the server's /api/assumptions routes instead
+(valuerank.client.validation) and prints the same."""
 
 from __future__ import annotations
 
@@ -13,14 +15,21 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from valuerank.cli.common import JsonOption, console, database, print_json, run, session
-from valuerank.cli.live import in_process_worker
-from valuerank.queue import JobStatus, get_job
+from valuerank.cli.common import (
+    JsonOption,
+    console,
+    database,
+    err_console,
+    local_or_server,
+    print_json,
+    session,
+)
+from valuerank.client import ApiClient
+from valuerank.client import validation as remote
 from valuerank.refs import short_id
 from valuerank.shapes import dump
 from valuerank.validation.model import parse_task_id
 from valuerank.validation.reads import multi_model_view, task_consensus
-from valuerank.validation.requests import request_validation
 from valuerank.validation.rules import consensus_dict
 from valuerank.validation.store import (
     NewValidation,
@@ -58,13 +67,17 @@ def tasks_create(
     description: str = typer.Option("", "--description", help="More about the task."),
     as_json: bool = JsonOption,
 ) -> None:
-    """Create a task; prints its id."""
+    """Create a task; prints its id.
+
+    With VALUERANK_API_URL set the server stores it."""
 
     async def _go() -> dict[str, Any]:
         async with session() as s:
             return dump(await create_task(s.conn, s.org_id, name, description))  # type: ignore[no-any-return]
 
-    data = run(_go(), as_json=as_json)
+    data = local_or_server(
+        _go, lambda server: remote.create_task(server, name, description), as_json=as_json
+    )
     if as_json:
         print_json(data)
     else:
@@ -76,13 +89,17 @@ def tasks_list(
     limit: int = typer.Option(50, "--limit", min=1, max=500, help="How many, newest first."),
     as_json: bool = JsonOption,
 ) -> None:
-    """The organisation's tasks, newest first."""
+    """The organisation's tasks, newest first.
+
+    With VALUERANK_API_URL set the server lists them."""
 
     async def _go() -> list[dict[str, Any]]:
         async with session() as s:
             return dump(await list_tasks(s.conn, s.org_id, limit=limit))  # type: ignore[no-any-return]
 
-    data = run(_go(), as_json=as_json)
+    data = local_or_server(
+        _go, lambda server: remote.list_tasks(server, limit=limit), as_json=as_json
+    )
     if as_json:
         print_json(data)
         return
@@ -102,14 +119,18 @@ def tags_add(
     tag_id: str | None = typer.Option(None, "--id", help="Its id (default: a fresh ra_…)."),
     as_json: bool = JsonOption,
 ) -> None:
-    """Add an RA tag to a task (the same id and text again changes nothing)."""
+    """Add an RA tag to a task (the same id and text again changes nothing).
+
+    With VALUERANK_API_URL set the server stores it."""
 
     async def _go() -> dict[str, Any]:
         async with session() as s:
             tag, created = await add_tag(s.conn, s.org_id, parse_task_id(task), text, tag_id)
         return {**dump(tag), "created": created}
 
-    data = run(_go(), as_json=as_json)
+    data = local_or_server(
+        _go, lambda server: remote.add_tag(server, task, text, tag_id), as_json=as_json
+    )
     if as_json:
         print_json(data)
     else:
@@ -119,13 +140,15 @@ def tags_add(
 
 @tags_app.command("list")
 def tags_list(task: str = TaskArg, as_json: bool = JsonOption) -> None:
-    """A task's RA tags in the order they were added."""
+    """A task's RA tags in the order they were added.
+
+    With VALUERANK_API_URL set the server lists them."""
 
     async def _go() -> list[dict[str, Any]]:
         async with session() as s:
             return dump(await list_tags(s.conn, s.org_id, parse_task_id(task)))  # type: ignore[no-any-return]
 
-    data = run(_go(), as_json=as_json)
+    data = local_or_server(_go, lambda server: remote.list_tags(server, task), as_json=as_json)
     if as_json:
         print_json(data)
         return
@@ -145,7 +168,9 @@ def record(
     notes: str = typer.Option("", "--notes"),
     as_json: bool = JsonOption,
 ) -> None:
-    """Record a model's validation of a tag directly; prints the tag's new consensus."""
+    """Record a model's validation of a tag directly; prints the tag's new consensus.
+
+    With VALUERANK_API_URL set the server records it."""
 
     async def _go() -> dict[str, Any]:
         new = NewValidation(validator, outcome, confidence, notes)
@@ -156,7 +181,19 @@ def record(
             "consensus": consensus_dict(done.consensus),
         }
 
-    data = run(_go(), as_json=as_json)
+    data = local_or_server(
+        _go,
+        lambda server: remote.record(
+            server,
+            task,
+            tag,
+            validator=validator,
+            outcome=outcome,
+            confidence=confidence,
+            notes=notes,
+        ),
+        as_json=as_json,
+    )
     if as_json:
         print_json(data)
     else:
@@ -168,6 +205,8 @@ def record(
 
 
 async def _wait(db: Any, org_id: str, job_ids: list[str], timeout: float) -> dict[str, Any]:
+    from valuerank.queue import JobStatus, get_job
+
     deadline = time.monotonic() + timeout
     while True:
         async with db.transaction() as conn:
@@ -184,6 +223,12 @@ async def _wait(db: Any, org_id: str, job_ids: list[str], timeout: float) -> dic
     }
 
 
+WORK_ON_SERVER = (
+    "note: the server's workers run the jobs (VALUERANK_API_URL): --work waits for them, as "
+    "--wait does"
+)
+
+
 @app.command("validate")
 def validate(
     task: str = TaskArg,
@@ -196,15 +241,23 @@ def validate(
     ),
     wait: bool = typer.Option(False, "--wait", help="Wait for the answers, then show the tag."),
     work: bool = typer.Option(
-        False, "--work", help="Run the jobs in this process (embedded); implies --wait."
+        False,
+        "--work",
+        help="Run the jobs in this process (embedded); implies --wait. Against a server its "
+        "workers run them.",
     ),
     timeout: float = typer.Option(300.0, "--timeout", help="Seconds --wait waits at most."),
     as_json: bool = JsonOption,
 ) -> None:
     """Ask models to validate a tag: one queued job per model (a worker runs them; --work
-    runs them here). Unknown models are refused before anything is queued."""
+    runs them here). Unknown models are refused before anything is queued.
+
+    With VALUERANK_API_URL set the server queues them (and its workers run them)."""
 
     async def _go() -> dict[str, Any]:
+        from valuerank.cli.live import in_process_worker
+        from valuerank.validation.requests import request_validation
+
         task_id = parse_task_id(task)
         async with database() as opened:
             async with opened.db.transaction(immediate=True) as conn:
@@ -222,7 +275,14 @@ def validate(
             data["view"] = read.data()
             return data
 
-    data = run(_go(), as_json=as_json)
+    def _remote(server: ApiClient) -> dict[str, Any]:
+        if work:
+            err_console.print(WORK_ON_SERVER, style="dim", markup=False)
+        return remote.validate(
+            server, task, tag, model, request_id=request_id, wait=wait or work, timeout=timeout
+        )
+
+    data = local_or_server(_go, _remote, as_json=as_json)
     if as_json:
         print_json(data)
         return
@@ -259,14 +319,16 @@ def _print_view(view: dict[str, Any]) -> None:
 
 @app.command("view")
 def view(task: str = TaskArg, tag: str = TagArg, as_json: bool = JsonOption) -> None:
-    """Every model's current validation of a tag, with their consensus."""
+    """Every model's current validation of a tag, with their consensus.
+
+    With VALUERANK_API_URL set the server answers."""
 
     async def _go() -> dict[str, Any]:
         async with database() as opened:
             read = await multi_model_view(opened.db, opened.org_id, parse_task_id(task), tag)
         return read.data()
 
-    data = run(_go(), as_json=as_json)
+    data = local_or_server(_go, lambda server: remote.view(server, task, tag), as_json=as_json)
     if as_json:
         print_json(data)
     else:
@@ -276,14 +338,16 @@ def view(task: str = TaskArg, tag: str = TagArg, as_json: bool = JsonOption) -> 
 @app.command("consensus")
 def consensus(task: str = TaskArg, as_json: bool = JsonOption) -> None:
     """The consensus of every RA tag of a task, overall, and its contentious and
-    high-confidence tags."""
+    high-confidence tags.
+
+    With VALUERANK_API_URL set the server answers."""
 
     async def _go() -> dict[str, Any]:
         async with database() as opened:
             read = await task_consensus(opened.db, opened.org_id, parse_task_id(task))
         return read.data()
 
-    data = run(_go(), as_json=as_json)
+    data = local_or_server(_go, lambda server: remote.consensus(server, task), as_json=as_json)
     if as_json:
         print_json(data)
         return

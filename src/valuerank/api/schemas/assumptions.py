@@ -70,3 +70,15 @@ class TagPage(Out):
 class RecordedValidation(Out):
     validation: Validation
     consensus: Consensus = Field(description="The tag's consensus with it counted.")
+
+
+class ValidationJob(Out):
+    model: str | None = Field(description="The validator the job asks.")
+    status: str = Field(description="queued, running, succeeded, failed or cancelled.")
+    error: str | None = Field(description="Why it failed (its last error), if it did.")
+
+
+class ValidationJobs(Out):
+    """`GET /api/assumptions/jobs`: the state of the jobs a validation request queued."""
+
+    jobs: dict[str, ValidationJob] = Field(description="job id → its state.")

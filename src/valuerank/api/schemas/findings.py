@@ -160,3 +160,38 @@ class ExperimentReport(Out):
     created_at: datetime
     baseline: RunSummary
     variants: list[VariantReport]
+
+
+class NarrativeAsked(Out):
+    model: str
+    status: str = Field(
+        description="queued, already queued, or exists (the deep analysis has one: not asked)."
+    )
+    job_id: str | None
+
+
+class AnalyzedNow(Out):
+    """`POST /api/runs/{id}/analysis`: what `valuerank analyze RUN --json` prints (without
+    `success`), computed now."""
+
+    cached: bool = Field(description="The basic analysis came from the cache.")
+    deep_cached: bool | None = Field(
+        description="Whether the deep analysis came from the cache; null when not asked."
+    )
+    analysis: Analysis
+    narrative: NarrativeAsked | None = Field(
+        default=None, description="Only with `narrative_model`: the narrative asked for."
+    )
+    current_deep: DeepAnalysis | None = Field(
+        default=None,
+        description="Only with `current_deep: true`: the stored deep analysis of the run's "
+        "current inputs, or null (e.g. for the PCA plot of a basic analysis).",
+    )
+
+
+class ComparedNow(Out):
+    """`POST /api/comparisons`: what `valuerank compare A B --json` prints (without
+    `success`)."""
+
+    cached: bool = Field(description="A completed comparison of the same inputs was reused.")
+    comparison: Comparison
