@@ -202,3 +202,9 @@ def test_an_export_that_cannot_be_written_exits_1(vr: Invoke, tmp_path: Path) ->
     out = vr("export", "definition", stored["id"], "-o", str(folder), "--json")
     assert out.exit_code == 1 and out.json()["code"] == "OUTPUT_NOT_WRITTEN"
     assert list(folder.parent.iterdir()) == [folder] and not list(folder.iterdir())
+
+
+def test_one_transcript_file_is_a_run(vr: Invoke) -> None:
+    one = sorted(FIXTURE_RUN.glob("transcript.*.md"))[0]
+    [run] = _ok(vr("import", "run", str(one), "--json"))["runs"]
+    assert (run["cli_run_id"], run["transcripts"], run["created"]) == ("2025-03-02.14-05", 1, True)

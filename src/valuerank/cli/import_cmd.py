@@ -76,18 +76,10 @@ def _read(path: Path, limits: Limits, *, as_json: bool, workspace: bool = False)
     """The files of `path` an import uses, read and checked here (the user's limits, unsafe
     archives, a workspace that is not one) before anything is sent: the server gets them
     as one ZIP."""
-    from valuerank.exchange.errors import ImportFormatError
-    from valuerank.exchange.importing import read_import
-    from valuerank.exchange.workspace_import import is_workspace
+    from valuerank.exchange.importing import read_import, read_workspace
 
     async def _go() -> SourceTree:
-        tree = read_import(path, limits)
-        if workspace and not is_workspace(tree):
-            raise ImportFormatError(
-                f"{tree.label} is not a workspace export (no workspace.yaml)",
-                hint="import a run ZIP or CLI folder with `valuerank import run`",
-            )
-        return tree
+        return (read_workspace if workspace else read_import)(path, limits)
 
     return run(_go(), as_json=as_json)
 
