@@ -28,6 +28,11 @@ def rubric_content_hash(content: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
+def rubric_summary(version: versioning.Version) -> dict[str, Any]:
+    """A rubric version as the API and the CLI list it: its summary and its value names."""
+    return {**version.summary(), "values": list(version.content.get("values", {}))}
+
+
 @dataclass(frozen=True)
 class RubricImport:
     version: versioning.Version

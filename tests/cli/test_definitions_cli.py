@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ import pytest
 import yaml
 from tests.cli_corpus import Corpus
 
+from valuerank.db import Database
 from valuerank.formats import parse_definition
 from valuerank.refs import short_id
 
@@ -26,7 +28,8 @@ def _import(cli: Invoke, path: Path = CAFE) -> dict[str, Any]:
     return out.json()  # type: ignore[no-any-return]
 
 
-def test_import_is_idempotent_and_listed(cli: Invoke) -> None:
+def test_import_is_idempotent_and_listed(cli_both: Invoke) -> None:
+    cli = cli_both
     first = _import(cli)
     assert first["name"] == "exp-cafe-mandate"
     assert first["version_label"] == "v1"
@@ -48,7 +51,8 @@ def test_import_is_idempotent_and_listed(cli: Invoke) -> None:
     assert len(shown["matching_rules"]["prose"]) == 1
 
 
-def test_fork_lineage_and_diff(cli: Invoke) -> None:
+def test_fork_lineage_and_diff(cli_both: Invoke) -> None:
+    cli = cli_both
     root = _import(cli)
     copy = cli("definitions", "fork", root["id"], "--json").json()
     assert copy["version_label"] == "v1.1" and copy["parent_id"] == root["id"]
@@ -84,7 +88,8 @@ def test_fork_lineage_and_diff(cli: Invoke) -> None:
     assert "no changes" in same.stdout
 
 
-def test_export_round_trips(cli: Invoke, tmp_path: Path) -> None:
+def test_export_round_trips(cli_both: Invoke, tmp_path: Path) -> None:
+    cli = cli_both
     root = _import(cli)
     target = tmp_path / "out" / "exported.md"
     out = cli("definitions", "export", root["id"], "-o", str(target))
@@ -94,7 +99,8 @@ def test_export_round_trips(cli: Invoke, tmp_path: Path) -> None:
     assert stdout.stdout == target.read_text("utf-8")
 
 
-def test_expand_and_nested_samples(cli: Invoke, tmp_path: Path) -> None:
+def test_expand_and_nested_samples(cli_both: Invoke, tmp_path: Path) -> None:
+    cli = cli_both
     root = _import(cli)
     target = tmp_path / "exp-001.cafe.yaml"
     full = cli("scenarios", "expand", root["id"], "-o", str(target), "--json").json()
@@ -192,7 +198,8 @@ def test_bad_definitions_are_refused_and_nothing_is_written(
     assert len(cli("definitions", "list", "--json").json()) == 1
 
 
-def test_rule_errors_name_the_file_line(cli: Invoke, tmp_path: Path) -> None:
+def test_rule_errors_name_the_file_line(cli_both: Invoke, tmp_path: Path) -> None:
+    cli = cli_both
     text, _ = BAD_DEFINITIONS["rule-unknown-dimension"]
     path = tmp_path / "exp-rule.md"
     path.write_text(text, "utf-8")
@@ -201,7 +208,8 @@ def test_rule_errors_name_the_file_line(cli: Invoke, tmp_path: Path) -> None:
     assert f"{path}:{rule_line}:12: " in out.stderr
 
 
-def test_unknown_ids_and_missing_files(cli: Invoke, tmp_path: Path) -> None:
+def test_unknown_ids_and_missing_files(cli_both: Invoke, tmp_path: Path) -> None:
+    cli = cli_both
     unknown: list[tuple[str, ...]] = [
         ("definitions", "show", "0000dead"),
         ("definitions", "fork", "0000dead"),
@@ -219,7 +227,8 @@ def test_unknown_ids_and_missing_files(cli: Invoke, tmp_path: Path) -> None:
     assert missing.exit_code == 1 and "nope.md" in missing.stderr
 
 
-def test_rubrics_are_versioned(cli: Invoke, tmp_path: Path) -> None:
+def test_rubrics_are_versioned(cli_both: Invoke, tmp_path: Path) -> None:
+    cli = cli_both
     path = tmp_path / "values_rubric.yaml"
     path.write_text((EXAMPLES / "values_rubric.yaml").read_text("utf-8"), "utf-8")
     first = cli("rubrics", "import", str(path), "--json").json()
@@ -247,7 +256,8 @@ def test_db_upgrade(raw_cli: Invoke) -> None:
     assert cli("db", "current", "--json").json()["current"] == first["to"]
 
 
-def test_formats_check(cli: Invoke, tmp_path: Path) -> None:
+def test_formats_check(cli_both: Invoke, tmp_path: Path) -> None:
+    cli = cli_both  # a local file only: with a server set, still no database
     ok = cli("formats", "check", str(EXAMPLES), "--json")
     assert ok.exit_code == 0, ok.stdout
     kinds = {Path(f["path"]).name: f["kind"] for f in ok.json()["files"]}
@@ -272,3 +282,50 @@ def test_expanding_the_corpus_definition_equals_the_cli_output(
     assert yaml.safe_load(target.read_text("utf-8")) == yaml.safe_load(
         expected_path.read_text("utf-8")
     )
+
+
+def test_the_text_output_of_each_command(cli_both: Invoke, tmp_path: Path) -> None:
+    cli = cli_both
+    root = _import(cli)
+    child = cli("definitions", "fork", root["id"], "--from-file", str(CAFE_OWNER), "--json")
+    assert child.exit_code == 0, child.stdout + child.stderr
+    listed = cli("definitions", "list")
+    assert short_id(root["id"]) in listed.stdout and "Loyalty" in listed.stdout
+    shown = cli("definitions", "show", root["id"])
+    assert "exp-cafe-mandate" in shown.stdout and "Enforcement" in shown.stdout
+    assert "rule: Livelihood.score <= Risk.score + 1" in shown.stdout
+    lineage = cli("definitions", "lineage", child.json()["id"])
+    assert "ancestry: v1  →  v1.1" in lineage.stdout and "0 descendant(s)" in lineage.stdout
+    tree = cli("definitions", "tree", root["id"])
+    assert "v1.1" in tree.stdout and child.json()["id"] in tree.stdout
+    imported = cli("definitions", "import", str(CAFE))
+    assert "already stored as" in imported.stdout
+
+    rubric = tmp_path / "values_rubric.yaml"
+    rubric.write_text((EXAMPLES / "values_rubric.yaml").read_text("utf-8"), "utf-8")
+    stored = cli("rubrics", "import", str(rubric))
+    assert stored.exit_code == 0 and "imported rubric" in stored.stdout
+    first = cli("rubrics", "list", "--json").json()[0]
+    assert "Physical_Safety" in first["values"]
+    assert first["version_label"] in cli("rubrics", "list").stdout
+    shown_rubric = cli("rubrics", "show", first["id"], "--json").json()
+    assert shown_rubric["source_file"] == "values_rubric.yaml"
+    assert "Physical_Safety" in shown_rubric["content"]["values"]
+    assert "Physical_Safety" in cli("rubrics", "show", first["id"]).stdout
+
+
+async def test_another_organisations_definition_is_not_found(
+    cli_both: Invoke, db: Database
+) -> None:
+    from valuerank.definitions import service
+    from valuerank.orgs import ensure_org
+
+    async with db.transaction() as conn:
+        other = await ensure_org(conn, "elsewhere")
+        stored, _ = await service.import_definition(conn, other, CAFE.read_text("utf-8"))
+    # In a thread: the command runs its own event loop, as in a shell.
+    for args in (("definitions", "show"), ("definitions", "tree"), ("scenarios", "expand")):
+        out = await asyncio.to_thread(cli_both, *args, stored.version.id, "--json")
+        assert out.exit_code == 1 and out.json()["code"] == "DEFINITION_NOT_FOUND", args
+    out = await asyncio.to_thread(cli_both, "definitions", "export", stored.version.id)
+    assert out.exit_code == 1 and "no definition with id" in out.stderr

@@ -21,9 +21,9 @@ DEFINITION_MD = FIXTURES / "definitions" / "exp-Demo_Whistleblower_Loyalty_Hones
 
 
 @pytest.fixture
-def vr(cli: Invoke) -> Invoke:
-    """`valuerank ARGS…` on the migrated test database."""
-    return cli
+def vr(cli_both: Invoke) -> Invoke:
+    """`valuerank ARGS…` on the migrated test database, and asking a server over it."""
+    return cli_both
 
 
 def _ok(outcome: Outcome) -> Any:
@@ -96,9 +96,9 @@ def test_a_bad_transcript_names_file_and_line(vr: Invoke, tmp_path: Path) -> Non
     assert listed.exit_code == 0
 
 
-def test_export_definition_and_workspace(vr: Invoke, cli: Invoke, tmp_path: Path) -> None:
-    stored = cli("definitions", "import", str(DEFINITION_MD), "--json").json()
-    child = cli("definitions", "fork", stored["id"], "--json")
+def test_export_definition_and_workspace(vr: Invoke, tmp_path: Path) -> None:
+    stored = vr("definitions", "import", str(DEFINITION_MD), "--json").json()
+    child = vr("definitions", "fork", stored["id"], "--json")
     assert child.exit_code == 0, child.stderr
     child_id = child.json()["id"]
 
@@ -132,8 +132,9 @@ def test_export_of_an_unknown_run_exits_1(vr: Invoke, tmp_path: Path) -> None:
 
 
 def test_a_workspace_restores_into_another_organisation(
-    vr: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    cli: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    vr = cli  # locally: a server's token belongs to one organisation
     _ok(vr("import", "run", str(FIXTURE_RUN), "--json"))
     root = _ok(vr("definitions", "import", str(DEFINITION_MD), "--json"))["id"]
     forked = _ok(vr("definitions", "fork", root, "--label", "owner-view", "--json"))
@@ -162,3 +163,48 @@ def test_a_workspace_restores_into_another_organisation(
     not_a_workspace = vr("import", "workspace", str(FIXTURE_RUN), "--json")
     assert not_a_workspace.exit_code == 1
     assert not_a_workspace.json()["code"] == "INVALID_IMPORT"
+
+
+def test_export_and_import_tables(vr: Invoke, tmp_path: Path) -> None:
+    [run] = _ok(vr("import", "run", str(FIXTURE_RUN), "--json"))["runs"]
+    target = tmp_path / "run.jsonl"
+    table = _ok(vr("export", "table", short_id(run["id"]), "-o", str(target), "--json"))
+    rows = [json.loads(line) for line in target.read_text().splitlines()]
+    assert table == {
+        "file": str(target),
+        "bytes": target.stat().st_size,
+        "id": run["id"],
+        "format": "jsonl",
+        "rows": len(rows),
+        "columns": len(rows[0]),
+    }
+    assert len(rows) == 2
+    odd = vr("export", "table", run["id"], "-o", str(tmp_path / "run.xlsx"), "--json")
+    assert odd.exit_code == 1 and odd.json()["code"] == "UNKNOWN_TABLE_FORMAT"
+
+    dilemmas = tmp_path / "dilemmas.csv"
+    dilemmas.write_text("id,text,action_a,action_b\ntrolley,Pull it?,pull,wait\n")
+    imported = _ok(vr("import", "table", str(dilemmas), "--name", "trolleys", "--json"))
+    assert (imported["name"], imported["created"], imported["scenarios"]) == ("trolleys", True, 1)
+    again = vr("import", "table", str(dilemmas), "--name", "trolleys")
+    assert again.exit_code == 0 and "already imported: nothing written" in again.stdout
+    bad = tmp_path / "bad.csv"
+    bad.write_text("id,words\nx,y\n")
+    refused = vr("import", "table", str(bad), "--json")
+    assert refused.exit_code == 1 and refused.json()["code"] == "TABLE_MISSING_COLUMNS"
+    assert [d["name"] for d in _ok(vr("definitions", "list", "--json"))] == ["trolleys"]
+
+
+def test_an_export_that_cannot_be_written_exits_1(vr: Invoke, tmp_path: Path) -> None:
+    stored = _ok(vr("definitions", "import", str(DEFINITION_MD), "--json"))
+    folder = tmp_path / "out" / "taken"
+    folder.mkdir(parents=True)
+    out = vr("export", "definition", stored["id"], "-o", str(folder), "--json")
+    assert out.exit_code == 1 and out.json()["code"] == "OUTPUT_NOT_WRITTEN"
+    assert list(folder.parent.iterdir()) == [folder] and not list(folder.iterdir())
+
+
+def test_one_transcript_file_is_a_run(vr: Invoke) -> None:
+    one = sorted(FIXTURE_RUN.glob("transcript.*.md"))[0]
+    [run] = _ok(vr("import", "run", str(one), "--json"))["runs"]
+    assert (run["cli_run_id"], run["transcripts"], run["created"]) == ("2025-03-02.14-05", 1, True)

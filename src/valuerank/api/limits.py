@@ -21,7 +21,9 @@ MAX_BODY_BYTES = 1024 * 1024  # 1 MiB
 # 12 bytes a character, with room to spare for the rest of the body.
 MAX_JSON_TEXT = (MAX_BODY_BYTES - 64 * 1024) // 12
 MAX_UPLOAD_BYTES = 50 * 1024 * 1024  # the default of the `max_upload_bytes` setting
-UPLOAD_PATHS = frozenset({"/api/import", "/api/definitions/import", "/api/rubrics/import"})
+UPLOAD_PATHS = frozenset(
+    {"/api/import", "/api/import/table", "/api/definitions/import", "/api/rubrics/import"}
+)
 
 
 class PayloadTooLarge(HTTPException):

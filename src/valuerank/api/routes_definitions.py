@@ -150,6 +150,13 @@ class ForkBody(Body):
     markdown: str | None = Field(
         default=None, min_length=1, max_length=MAX_TEXT, description="The child's whole file."
     )
+    source_file: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=255,
+        pattern=NO_NUL,
+        description="The name of the file `markdown` came from.",
+    )
 
     model_config = ConfigDict(
         extra="forbid", strict=True, json_schema_extra=_changes_or_markdown_schema
@@ -276,7 +283,12 @@ async def fork_definition_route(definition_id: str, body: ForkBody, ctx: Member)
             if body.markdown is not None:
                 definition = service.parse_and_check(body.markdown)
             stored = await service.fork_definition(
-                conn, ctx.org_id, definition_id, definition=definition, label=body.label
+                conn,
+                ctx.org_id,
+                definition_id,
+                definition=definition,
+                label=body.label,
+                source_file=body.source_file if definition is not None else None,
             )
     return ok(stored.detail(), status_code=201)
 

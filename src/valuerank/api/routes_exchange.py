@@ -17,6 +17,7 @@ import json
 import tempfile
 from collections.abc import Awaitable, Callable
 from typing import IO, Annotated, TypeVar
+from urllib.parse import quote
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
@@ -26,12 +27,19 @@ from valuerank.api.deps import Member, Viewer
 from valuerank.api.envelope import ok
 from valuerank.api.schemas import SuccessEnvelope, also
 from valuerank.api.uploads import read_upload, upload_openapi
+from valuerank.client.exchange import (
+    CLI_RUN_ID_HEADER,
+    ROWS_HEADER,
+    RUN_ID_HEADER,
+    TRANSCRIPTS_HEADER,
+)
 from valuerank.exchange import export_definition, write_run_zip, write_workspace
 from valuerank.exchange.definition_export import ZIP
 from valuerank.exchange.naming import safe_part
 from valuerank.exchange.run_data import load_run
 from valuerank.exchange.run_table import run_table, table_rows
 from valuerank.exchange.table_files import MEDIA_TYPES, TableFormat, write_table
+from valuerank.exchange.table_import import import_table
 from valuerank.exchange.upload import import_read, read_uploaded
 from valuerank.formats.run_table import COLUMNS_HEADER
 
@@ -90,7 +98,12 @@ async def export_run_route(run_id: str, ctx: Viewer) -> Response:
     async with ctx.db.transaction() as conn:
         run = await load_run(conn, ctx.org_id, run_id)
         spool, written = await spooled(functools.partial(write_run_zip, conn, ctx.org_id, run))
-    return attachment(spool, f"run-{safe_part(written.run_id)}.zip", ZIP)
+    answer = attachment(spool, f"run-{safe_part(written.run_id)}.zip", ZIP)
+    # What `valuerank export run` reports, without reading the ZIP back (client/exchange.py).
+    answer.headers[RUN_ID_HEADER] = written.db_id
+    answer.headers[CLI_RUN_ID_HEADER] = quote(written.run_id, safe="")
+    answer.headers[TRANSCRIPTS_HEADER] = str(written.transcripts)
+    return answer
 
 
 @router.post(
@@ -127,11 +140,13 @@ async def export_table_route(
         run = await load_run(conn, ctx.org_id, run_id)
         table = await run_table(conn, ctx.org_id, run, with_text=with_text)
         columns = table.layout.columns()
-        spool, _ = await spooled(
+        spool, written = await spooled(
             lambda out: write_table(out, format, columns, table_rows(conn, ctx.org_id, table))
         )
     answer = attachment(spool, f"run-{safe_part(run.id)}.{format}", MEDIA_TYPES[format])
     answer.headers[COLUMNS_HEADER] = json.dumps(columns, ensure_ascii=True)
+    answer.headers[RUN_ID_HEADER] = run.id
+    answer.headers[ROWS_HEADER] = str(written.rows)
     return answer
 
 
@@ -197,3 +212,46 @@ async def import_route(
     async with ctx.db.transaction(immediate=True) as conn:
         result = await import_read(conn, ctx.org_id, read)
     return ok(result.to_dict(), status_code=201 if result.created else 200)
+
+
+@router.post(
+    "/api/import/table",
+    status_code=201,
+    responses=also(SuccessEnvelope, 200, description="The same table was stored: nothing written."),
+    openapi_extra=upload_openapi("text/csv", "application/x-ndjson", "application/octet-stream"),
+)
+async def import_table_route(
+    request: Request,
+    ctx: Member,
+    filename: Annotated[
+        str,
+        Query(
+            min_length=1,
+            max_length=255,
+            description="The file's name: its extension (.csv, .jsonl, .parquet) is its format.",
+        ),
+    ],
+    name: Annotated[
+        str | None,
+        Query(
+            min_length=1,
+            max_length=300,
+            description="The definition's name (default: the file's name).",
+        ),
+    ] = None,
+    preamble: Annotated[
+        str | None,
+        Query(max_length=4000, description="What the models read before each dilemma."),
+    ] = None,
+) -> JSONResponse:
+    """Import a table of dilemmas, a row per scenario, as a definition of fixed scenarios,
+    as `valuerank import table` does (docs/notebooks.md): all or nothing, a missing column
+    or a bad row is 422 naming the row. 201 with the stored version, or 200 and `created:
+    false` when the same table was stored before."""
+    upload = await read_upload(request, filename=filename)
+    file_name = upload.filename or filename
+    async with ctx.db.transaction(immediate=True) as conn:
+        imported = await import_table(
+            conn, ctx.org_id, upload.data, file_name=file_name, name=name, preamble=preamble
+        )
+    return ok(imported.to_dict(), status_code=201 if imported.created else 200)

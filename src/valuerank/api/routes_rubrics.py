@@ -23,7 +23,6 @@ from valuerank.api.pagination import Cursor, Limit, after_created, page
 from valuerank.api.schemas import SuccessEnvelope, also
 from valuerank.api.uploads import read_upload, upload_openapi
 from valuerank.errors import InvalidInputError
-from valuerank.versioning import Version
 
 router = APIRouter(prefix="/api/rubrics", tags=["rubrics"])
 STORED = also(SuccessEnvelope, 200, description="The same content was stored: nothing written.")
@@ -40,13 +39,9 @@ class RubricBody(Body):
     source_file: str | None = Field(default=None, min_length=1, max_length=255, pattern=NO_NUL)
 
 
-def _summary(version: Version) -> dict[str, object]:
-    return {**version.summary(), "values": list(version.content.get("values", {}))}
-
-
 def _imported(result: service.RubricImport, source: str | None) -> JSONResponse:
     data = {
-        **_summary(result.version),
+        **service.rubric_summary(result.version),
         "content": result.version.content,
         "created": result.created,
         "warnings": [w.render(source) for w in result.warnings],
@@ -70,7 +65,7 @@ async def list_rubrics_route(
     return ok(
         page(
             "rubrics",
-            [_summary(v) for v in found],
+            [service.rubric_summary(v) for v in found],
             limit=limit,
             key=lambda item: [item["created_at"], item["id"]],
         )
@@ -127,7 +122,13 @@ async def get_rubric_route(rubric_id: str, ctx: Viewer) -> JSONResponse:
     """One rubric version (id or unique prefix) with its content."""
     async with ctx.db.transaction() as conn:
         version = await service.get_rubric(conn, ctx.org_id, rubric_id)
-    return ok({**_summary(version), "source_file": version.source_file, "content": version.content})
+    return ok(
+        {
+            **service.rubric_summary(version),
+            "source_file": version.source_file,
+            "content": version.content,
+        }
+    )
 
 
 @router.get("/{rubric_id}/lineage")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.table import Table
@@ -12,11 +13,14 @@ from valuerank.cli.common import (
     JsonOption,
     console,
     err_console,
+    local_or_server,
     print_json,
     read_text,
     run,
     session,
 )
+from valuerank.cli.definitions_cmd import when
+from valuerank.client import definitions as remote
 from valuerank.formats import parse_rubric
 from valuerank.refs import short_id
 
@@ -29,63 +33,70 @@ def import_(
     name: str | None = typer.Option(None, "--name", help="Rubric name (default: file name)."),
     as_json: bool = JsonOption,
 ) -> None:
-    """Store a values rubric; a rubric of the same name gets a new version."""
+    """Store a values rubric; a rubric of the same name gets a new version. With
+    VALUERANK_API_URL set, the file is uploaded to the server."""
 
-    async def _go() -> None:
+    async def _read() -> tuple[str, list[str]]:
         text = read_text(file)
-        parse_rubric(text, source=str(file))  # fail before touching the database
+        _, found = parse_rubric(text, source=str(file))  # fail before storing anything
+        return text, [w.render(str(file)) for w in found]
+
+    text, warnings = run(_read(), as_json=as_json)
+    chosen = name or file.stem
+
+    async def _local() -> dict[str, Any]:
         async with session() as s:
             result = await service.import_rubric(
-                s.conn, s.org_id, text, name=name or file.stem, source_file=file.name
+                s.conn, s.org_id, text, name=chosen, source_file=file.name
             )
-        v = result.version
-        values = list(v.content.get("values", {}))
-        warnings = [w.render(str(file)) for w in result.warnings]
-        if as_json:
-            print_json(
-                {
-                    "id": v.id,
-                    "name": v.name,
-                    "version_label": v.version_label,
-                    "created": result.created,
-                    "values": values,
-                    "warnings": warnings,
-                }
-            )
-            return
-        for warning in warnings:
-            err_console.print(f"[yellow]{warning}[/]", highlight=False)
-        verb = "imported" if result.created else "already stored (same content):"
-        console.print(
-            f"{verb} rubric [bold]{v.name}[/] [cyan]{v.version_label}[/] [dim]{v.id}[/] "
-            f"with {len(values)} values"
-        )
+        return {**service.rubric_summary(result.version), "created": result.created}
 
-    run(_go(), as_json=as_json)
+    v = local_or_server(
+        _local,
+        lambda server: remote.import_rubric(server, text, name=chosen, filename=file.name),
+        as_json=as_json,
+    )
+    if as_json:
+        print_json(
+            {
+                **{k: v[k] for k in ("id", "name", "version_label", "created", "values")},
+                "warnings": warnings,
+            }
+        )
+        return
+    for warning in warnings:
+        err_console.print(f"[yellow]{warning}[/]", highlight=False)
+    verb = "imported" if v["created"] else "already stored (same content):"
+    console.print(
+        f"{verb} rubric [bold]{v['name']}[/] [cyan]{v['version_label']}[/] [dim]{v['id']}[/] "
+        f"with {len(v['values'])} values"
+    )
 
 
 @app.command("list")
 def list_(as_json: bool = JsonOption) -> None:
-    """List every rubric version."""
+    """List every rubric version. With VALUERANK_API_URL set, the server answers."""
 
-    async def _go() -> None:
+    async def _local() -> list[dict[str, Any]]:
         async with session() as s:
-            items = await service.list_rubrics(s.conn, s.org_id)
-        if as_json:
-            print_json([v.summary() for v in items])
-            return
-        table = Table("id", "name", "version", "values", "created")
-        for v in items:
-            table.add_row(
-                short_id(v.id),
-                v.name,
-                v.version_label,
-                str(len(v.content.get("values", {}))),
-                v.created_at.strftime("%Y-%m-%d %H:%M"),
-            )
-        console.print(table)
+            return [service.rubric_summary(v) for v in await service.list_rubrics(s.conn, s.org_id)]
 
-    run(_go(), as_json=as_json)
+    items = local_or_server(
+        _local, lambda server: remote.every_page(server, "/api/rubrics", "rubrics"), as_json=as_json
+    )
+    if as_json:
+        print_json(items)
+        return
+    table = Table("id", "name", "version", "values", "created")
+    for v in items:
+        table.add_row(
+            short_id(v["id"]),
+            v["name"],
+            v["version_label"],
+            str(len(v["values"])),
+            when(v["created_at"]),
+        )
+    console.print(table)
 
 
 @app.command("show")
@@ -93,18 +104,19 @@ def show(
     ref: str = typer.Argument(..., help="Rubric version id (or a unique prefix)."),
     as_json: bool = JsonOption,
 ) -> None:
-    """Show a rubric version's values."""
+    """Show a rubric version's values. With VALUERANK_API_URL set, the server answers."""
 
-    async def _go() -> None:
+    async def _local() -> dict[str, Any]:
         async with session() as s:
             v = await service.get_rubric(s.conn, s.org_id, ref)
-        if as_json:
-            print_json({**v.summary(), "content": v.content})
-            return
-        console.print(f"[bold]{v.name}[/] [cyan]{v.version_label}[/] [dim]{v.id}[/]")
-        table = Table("value", "definition")
-        for value_name, value in v.content.get("values", {}).items():
-            table.add_row(value_name, str((value or {}).get("definition", "")))
-        console.print(table)
+        return {**service.rubric_summary(v), "source_file": v.source_file, "content": v.content}
 
-    run(_go(), as_json=as_json)
+    v = local_or_server(_local, lambda server: remote.rubric(server, ref), as_json=as_json)
+    if as_json:
+        print_json(v)
+        return
+    console.print(f"[bold]{v['name']}[/] [cyan]{v['version_label']}[/] [dim]{v['id']}[/]")
+    table = Table("value", "definition")
+    for value_name, value in v["content"].get("values", {}).items():
+        table.add_row(value_name, str((value or {}).get("definition", "")))
+    console.print(table)

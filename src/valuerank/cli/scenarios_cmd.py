@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -11,11 +12,13 @@ from valuerank.cli.common import (
     JsonOption,
     console,
     err_console,
+    local_or_server,
     print_json,
     run,
     session,
     write_atomically,
 )
+from valuerank.client import definitions as remote
 from valuerank.definitions import service
 from valuerank.formats import serialize_scenarios
 
@@ -56,9 +59,10 @@ def expand(
     seed: int | None = typer.Option(None, "--seed", help="Seed of --mode random."),
     as_json: bool = JsonOption,
 ) -> None:
-    """Write the scenarios YAML (exp-NNN.*.yaml) of a definition version."""
+    """Write the scenarios YAML (exp-NNN.*.yaml) of a definition version. With
+    VALUERANK_API_URL set, the server expands it."""
 
-    async def _go() -> None:
+    async def _local() -> dict[str, Any]:
         async with session() as s:
             result = await service.expand_scenarios(
                 s.conn,
@@ -69,31 +73,46 @@ def expand(
                 sample_percentage=sample_percentage,
                 sample_seed=sample_seed,
             )
-        chosen = result.file
-        text = serialize_scenarios(chosen)
-        if output is not None:
-            write_atomically(output, text)
-        if as_json:
-            print_json(
-                {
-                    "definition": ref,
-                    "mode": mode.value,
-                    "total": result.total,
-                    "selected": len(chosen.scenarios),
-                    "sample_percentage": sample_percentage,
-                    "sample_seed": result.sample_seed,
-                    "output": str(output) if output else None,
-                    "scenario_ids": [sc.id for sc in chosen.scenarios],
-                }
-            )
-        elif output is None:
-            console.file.write(text)
-        else:
-            note = ""
-            if sample_percentage is not None:
-                note = f" ({sample_percentage:g}% sample, seed {result.sample_seed})"
-            err_console.print(
-                f"wrote {len(chosen.scenarios)} of {result.total} scenarios{note} to {output}"
-            )
+        return {
+            "total": result.total,
+            "sample_seed": result.sample_seed,
+            "scenario_ids": [sc.id for sc in result.file.scenarios],
+            "yaml": serialize_scenarios(result.file),
+        }
 
-    run(_go(), as_json=as_json)
+    body = {
+        "definition_id": ref,
+        "mode": mode.value,
+        "seed": seed,
+        "sample_percentage": sample_percentage,
+        "sample_seed": sample_seed,
+    }
+    result = local_or_server(_local, lambda server: remote.expand(server, body), as_json=as_json)
+    text: str = result["yaml"]
+    if output is not None:
+        run(_write(output, text), as_json=as_json)
+    selected = len(result["scenario_ids"])
+    if as_json:
+        print_json(
+            {
+                "definition": ref,
+                "mode": mode.value,
+                "total": result["total"],
+                "selected": selected,
+                "sample_percentage": sample_percentage,
+                "sample_seed": result["sample_seed"],
+                "output": str(output) if output else None,
+                "scenario_ids": result["scenario_ids"],
+            }
+        )
+    elif output is None:
+        console.file.write(text)
+    else:
+        note = ""
+        if sample_percentage is not None:
+            note = f" ({sample_percentage:g}% sample, seed {result['sample_seed']})"
+        err_console.print(f"wrote {selected} of {result['total']} scenarios{note} to {output}")
+
+
+async def _write(path: Path, text: str) -> None:
+    write_atomically(path, text)  # in `run`: a failure is OUTPUT_NOT_WRITTEN, exit 1

@@ -60,17 +60,22 @@ async def import_zip_bytes(
     return await import_source(conn, org_id, tree)
 
 
-async def import_workspace(
-    conn: AsyncConnection, org_id: str, path: Path, *, limits: Limits | None = None
-) -> WorkspaceImport:
-    """Restore a workspace ZIP (or its unpacked folder): trees, then runs."""
+def read_workspace(path: Path, limits: Limits | None = None) -> SourceTree:
+    """A workspace ZIP's (or unpacked folder's) files; INVALID_IMPORT if it is not one."""
     tree = read_import(path, limits)
     if not is_workspace(tree):
         raise ImportFormatError(
             f"{tree.label} is not a workspace export (no workspace.yaml)",
             hint="import a run ZIP or CLI folder with `valuerank import run`",
         )
-    return await import_workspace_tree(conn, org_id, tree)
+    return tree
+
+
+async def import_workspace(
+    conn: AsyncConnection, org_id: str, path: Path, *, limits: Limits | None = None
+) -> WorkspaceImport:
+    """Restore a workspace ZIP (or its unpacked folder): trees, then runs."""
+    return await import_workspace_tree(conn, org_id, read_workspace(path, limits))
 
 
 __all__ = [
@@ -80,4 +85,5 @@ __all__ = [
     "import_workspace",
     "import_zip_bytes",
     "read_import",
+    "read_workspace",
 ]
