@@ -59,8 +59,9 @@ class Settings(BaseSettings):
     api_url: str | None = Field(
         default=None,
         description="A ValueRank server (what `valuerank serve` prints, e.g. "
-        "https://valuerank.example.org): `valuerank runs list|status|results` and `valuerank "
-        "mcp` ask it over the API instead of reading the database. Other commands still use "
+        "https://valuerank.example.org): every command that reads or writes data, and "
+        "`valuerank mcp`, ask it over the API instead of the database; the commands that "
+        "administer the install (db, worker, serve, maintenance…) say that they still use "
         "VALUERANK_DATABASE_URL.",
     )
     api_token: SecretStr | None = Field(

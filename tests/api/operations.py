@@ -72,6 +72,8 @@ BODY_NOT_REFS = {
 QUERY_REFS = {
     "run": "run",
     "compare": "run",
+    "baseline": "run",  # the run a report compares with
+    "id": "failed_job",  # GET /api/assumptions/jobs: the jobs a validation queued
     "definition": "definition",
     "exclude": "definition",  # a version lineage results leave out
     "user_id": "user",
@@ -81,7 +83,8 @@ QUERY_NOT_REFS = frozenset(
     {
         "after", "agreement", "basis", "created_since", "created_until", "cursor", "debug",
         "decision", "deep", "disagreement", "event_type", "filename", "format",
-        "include_inactive", "kind", "label", "limit", "mode", "model", "name", "provider", "q",
+        "include_inactive", "kind", "label", "limit", "mode", "model", "name", "preamble",
+        "provider", "q",
         "sample_percentage", "sample_seed", "sample_size", "scenario", "seed", "show",
         "snapshots", "sort", "status", "threshold", "tolerance", "window_hours", "with_ancestry",
         "with_text",

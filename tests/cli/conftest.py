@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -75,6 +76,36 @@ async def cli_both(
     if request.param == "local":
         yield raw_cli
         return
+    async with _asking_a_server(request, raw_cli, db, org_id, database_url, monkeypatch, tmp_path):
+        yield raw_cli
+
+
+@pytest.fixture
+async def cli_server(
+    request: pytest.FixtureRequest,
+    raw_cli: Invoke,
+    db: Database,
+    org_id: str,
+    database_url: TestDatabase,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> AsyncIterator[Invoke]:
+    """`cli_both`'s `server` way alone, for what only a server path has (the database's
+    answer to compare with is read with `cli` settings inside the test)."""
+    async with _asking_a_server(request, raw_cli, db, org_id, database_url, monkeypatch, tmp_path):
+        yield raw_cli
+
+
+@asynccontextmanager
+async def _asking_a_server(
+    request: pytest.FixtureRequest,
+    raw_cli: Invoke,
+    db: Database,
+    org_id: str,
+    database_url: TestDatabase,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> AsyncIterator[None]:
     await provision_admin(db, org_id)
     untouched = tmp_path / UNTOUCHED_DB
     work = request.node.get_closest_marker("server_worker") is not None
@@ -83,6 +114,6 @@ async def cli_both(
         monkeypatch.setenv(API_TOKEN_ENV, TOKEN)
         monkeypatch.setenv("VALUERANK_DATABASE_URL", f"sqlite:///{untouched}")
         get_settings.cache_clear()
-        yield raw_cli
+        yield
     get_settings.cache_clear()
     assert not untouched.exists(), "a command used a local database instead of the server"

@@ -186,13 +186,18 @@ async def database(*, local_only: bool = False) -> AsyncIterator[Opened]:
 
 
 @asynccontextmanager
-async def session() -> AsyncIterator[Session]:
-    """Open the configured database (upgrading an embedded SQLite one), one transaction.
+async def session(*, local_only: bool = False) -> AsyncIterator[Session]:
+    """Open the configured database (upgrading an embedded SQLite one), one transaction
+    (`local_only`: a command that administers the install itself, which the API lets no one
+    do remotely; see `configured_database`).
 
     Immediate on SQLite: a command that reads and then writes must not find, at its first
     write, that a worker wrote since its read (SQLite cannot upgrade such a transaction).
     """
-    async with database() as opened, opened.db.transaction(immediate=True) as conn:
+    async with (
+        database(local_only=local_only) as opened,
+        opened.db.transaction(immediate=True) as conn,
+    ):
         yield Session(db=opened.db, conn=conn, org_id=opened.org_id, settings=opened.settings)
 
 

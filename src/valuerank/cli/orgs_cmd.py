@@ -9,7 +9,6 @@ from rich.markup import escape
 from rich.table import Table
 
 from valuerank.cli.common import JsonOption, console, local_or_server, print_json, run, session
-from valuerank.cli.local_session import local_session
 from valuerank.client import ApiClient
 from valuerank.client import accounts as remote
 from valuerank.orgs import create_org, list_orgs
@@ -32,7 +31,7 @@ def create(
     admin: POST /api/orgs)."""
 
     async def _go() -> dict[str, Any]:
-        async with local_session() as s:
+        async with session(local_only=True) as s:
             org = await create_org(s.conn, name, slug=slug)
         return org.to_dict()
 

@@ -19,7 +19,6 @@ from valuerank.cli.common import (
     run,
     session,
 )
-from valuerank.cli.local_session import local_session
 from valuerank.client import admin as remote
 from valuerank.queue import (
     JobSpec,
@@ -192,7 +191,7 @@ def enqueue_(
         return f"{item_key}-{i}"
 
     async def _go() -> list[dict[str, Any]]:
-        async with local_session() as s:
+        async with session(local_only=True) as s:
             specs = [
                 JobSpec(
                     kind=kind,

@@ -38,7 +38,6 @@ from valuerank.cli.common import (
     run,
     session,
 )
-from valuerank.cli.local_session import local_session
 from valuerank.client import ApiClient
 from valuerank.client import accounts as remote
 from valuerank.orgs import get_org
@@ -106,7 +105,7 @@ def create(
     password = _read_password(password_stdin, password_prompt, as_json)
 
     async def _go() -> dict[str, Any]:
-        async with local_session() as s:
+        async with session(local_only=True) as s:
             target = await get_org(s.conn, org or s.settings.default_org)
             member = await add_member(s.conn, target.id, email, role, name=name, password=password)
         return {**member.to_dict(), "org": target.slug}
@@ -288,7 +287,7 @@ def set_password_(
     assert password is not None
 
     async def _go() -> dict[str, Any]:
-        async with local_session() as s:
+        async with session(local_only=True) as s:
             user = await find_user(s.conn, email)
             await set_password(s.conn, user.id, password)
         return {"email": user.email, "id": user.id, "password_set": True}
