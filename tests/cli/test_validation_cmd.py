@@ -13,6 +13,8 @@ from valuerank.db import Database
 from valuerank.orgs import ensure_org
 from valuerank.validation.store import create_task
 
+from .conftest import Invoke
+
 RETRY = "#PATTERN_MOMENTUM: Retry failed requests three times"
 
 
@@ -93,7 +95,7 @@ def test_errors_are_one_json_document(cli_both: Any) -> None:
     assert queued.exit_code == 0 and "valuerank worker" in queued.stdout
 
 
-async def test_another_organisations_task_is_not_found(db: Database, cli_both: Any) -> None:
+async def test_another_organisations_task_is_not_found(db: Database, cli_both: Invoke) -> None:
     async with db.transaction() as conn:
         other = await ensure_org(conn, "other")
         task = str((await create_task(conn, other, "theirs")).id)
