@@ -94,6 +94,7 @@ def measure(base: str, token: str, run_id: str, requests: int, warmup: int) -> d
         "MCP-Protocol-Version": PROTOCOL,
     }
     timings: dict[str, list[float]] = {"json_api": [], "mcp": []}
+    load_before = os.getloadavg()
     with httpx.Client(base_url=base, headers=headers, timeout=60) as client:
         if _mcp(client, run_id, 0)["perModel"] != _api(client, run_id)["perModel"]:
             raise RuntimeError("get_run_summary and the JSON API disagree")
@@ -103,7 +104,10 @@ def measure(base: str, token: str, run_id: str, requests: int, warmup: int) -> d
                 _api(client, run_id) if kind == "json_api" else _mcp(client, run_id, i + 1)
                 if i >= warmup:
                     timings[kind].append((time.perf_counter() - started) * 1000)
-    summary = {kind: latency(ms) for kind, ms in timings.items()}
+    summary: dict[str, Any] = {kind: latency(ms) for kind, ms in timings.items()}
+    # The machine's load beside the figures: it moves them (see docs/benchmarks.md).
+    summary["load_average_before"] = [round(x, 2) for x in load_before]
+    summary["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
     summary["mcp_to_json_api_p50"] = round(
         summary["mcp"]["p50_ms"] / summary["json_api"]["p50_ms"], 2
     )

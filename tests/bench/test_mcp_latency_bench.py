@@ -28,3 +28,4 @@ def test_the_benchmark_times_mcp_beside_the_json_api() -> None:
         assert figures["requests"] == 3
         assert 0 < figures["p50_ms"] <= figures["p95_ms"] <= figures["max_ms"]
     assert report["mcp_to_json_api_p50"] > 0
+    assert len(report["load_average_before"]) == len(report["load_average_after"]) == 3
