@@ -420,7 +420,6 @@ def _key(**changes: object) -> str:
         "base_url": None,
         "messages": MESSAGES,
         "parameters": {"temperature": 0.7, "max_tokens": 1000},
-        "seed": 42,
         "sample_index": 0,
     }
     args.update(changes)
@@ -432,7 +431,7 @@ def test_cache_key_is_the_sha256_of_the_canonical_json() -> None:
         '{"base_url":null,"messages":[{"content":"S","role":"system"},'
         '{"content":"Héllo","role":"user"}],"model":"gpt-4.1",'
         '"parameters":{"max_tokens":1000,"temperature":0.7},"provider":"openai",'
-        '"sample_index":0,"seed":42,"v":1}'
+        '"sample_index":0,"v":2}'
     )
     assert _key() == hashlib.sha256(canonical.encode("utf-8")).hexdigest()
     assert re.fullmatch(r"[0-9a-f]{64}", _key())
@@ -464,11 +463,10 @@ def test_cache_key_distinguishes() -> None:
         _key(parameters={"temperature": 0.70001, "max_tokens": 1000}),
         _key(parameters={"temperature": 0.7, "max_tokens": 1000, "flag": True}),
         _key(parameters={"temperature": 0.7, "max_tokens": 1000, "flag": 1}),
-        _key(seed=None),
-        _key(seed=43),
+        _key(parameters={"temperature": 0.7, "max_tokens": 1000, "json_schema": {"a": 1}}),
         _key(sample_index=1),
     }
-    assert len(keys) == 12
+    assert len(keys) == 11
 
 
 @pytest.mark.parametrize(

@@ -60,7 +60,10 @@ def create(
     ),
     system_prompt: str | None = typer.Option(None, "--system-prompt"),
     reuse_cache: bool = typer.Option(
-        False, "--reuse-cache", help="Answer identical requests from the response cache."
+        False,
+        "--reuse-cache",
+        help="Answer requests identical to any earlier run's (same model, messages, "
+        "parameters, sample) from the organisation's response cache: no call, cost 0.",
     ),
     name: str = typer.Option("", "--name", help="A name for the run."),
     priority: str = typer.Option("normal", "--priority", help="low, normal, high or a number."),

@@ -210,8 +210,13 @@ def request_key(model: ModelId, request: CompletionRequest, sample_index: int) -
         model.name,
         None,
         request.messages,
-        {"temperature": request.temperature, "max_tokens": request.max_tokens},
-        request.seed,
+        {
+            "temperature": request.temperature,
+            "max_tokens": request.max_tokens,
+            "json_schema": request.json_schema,
+            # Only synthetic models read hints; a real model's are fixed by its messages.
+            "hints": dict(request.hints) or None,
+        },
         sample_index,
     )
 

@@ -374,22 +374,23 @@ def cache_key(
     base_url: str | None,
     messages: Sequence[Message],
     parameters: Mapping[str, Any],
-    seed: int | None,
     sample_index: int,
 ) -> str:
-    """sha256 hex of the canonical JSON (sorted keys, no whitespace) of one completion call.
+    """sha256 hex of the canonical JSON (sorted keys, no whitespace) of one completion call:
+    what determines its answer. The seed a turn is sent with is left out: it derives from the
+    run (`turn_seed`), so keeping it would make every run's answers its own and the
+    organisation's cache useless across runs; the sample index stands for it.
 
     Parameters set to None are left out (None means the provider's default); a trailing
     `/` of the base URL does not count.
     """
     payload = {
-        "v": 1,
+        "v": 2,  # 1 held the seed: those rows are never matched, and maintenance prunes them
         "provider": provider,
         "model": model,
         "base_url": None if base_url is None else base_url.rstrip("/"),
         "messages": _canonical(list(messages)),
         "parameters": _canonical({k: v for k, v in parameters.items() if v is not None}),
-        "seed": seed,
         "sample_index": sample_index,
     }
     text = json.dumps(
