@@ -138,3 +138,54 @@ async def test_the_estimate_counts_the_calls_a_run_makes(db: Database, org_id: s
     estimated = Counter({(m.role, m.model): m.calls for m in launched.estimate.models})
     assert len(stored_transcripts) == launched.created.scenarios * 2 * 3
     assert made == estimated, (made, estimated)
+
+
+async def test_a_second_run_is_sized_by_the_first_runs_answers(db: Database, org_id: str) -> None:
+    """After a run of a definition version, the next run's estimate sizes each model's answers
+    as they were (the mean output tokens of a turn, over its transcripts), says so, and is no
+    longer an upper bound; a model never run there stays at max tokens."""
+    config = RunConfig(
+        models=("scripted:utilitarian",),
+        sample_percentage=20,
+        sample_seed=5,
+        followup_turns=1,
+        max_tokens=900,
+    )
+    async with db.transaction() as conn:
+        stored, _ = await import_definition(conn, org_id, DEMO.read_text())
+        first = await launch_run(conn, org_id, stored.version.id, config)
+    assert first.estimate.upper_bound and first.estimate.to_dict()["upper_bound"] is True
+    worker = Worker(db, settings=FAST, concurrency=4, hooks=RUN_HOOKS)
+    ctx = PipelineContext(db, providers=ProviderPool(environ={}))
+    register_pipeline_handlers(worker, ctx)
+    try:
+        await worker.run_until_idle()
+    finally:
+        await ctx.aclose()
+    async with db.transaction() as conn:
+        answered = (
+            await conn.execute(
+                select(transcripts.c.output_tokens).where(
+                    transcripts.c.run_id == first.created.run.id
+                )
+            )
+        ).scalars()
+        per_turn = [tokens / 2 for tokens in answered]  # two turns each
+        second = await launch_run(
+            conn,
+            org_id,
+            stored.version.id,
+            config.model_copy(update={"models": ("scripted:utilitarian", "scripted:contrarian")}),
+        )
+    learned_mean = round(sum(per_turn) / len(per_turn))
+    assert 0 < learned_mean < config.max_tokens
+    sized, unknown = second.estimate.models
+    assert (sized.model, sized.learned_from) == ("scripted:utilitarian", len(per_turn))
+    assert (unknown.model, unknown.learned_from) == ("scripted:contrarian", 0)
+    conversations = second.created.scenarios
+    assert sized.output_tokens == conversations * 2 * learned_mean
+    assert unknown.output_tokens == conversations * 2 * config.max_tokens
+    assert not second.estimate.upper_bound
+    shown = second.estimate.to_dict()
+    assert shown["upper_bound"] is False
+    assert [m["learned_from"] for m in shown["models"]] == [len(per_turn), 0]

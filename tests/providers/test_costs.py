@@ -18,6 +18,7 @@ from valuerank.providers.costs import (
     PROBE_ROLE,
     SUMMARY_ROLE,
     FollowerCalls,
+    LearnedTokens,
     ModelPrice,
     Priced,
     conversation_tokens,
@@ -245,3 +246,23 @@ def test_judges_and_summaries_are_estimated_per_conversation() -> None:
     assert [m["role"] for m in estimate.to_dict()["models"]] == [
         "probe", "judge", "judge", "summary",
     ]  # fmt: skip
+
+
+def test_learned_answer_sizes_replace_max_tokens_never_above_them() -> None:
+    models = [ModelPrice("a:x", 1.0, 2.0), ModelPrice("b:y", 1.0, 2.0), ModelPrice("c:z", 1, 2)]
+    learned = {"a:x": LearnedTokens(100, 40), "b:y": LearnedTokens(5000, 3)}
+    estimate = estimate_run_cost(
+        prompts=3, models=models, turns=2, prompt_tokens=50, output_tokens_per_turn=800,
+        learned=learned,
+    )  # fmt: skip
+    a, b, c = estimate.models
+    assert (a.output_tokens, a.learned_from) == (3 * 2 * 100, 40)
+    assert a.input_tokens == 3 * conversation_tokens(2, 50, 100)[0]  # the answer is resent
+    assert (b.output_tokens, b.learned_from) == (3 * 2 * 800, 3)  # capped at max tokens
+    assert (c.output_tokens, c.learned_from) == (3 * 2 * 800, 0)
+    assert not estimate.upper_bound and estimate.to_dict()["upper_bound"] is False
+    plain = estimate_run_cost(
+        prompts=3, models=models, turns=2, prompt_tokens=50, output_tokens_per_turn=800
+    )
+    assert plain.upper_bound and plain.cost_usd is not None and estimate.cost_usd is not None
+    assert estimate.cost_usd < plain.cost_usd

@@ -463,6 +463,8 @@ async def test_start_watch_pause_resume_and_read_a_run_in_a_browser(
     assert await rows.count() == 4  # the two models answer, the two judges read each answer
     roles = [await rows.nth(i).locator("td").nth(1).inner_text() for i in range(4)]
     assert roles == ["answers", "answers", "judges each transcript", "judges each transcript"]
+    sized = [await rows.nth(i).locator("td").nth(6).inner_text() for i in range(4)]
+    assert sized == ["max tokens (at most)"] * 4  # no earlier run of this definition
     # The estimate is of these settings: they are locked until it is discarded or started.
     assert await page.evaluate("document.getElementById('run-settings').disabled")
     await ui.screenshot("run-new-estimate")

@@ -175,13 +175,26 @@ def create(
     )
     if (data["phrasings"], data["scale_order"]) != ("first", "as-written"):
         console.print(f"asked in phrasings {data['phrasings']}, scale order {data['scale_order']}")
-    estimate = "unknown" if cost is None else f"≤ ${cost:.4f}"
+    bound = data["estimate"].get("upper_bound", True)  # an older server sends none: a bound
+    estimate = "unknown" if cost is None else f"{'≤' if bound else '≈'} ${cost:.4f}"
     roles = sorted({m["role"] for m in data["estimate"]["models"]} - {"probe"})
+    learned = [
+        f"{m['model']} from {m['learned_from']} earlier transcripts"
+        for m in data["estimate"]["models"]
+        if m.get("learned_from")
+    ]
     console.print(
         f"estimated cost: {estimate}"
         + (f", {' and '.join(roles)} calls included" if roles else "")
-        + (f" (no price for {', '.join(unknown)})" if unknown else "")
+        + (f" (no price for {', '.join(unknown)})" if unknown else ""),
+        soft_wrap=True,
     )
+    if learned:
+        console.print(
+            f"answers sized as before: {'; '.join(learned)} (the rest at their max tokens)",
+            soft_wrap=True,
+            highlight=False,
+        )
     for line in runs_judge_cmd.defaults_lines(data):
         console.print(line, highlight=False, soft_wrap=True)
     rubric = data.get("rubric")

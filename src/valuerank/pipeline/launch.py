@@ -30,6 +30,7 @@ from valuerank.providers.costs import (
 )
 from valuerank.registry.check import check_models
 from valuerank.registry.service import prices_for, seed_models
+from valuerank.runs.answer_sizes import learned_answer_sizes
 from valuerank.runs.config import RunConfig
 from valuerank.runs.estimates import followup_tokens
 from valuerank.runs.service import CreatedRun, Run, Started, create_run, start_run
@@ -45,8 +46,10 @@ async def _priced(conn: AsyncConnection, models: Sequence[str]) -> list[ModelPri
 
 
 async def estimate_cost(conn: AsyncConnection, run: Run) -> RunCostEstimate:
-    """The run's cost before it starts: its prompts' sizes, max_tokens per answer (an upper
-    bound), registry prices; a model without a price is reported, never counted as free.
+    """The run's cost before it starts: its prompts' sizes, each model's answers sized as in
+    the organisation's earlier runs of this definition version where it has some, else at
+    max_tokens (an upper bound), registry prices; a model without a price is reported, never
+    counted as free.
     Each judge reads, and the summary model summarises, every transcript: their prompt and
     the transcript at its largest (every answer at max_tokens), their answers at their own
     max_tokens. (The run's one narrative call is left out.)"""
@@ -81,6 +84,9 @@ async def estimate_cost(conn: AsyncConnection, run: Run) -> RunCostEstimate:
                 SUMMARY_MAX_TOKENS,
             )
         )
+    learned = await learned_answer_sizes(
+        conn, run.org_id, run.definition_id, config.models, except_run=run.id
+    )
     return estimate_run_cost(
         prompts=len(sizes),
         models=await _priced(conn, config.models),
@@ -91,6 +97,7 @@ async def estimate_cost(conn: AsyncConnection, run: Run) -> RunCostEstimate:
         followup_tokens=per_followup,
         system_tokens=estimate_tokens(config.system_prompt or ""),
         followers=followers,
+        learned=learned,
     )
 
 

@@ -8,8 +8,8 @@ million tokens) and rounded once, half up, to a millionth of a dollar. An unknow
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, Protocol
 
@@ -109,6 +109,8 @@ class ModelCostEstimate:
     output_tokens: int
     cost_usd: float | None
     role: str = PROBE_ROLE
+    # Earlier transcripts whose answers sized this model's (0: every answer at max_tokens).
+    learned_from: int = 0
 
     @property
     def price_known(self) -> bool:
@@ -132,8 +134,14 @@ class RunCostEstimate:
     def complete(self) -> bool:
         return not self.unknown_price_models
 
+    @property
+    def upper_bound(self) -> bool:
+        """Every answer counted at its max tokens: the run cannot cost more."""
+        return all(m.learned_from == 0 for m in self.models)
+
     def to_dict(self) -> dict[str, Any]:
         return {
+            "upper_bound": self.upper_bound,
             "calls": self.calls,
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
@@ -148,6 +156,7 @@ class RunCostEstimate:
                     "input_tokens": m.input_tokens,
                     "output_tokens": m.output_tokens,
                     "cost_usd": m.cost_usd,
+                    "learned_from": m.learned_from,
                 }
                 for m in self.models
             ],
@@ -172,6 +181,15 @@ def conversation_tokens(
     answer = _count("output_tokens_per_turn", output_tokens_per_turn)
     growth = answer + _count("followup_tokens", followup_tokens)
     return t * repeated + growth * t * (t - 1) // 2, t * answer
+
+
+@dataclass(frozen=True)
+class LearnedTokens:
+    """What a model's answers came to in the organisation's earlier runs of a definition:
+    the mean output tokens of one turn, over `transcripts` transcripts."""
+
+    output_tokens_per_turn: int
+    transcripts: int
 
 
 @dataclass(frozen=True)
@@ -207,22 +225,36 @@ def estimate_run_cost(
     followup_tokens: int = 0,
     system_tokens: int = 0,
     followers: Sequence[FollowerCalls] = (),
+    learned: Mapping[str, LearnedTokens] | None = None,
 ) -> RunCostEstimate:
     """Estimate a run of `prompts` scenarios × `models` × `samples` conversations of `turns`,
     and the `followers`' calls on each of those conversations' transcripts (one per model).
 
     `prompt_tokens` is the mean size of a first prompt (see `estimate_tokens`),
-    `output_tokens_per_turn` the expected answer size (e.g. the run's max_tokens for an
-    upper bound), `followup_tokens` the mean size of a follow-up prompt.
+    `output_tokens_per_turn` the expected answer size (the run's max_tokens: an upper
+    bound), `followup_tokens` the mean size of a follow-up prompt. A model in `learned` has
+    its answers sized as they were in earlier runs (never above `output_tokens_per_turn`).
     """
     conversations = _count("prompts", prompts) * _count("samples", samples)
-    per_in, per_out = conversation_tokens(
+    # The counts are checked here, with or without models: a bad one is refused either way.
+    conversation_tokens(
         turns, prompt_tokens, output_tokens_per_turn, followup_tokens, system_tokens
     )
-    shapes = [
-        (model, PROBE_ROLE, conversations * turns, conversations * per_in, conversations * per_out)
-        for model in models
-    ]
+    shapes = []
+    sources: list[int] = []
+    for model in models:
+        sized = (learned or {}).get(model.id)
+        answer = output_tokens_per_turn
+        if sized is not None and sized.transcripts > 0:
+            answer = min(answer, _count("learned output tokens", sized.output_tokens_per_turn))
+        per_in, per_out = conversation_tokens(
+            turns, prompt_tokens, answer, followup_tokens, system_tokens
+        )
+        shapes.append(
+            (model, PROBE_ROLE, conversations * turns, conversations * per_in,
+             conversations * per_out)
+        )  # fmt: skip
+        sources.append(sized.transcripts if sized is not None else 0)
     # A follower (a judge, the summary model) reads every transcript: one per conversation
     # of every target model, not one per scenario.
     transcripts = conversations * len(models)
@@ -234,11 +266,13 @@ def estimate_run_cost(
              transcripts * per_call_out)
             for model in group.models
         ]  # fmt: skip
+        sources += [0] * len(group.models)
     estimates: list[ModelCostEstimate] = []
     unknown: list[str] = []
     known_total = Decimal(0)
-    for shape in shapes:
+    for shape, source in zip(shapes, sources, strict=True):
         estimate, exact = _model_estimate(*shape)
+        estimate = replace(estimate, learned_from=source)
         estimates.append(estimate)
         if exact is None:
             unknown.append(estimate.model)
@@ -263,6 +297,7 @@ __all__ = [
     "PROBE_ROLE",
     "SUMMARY_ROLE",
     "FollowerCalls",
+    "LearnedTokens",
     "ModelCostEstimate",
     "ModelPrice",
     "Priced",

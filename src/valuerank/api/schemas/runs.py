@@ -93,9 +93,17 @@ class ModelCost(Out):
     input_tokens: int
     output_tokens: int
     cost_usd: float | None
+    learned_from: int = Field(
+        description="Earlier transcripts of this definition version whose answers sized this "
+        "model's (0: every answer counted at its max tokens)."
+    )
 
 
 class CostEstimate(Out):
+    upper_bound: bool = Field(
+        description="True when every answer is counted at its max tokens (the run cannot cost "
+        "more); false when some models' answers are sized as in earlier runs."
+    )
     calls: int
     input_tokens: int
     output_tokens: int

@@ -147,7 +147,9 @@
       " → " + count(run.jobs) + " probe job" + (run.jobs === 1 ? "" : "s") + ", " + count(est.calls) + " model calls.";
     var costText;
     if (est.cost_usd !== null && est.cost_usd !== undefined) {
-      costText = "At most " + money(est.cost_usd) + " (every answer counted at its max tokens).";
+      costText = est.upper_bound
+        ? "At most " + money(est.cost_usd) + " (every answer counted at its max tokens)."
+        : "About " + money(est.cost_usd) + " (answers sized as in earlier runs of this definition where there are some, the rest at their max tokens).";
     } else {
       costText = "Unknown: no price for " + est.unknown_price_models.join(", ") +
         "; the priced models come to at most " + money(est.known_cost_usd) + ".";
@@ -163,6 +165,7 @@
       cell(row, count(m.input_tokens), true);
       cell(row, count(m.output_tokens), true);
       cell(row, m.cost_usd === null ? "no price" : money(m.cost_usd), true);
+      cell(row, m.learned_from ? count(m.learned_from) + " earlier transcripts" : "max tokens (at most)", false);
       body.appendChild(row);
     });
     var rubric = byId("est-rubric");
