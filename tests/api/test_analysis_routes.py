@@ -266,7 +266,7 @@ def test_reads_need_the_viewer_role_and_writes_the_member_role() -> None:
         seen[(method, route.path)] = (
             member if member in calls else viewer if viewer in calls else None
         )
-    assert len(seen) == 10
+    assert len(seen) == 12  # with the two that compute now: POST …/analysis, /comparisons
     for (method, path), role in seen.items():
         assert role is (member if method == "POST" else viewer), (method, path)
 
