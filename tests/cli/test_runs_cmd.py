@@ -111,6 +111,16 @@ def test_steering(definition: str, cli_both: Invoke) -> None:
     )
     assert cli("runs", "cancel", run_id, "--json").json()["status"] == "cancelled"
     assert cli("runs", "status", run_id, "--json").json()["progress"]["cancelled"] == 16
+    # A name is only what people call it: any state, one line, never empty.
+    renamed = cli("runs", "rename", run_id, "  café\n pilot  ", "--json")
+    assert renamed.exit_code == 0, renamed.stdout + renamed.stderr
+    assert renamed.json()["name"] == "café pilot" and renamed.json()["status"] == "cancelled"
+    assert [r["name"] for r in cli("runs", "list", "--json").json()] == ["café pilot"]
+    said = cli("runs", "rename", run_id, "second pass")
+    assert said.stdout == f"run {short_id(run_id)} is now named 'second pass'\n"
+    empty = cli("runs", "rename", run_id, "   ", "--json")
+    assert empty.exit_code == 1
+    assert empty.json()["code"] == "INVALID_INPUT"  # the same both ways
     assert cli("runs", "delete", run_id, "--yes").stdout == f"run {short_id(run_id)} deleted\n"
     assert cli("runs", "list", "--json").json() == []
 
@@ -123,7 +133,7 @@ async def test_another_organisations_run_is_not_found(
     theirs = (await make_demo_run(db, other)).id
     for args in (
         ("start",), ("pause",), ("resume",), ("cancel",), ("delete",), ("rerun-failed",),
-        ("expand", "--sample-percentage", "50"), ("wait", "--timeout", "0"),
+        ("expand", "--sample-percentage", "50"), ("rename", "mine now"), ("wait", "--timeout", "0"),
         ("judge", "--judge", "scripted:centrist"),
     ):  # fmt: skip
         out = await asyncio.to_thread(cli_both, "runs", args[0], theirs, *args[1:], "--json")

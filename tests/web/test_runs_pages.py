@@ -541,6 +541,17 @@ async def test_start_watch_pause_resume_and_read_a_run_in_a_browser(
     download = await download_info.value
     assert download.suggested_filename.endswith(".zip")
 
+    # Rename the ended run: what the heading shows is what the API stores (one line).
+    await page.fill("#rename-name", "  pilot \t run  ")
+    await page.get_by_role("button", name="Rename").click()
+    await expect(page.locator("#run-name")).to_have_text("pilot run")
+    stored = await page.evaluate(
+        "fetch('/api/runs/' + document.getElementById('run').dataset.runId)"
+        ".then(r => r.json()).then(j => j.data.name)"
+    )
+    assert stored == "pilot run" == await page.input_value("#rename-name")
+    assert await page.title() == "pilot run · ValueRank"
+
     await page.set_viewport_size({"width": 390, "height": 844})
     await ui.screenshot("run-phone")
     await page.set_viewport_size({"width": 1280, "height": 860})

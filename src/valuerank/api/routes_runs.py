@@ -25,6 +25,7 @@ from valuerank.api.schemas.runs import (
     JudgedRun,
     RequeuedRun,
     RunPage,
+    RunSummary,
 )
 from valuerank.api.sse import run_event_stream
 from valuerank.api.views import (
@@ -40,7 +41,7 @@ from valuerank.org_defaults import MAX_JUDGES
 from valuerank.pipeline.rejudge import judge_run
 from valuerank.runs.breakdown import Breakdown
 from valuerank.runs.listing import RunFilter
-from valuerank.runs.service import expand_run, get_run, rerun_failed
+from valuerank.runs.service import MAX_RUN_NAME, expand_run, get_run, rename_run, rerun_failed
 from valuerank.runs.states import RunStatus
 from valuerank.shapes import dump
 
@@ -59,6 +60,16 @@ class JudgeBody(Body):
     )
     allow_unknown_models: bool = Field(
         default=False, description="Judges the registry does not know (a known provider's)."
+    )
+
+
+class RenameBody(Body):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    name: str = Field(
+        min_length=1,
+        max_length=MAX_RUN_NAME,
+        description="The run's new name (whitespace runs become one space).",
     )
 
 
@@ -176,6 +187,14 @@ async def run_events_stream_route(
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
+
+
+@router.patch("/{run_id}", response_model=Envelope[RunSummary])
+async def rename_run_route(run_id: str, body: RenameBody, ctx: Member) -> JSONResponse:
+    """Rename the run (`{"name": …}`), whatever its state; answers who it now is."""
+    async with ctx.db.transaction(immediate=True) as conn:
+        run = await rename_run(conn, ctx.org_id, run_id, body.name)
+    return ok(run.summary_dict())
 
 
 @router.post("/{run_id}/expand", response_model=Envelope[ExpandedRun])

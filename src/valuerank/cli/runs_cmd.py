@@ -286,6 +286,27 @@ def cancel(run_id: str = RunArg, as_json: bool = JsonOption) -> None:
     _steer(service.cancel_run, "cancel", run_id, as_json)
 
 
+@app.command("rename")
+def rename(
+    run_id: str = RunArg,
+    name: str = typer.Argument(..., help="The new name (quote it if it has spaces)."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Give a run a new name, whatever its state.
+
+    With VALUERANK_API_URL set, the server there renames it (PATCH /api/runs/{id})."""
+
+    async def _go() -> dict[str, Any]:
+        async with session() as s:
+            return (await service.rename_run(s.conn, s.org_id, run_id, name)).summary_dict()
+
+    data = local_or_server(_go, lambda c: remote_runs.rename_run(c, run_id, name), as_json=as_json)
+    if as_json:
+        print_json(data)
+    else:
+        console.print(f"run {short_id(data['id'])} is now named {data['name']!r}", highlight=False)
+
+
 @app.command("delete")
 def delete(
     run_id: str = RunArg,

@@ -49,6 +49,12 @@ def steer_run(client: ApiClient, ref: str, action: str) -> dict[str, Any]:
     return data
 
 
+def rename_run(client: ApiClient, ref: str, name: str) -> dict[str, Any]:
+    """PATCH /api/runs/{ref} with the new name: the run's summary."""
+    data: dict[str, Any] = client.patch(f"/api/runs/{segment(ref)}", {"name": name})
+    return data
+
+
 def delete_run(client: ApiClient, ref: str) -> dict[str, Any]:
     """DELETE /api/queue/runs/{ref}: `{"id", "deleted"}`. The API deletes only a run not
     under way (pending or ended): a running or paused one is 409 RUN_ACTIVE."""

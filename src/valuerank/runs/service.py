@@ -94,6 +94,25 @@ async def start_run(conn: AsyncConnection, org_id: str, ref: str) -> Started:
     return Started(await get_run(conn, org_id, run.id), started.enqueued, started.existing)
 
 
+MAX_RUN_NAME = 300  # the column's width
+
+
+async def rename_run(conn: AsyncConnection, org_id: str, ref: str, name: str) -> Run:
+    """Give the run a new name (any state: a name is only what people call it)."""
+    run = await get_run(conn, org_id, ref)
+    cleaned = " ".join(name.split())  # one line, as lists and pages show it
+    if not cleaned:
+        raise InvalidInputError("a run's name cannot be empty", hint="give it a few words")
+    if len(cleaned) > MAX_RUN_NAME:
+        raise InvalidInputError(
+            f"a run's name has at most {MAX_RUN_NAME} characters, not {len(cleaned)}"
+        )
+    await conn.execute(
+        update(runs).where(runs.c.org_id == org_id, runs.c.id == run.id).values(name=cleaned)
+    )
+    return await get_run(conn, org_id, run.id)
+
+
 async def pause_run(conn: AsyncConnection, org_id: str, ref: str) -> Run:
     """Stop claiming the run's jobs; running ones finish, nothing is lost."""
     run = await get_run(conn, org_id, ref)

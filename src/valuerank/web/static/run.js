@@ -365,6 +365,26 @@
     });
   }
 
+  // Rename: any state; the heading, the title and the field show the name as stored.
+  var rename = byId("rename-form");
+  if (rename) {
+    rename.addEventListener("submit", function (event) {
+      event.preventDefault();
+      var spec = rename.getAttribute("data-call"), space = spec.indexOf(" ");
+      var fieldset = rename.querySelector("fieldset");
+      clearError();
+      fieldset.disabled = true;
+      vr.api(spec.slice(0, space), spec.slice(space + 1), { name: rename.elements.name.value })
+        .then(function (data) {
+          text("run-name", data.name);
+          rename.elements.name.value = data.name;
+          document.title = data.name + " · ValueRank";
+          text("action-status", "Renamed: " + data.name + ".");
+        }, showError)
+        .then(function () { fieldset.disabled = false; });
+    });
+  }
+
   // Export: a POST (it needs the CSRF token), saved as the file the server names.
   var exporter = byId("export-run");
   if (exporter) {
