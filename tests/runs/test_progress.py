@@ -14,11 +14,12 @@ from valuerank.db import Database
 from valuerank.db.tables import jobs, judgments, run_tallies, transcripts
 from valuerank.definitions.service import import_definition
 from valuerank.formats import Transcript, Turn
-from valuerank.pipeline.run_end import TAIL, at_tail, finalize_spec
+from valuerank.pipeline.run_end import TAIL, at_tail
 from valuerank.queue import JobSpec, cancel_job, claim, complete, enqueue_many, fail
 from valuerank.refs import short_id
 from valuerank.runs import service
 from valuerank.runs.config import RunConfig
+from valuerank.runs.finalizing import finalize_spec
 from valuerank.runs.kinds import FINALIZE, JUDGE, PROBE, SUMMARIZE
 from valuerank.runs.progress import job_progress, run_progress, run_report
 from valuerank.runs.records import JudgmentRecord, TranscriptRecord, insert_transcript

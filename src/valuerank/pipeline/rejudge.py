@@ -30,13 +30,13 @@ from valuerank.default_rubric import rubric_for_judges
 from valuerank.errors import ConflictError, InvalidInputError
 from valuerank.org_defaults import checked_models
 from valuerank.pipeline.finalize import enqueue_followers
-from valuerank.pipeline.run_end import ensure_finalize
 from valuerank.pipeline.run_results import store_consensus
 from valuerank.queue.partitions import delete_jobs, has_running_jobs
 from valuerank.queue.states import JobStatus
 from valuerank.refs import short_id
 from valuerank.registry.check import check_models
 from valuerank.registry.service import seed_models
+from valuerank.runs.finalizing import ensure_finalize
 from valuerank.runs.kinds import JUDGE
 from valuerank.runs.records import bump_inputs
 from valuerank.runs.service import Run, get_run, reopen_run

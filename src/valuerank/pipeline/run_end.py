@@ -34,7 +34,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from valuerank.db.engine import Database
 from valuerank.db.tables import runs, transcripts
 from valuerank.pipeline.run_results import plain_summary, store_consensus
-from valuerank.queue import JobSpec, enqueue
 from valuerank.queue.events import append_event
 from valuerank.queue.partitions import (
     has_live_jobs,
@@ -44,15 +43,14 @@ from valuerank.queue.partitions import (
 )
 from valuerank.queue.states import JobStatus
 from valuerank.runs.event_names import RUN_REAPED
-from valuerank.runs.kinds import FINALIZE, FINALIZE_KIND, JUDGE, PROBE, SUMMARIZE, FinalizePayload
+from valuerank.runs.finalizing import OPEN, ensure_finalize
+from valuerank.runs.kinds import JUDGE, PROBE, SUMMARIZE
 from valuerank.runs.progress import job_progress
 from valuerank.runs.results import ModelResult
 from valuerank.runs.run import Run, get_run
 from valuerank.runs.states import RunStatus, move_run
 from valuerank.shapes import dump
 
-# The states a run ends from (by the finalize rule; cancelling also ends paused and pending).
-OPEN = (RunStatus.RUNNING, RunStatus.SUMMARIZING)
 _OPEN_SOURCES = frozenset(OPEN)
 
 # -- the tail: the last probes enqueue the finalize job --------------------------------------
@@ -60,22 +58,6 @@ _OPEN_SOURCES = frozenset(OPEN)
 # Probe jobs still active (besides the caller) at which the tail starts finalize: a few
 # concurrent last jobs may each see the others running, so the threshold is not 0.
 TAIL = 32
-
-
-def finalize_spec(run: Run) -> JobSpec:
-    return FINALIZE_KIND.spec(
-        FinalizePayload(run_id=run.id, generation=run.config.generation),
-        org_id=run.org_id,
-        partition=run.id,
-        item_key=f"{FINALIZE}:{run.config.generation}",
-        priority=run.priority,
-        delay_seconds=0.2,
-    )
-
-
-async def ensure_finalize(conn: AsyncConnection, run: Run) -> bool:
-    """Enqueue the run's finalize job for its generation; False if it exists already."""
-    return (await enqueue(conn, finalize_spec(run))).enqueued
 
 
 async def at_tail(conn: AsyncConnection, org_id: str, run_id: str) -> bool:

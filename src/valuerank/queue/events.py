@@ -359,7 +359,10 @@ async def complete_if_done(
     progress, _ = await recount_partition(conn, org_id, partition)
     if progress.active:
         return False
-    name, extra = await hooks_in_use().completion(conn, org_id, partition)
+    hooks = hooks_in_use()
+    if await hooks.kept_open(conn, org_id, partition):  # its owner gave it more work
+        return False
+    name, extra = await hooks.completion(conn, org_id, partition)
     await append_event(
         conn,
         org_id=org_id,

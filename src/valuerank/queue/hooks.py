@@ -2,7 +2,8 @@
 
 The queue knows no runs. The package that owns some partitions (the runs package owns a
 run's) may name the event that says one is finished (`run_complete` instead of
-`partition_complete`), shape what webhooks get of its events, keep webhooks subscribed under
+`partition_complete`), give it the work it still owes when its last job ends (a run's
+finalize job), shape what webhooks get of its events, keep webhooks subscribed under
 old topic names working, and keep what it needs of jobs that maintenance prunes.
 
 Hooks are values, given explicitly to whoever runs the queue: a `Worker` (its `hooks`), the
@@ -37,6 +38,10 @@ of partitions a package owns (else None: published as written)."""
 PrunedObserver = Callable[[AsyncConnection, Sequence[Row[Any]]], Awaitable[None]]
 """`(conn, rows)`: the whole rows of the jobs `prune_jobs` deleted, in its transaction."""
 
+Keeper = Callable[[AsyncConnection, str, str], Awaitable[bool]]
+"""`(conn, org_id, partition)`, when its last job has ended: True when it enqueued the work
+the partition still owes (so it is not finished), in the caller's transaction."""
+
 
 def _unique(*groups: Sequence[Any]) -> tuple[Any, ...]:
     return tuple(dict.fromkeys(item for group in groups for item in group))
@@ -51,6 +56,7 @@ class QueueHooks:
     # topic → its older names: a webhook subscribed to one of them gets the event too.
     topic_aliases: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     pruned_observers: tuple[PrunedObserver, ...] = ()
+    keepers: tuple[Keeper, ...] = ()
 
     def __add__(self, other: QueueHooks) -> QueueHooks:
         aliases = dict(self.topic_aliases)
@@ -61,7 +67,15 @@ class QueueHooks:
             publishers=_unique(self.publishers, other.publishers),
             topic_aliases=aliases,
             pruned_observers=_unique(self.pruned_observers, other.pruned_observers),
+            keepers=_unique(self.keepers, other.keepers),
         )
+
+    async def kept_open(self, conn: AsyncConnection, org_id: str, partition: str) -> bool:
+        """Whether an owner enqueued what `partition` still owes, now that its jobs ended."""
+        kept = False
+        for keeper in self.keepers:
+            kept = await keeper(conn, org_id, partition) or kept
+        return kept
 
     async def completion(self, conn: AsyncConnection, org_id: str, partition: str) -> Completion:
         """The type and extra data of the event that says `partition` is finished."""

@@ -10,7 +10,9 @@ explicitly to whatever runs the queue for ValueRank: the workers
 - a webhook subscribed to an old generic name (`partition_complete`, …) gets the run's event
   under its new one (`valuerank.runs.event_names.TOPIC_ALIASES`);
 - pruned jobs of a run leave their counts and failures on the run
-  (`valuerank.runs.pruned.keep_pruned_jobs`).
+  (`valuerank.runs.pruned.keep_pruned_jobs`);
+- an open run whose jobs have all ended gets its finalize job if it has none
+  (`valuerank.runs.finalizing.finalize_owed`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 from valuerank.queue.hooks import QueueHooks
 from valuerank.runs.event_names import TOPIC_ALIASES
 from valuerank.runs.events import publish_run_events, run_completion
+from valuerank.runs.finalizing import finalize_owed
 from valuerank.runs.pruned import keep_pruned_jobs
 
 RUN_HOOKS = QueueHooks(
@@ -25,4 +28,5 @@ RUN_HOOKS = QueueHooks(
     publishers=(publish_run_events,),
     topic_aliases=TOPIC_ALIASES,
     pruned_observers=(keep_pruned_jobs,),
+    keepers=(finalize_owed,),
 )
