@@ -22,7 +22,7 @@ from valuerank.cli.common import (
 )
 from valuerank.client import ApiClient, ApiError
 from valuerank.client import exchange as remote
-from valuerank.client.api import segment
+from valuerank.client.api import segment, with_query
 from valuerank.errors import ValueRankError
 from valuerank.exchange import export_definition, write_run_zip, write_workspace
 from valuerank.exchange.manifest import export_run_id
@@ -134,7 +134,7 @@ def definition(
         return path, len(exported.data), exported.media_type
 
     def _remote(server: ApiClient) -> tuple[Path, int, str]:
-        where = remote.query(
+        where = with_query(
             f"/api/export/definition/{segment(definition_id)}",
             with_ancestry=with_ancestry or None,
         )
@@ -205,7 +205,7 @@ def table(
         return path, path.stat().st_size, {**facts, "columns": written.columns}
 
     def _remote(server: ApiClient) -> tuple[Path, int, dict[str, object]]:
-        where = remote.query(
+        where = with_query(
             f"/api/export/table/{segment(run_id)}", format=fmt, with_text=with_text or None
         )
         path, saved = _save(server, where, output, f"run.{fmt}")

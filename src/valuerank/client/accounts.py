@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from valuerank.client.admin import all_items
 from valuerank.client.api import API_TOKEN_ENV, ApiClient, ApiError, segment
 
 
@@ -33,7 +32,7 @@ def me(client: ApiClient) -> dict[str, Any]:
 
 def members(client: ApiClient) -> list[dict[str, Any]]:
     """The organisation's members by email, with their roles."""
-    return all_items(client, "/api/users", "users")
+    return client.items("/api/users", "users")
 
 
 def member(client: ApiClient, email: str) -> dict[str, Any]:
@@ -112,7 +111,7 @@ def list_tokens(client: ApiClient, user: str | None, org: str | None) -> list[di
     if org is not None:
         server_org(client, org)
     user_id = None if user is None else member(client, user)["id"]
-    return all_items(client, "/api/tokens", "tokens", user_id=user_id)
+    return client.items("/api/tokens", "tokens", user_id=user_id)
 
 
 # -- provider keys ---------------------------------------------------------------------------

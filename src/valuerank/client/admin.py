@@ -5,32 +5,11 @@ same shape, so one rendering serves both."""
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlencode
 
-from valuerank.client.api import ApiClient, ApiError, segment
+from valuerank.client.api import ApiClient, ApiError, segment, with_query
 
-PAGE = 500  # the API's largest page (api/pagination.py MAX_LIMIT): fewest round trips
 # What the local command says when no cap or several are named (queue/cap_controls.py).
 CAP_SCOPE_HINT = "name one of: --global, --org ORG, --provider PROVIDER, --model PROVIDER:MODEL"
-
-
-def all_items(
-    client: ApiClient, path: str, name: str, *, most: int | None = None, **query: Any
-) -> list[Any]:
-    """Every item of a paginated list (`name` in each page), following `next_cursor`; at
-    most `most`. `query`: the filters (None ones left out)."""
-    items: list[Any] = []
-    cursor: str | None = None
-    while True:
-        params = {k: v for k, v in query.items() if v is not None}
-        params["limit"] = PAGE if most is None else min(PAGE, most - len(items))
-        if cursor:
-            params["cursor"] = cursor
-        data = client.get(f"{path}?{urlencode(params)}")
-        items.extend(data[name])
-        cursor = data.get("next_cursor")
-        if not cursor or (most is not None and len(items) >= most):
-            return items
 
 
 def _flag(value: bool) -> str:
@@ -44,8 +23,7 @@ def list_models(
     client: ApiClient, *, provider: str | None, include_inactive: bool
 ) -> list[dict[str, Any]]:
     """GET /api/models, every page: the registry as `models list --json` prints it."""
-    return all_items(
-        client,
+    return client.items(
         "/api/models",
         "models",
         provider=provider,
@@ -102,7 +80,7 @@ def retry_failed(client: ApiClient, *, job: str | None, partition: str | None) -
 
 def list_limits(client: ApiClient) -> list[dict[str, Any]]:
     """Every rate-limit bucket (`queue limits list --json`), in the local order (by key)."""
-    providers = all_items(client, "/api/providers", "providers")
+    providers = client.items("/api/providers", "providers")
     rows = [row for view in providers for row in view["limits"]]
     return sorted(rows, key=lambda row: row["key"])
 
@@ -120,7 +98,7 @@ def set_limits(client: ApiClient, provider: str, body: dict[str, Any]) -> dict[s
 
 
 def remove_limits(client: ApiClient, provider: str, model: str) -> dict[str, Any]:
-    query = f"?{urlencode({'model': model})}" if model else ""
+    query = with_query("", model=model or None)
     data: dict[str, Any] = client.delete(f"/api/providers/{segment(provider)}/limits{query}")
     return data
 
@@ -140,5 +118,5 @@ def cap_path(*, everything: bool, org: str | None, provider: str | None, model: 
             raise ApiError(
                 f"which provider serves {model!r}?", code="INVALID_INPUT", hint=CAP_SCOPE_HINT
             )
-    query = f"?{urlencode({'model': model})}" if model else ""
+    query = with_query("", model=model or None)
     return f"/api/queue/caps/providers/{segment(provider)}{query}"

@@ -10,7 +10,7 @@ import re
 from typing import Any
 from urllib.parse import urlencode
 
-from valuerank.client.api import ApiClient, segment
+from valuerank.client.api import ApiClient, segment, with_query
 
 # Computing a deep analysis or a comparison can take longer than a read: the server answers
 # when it is done.
@@ -110,7 +110,7 @@ class Report:
 def fetch_report(client: ApiClient, ref: str, *, baseline: str | None) -> Report:
     """GET /api/runs/{ref}/report: the HTML file (held in memory: a report is a few hundred
     KB) and, from its headers, its run, baseline, figures and file name."""
-    query = f"?{urlencode({'baseline': baseline})}" if baseline is not None else ""
+    query = with_query("", baseline=baseline)
     with _patient(client).download("GET", f"/api/runs/{segment(ref)}/report{query}") as answer:
         headers = answer.headers
         html: bytes = answer.read()

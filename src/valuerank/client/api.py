@@ -10,7 +10,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
 # The settings' names (valuerank.config.Settings.api_url / api_token with the VALUERANK_
 # prefix), read here from the environment without loading pydantic-settings.
@@ -19,6 +19,7 @@ API_TOKEN_ENV = "VALUERANK_API_TOKEN"
 TIMEOUT_SECONDS = 30.0
 # A larger answer is refused rather than held in memory (a run's detail is a few KB).
 MAX_ANSWER_BYTES = 64 * 1024 * 1024
+PAGE = 500  # the API's largest page (api/pagination.py): a listing takes fewest requests
 
 
 class ApiError(Exception):
@@ -81,6 +82,30 @@ class ApiClient:
     def post(self, path: str, body: Any = None) -> Any:
         """POST `body` as JSON to `path`: the envelope's `data`."""
         return self._envelope(self._send("POST", path, body))
+
+    def items(self, path: str, key: str, *, most: int | None = None, **query: Any) -> list[Any]:
+        """Every item of a paginated list (`key` in each page), following `next_cursor`, in
+        the API's order; at most `most`. `query`: filters (None ones left out)."""
+        found: list[Any] = []
+        cursor: str | None = None
+        while True:
+            params = {k: v for k, v in query.items() if v is not None}
+            params["limit"] = PAGE if most is None else min(PAGE, most - len(found))
+            if cursor:
+                params["cursor"] = cursor
+            data = self.get(f"{path}?{urlencode(params)}")
+            found.extend(data[key])
+            cursor = data.get("next_cursor")
+            if not cursor or (most is not None and len(found) >= most):
+                return found
+
+    def created(self, path: str, body: Any = None) -> tuple[Any, bool]:
+        """POST `body` as JSON to `path`: the envelope's `data`, and whether the server
+        answered 201 Created (200: it was there already)."""
+        with self._open("POST", path, body) as response:
+            status = int(response.status)
+            data: bytes = response.read(MAX_ANSWER_BYTES + 1)
+        return self._envelope(data), status == 201
 
     def put(self, path: str, body: Any = None) -> Any:
         """PUT `body` as JSON to `path`: the envelope's `data`."""
@@ -175,6 +200,16 @@ class ApiClient:
             code="BAD_API_RESPONSE",
             hint=f"point {API_URL_ENV} at the address `valuerank serve` prints",
         )
+
+
+def with_query(path: str, **params: Any) -> str:
+    """`path` with the parameters given (None: left out; booleans as true/false)."""
+    given = {
+        k: ("true" if v else "false") if isinstance(v, bool) else v
+        for k, v in params.items()
+        if v is not None
+    }
+    return f"{path}?{urlencode(given)}" if given else path
 
 
 def segment(value: str) -> str:

@@ -6,30 +6,15 @@ the command prints from the database (the routes answer with the same `summary()
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlencode
 
-from valuerank.client.api import ApiClient, segment
-
-PAGE = 500  # the API's largest page: a listing takes few requests
+from valuerank.client.api import ApiClient, segment, with_query
 
 
 def every_page(client: ApiClient, path: str, key: str) -> list[dict[str, Any]]:
-    """Every item of a paginated newest-first list (`{key: [...], next_cursor}`), oldest
-    first, as the CLI lists them from the database."""
-    items: list[dict[str, Any]] = []
-    cursor: str | None = None
-    while True:
-        query = {"limit": PAGE, **({"cursor": cursor} if cursor else {})}
-        data = client.get(f"{path}?{urlencode(query)}")
-        items.extend(data[key])
-        cursor = data.get("next_cursor")
-        if not cursor:
-            return items[::-1]
-
-
-def _with_query(path: str, **params: Any) -> str:
-    given = {k: v for k, v in params.items() if v is not None}
-    return f"{path}?{urlencode(given)}" if given else path
+    """Every item of a paginated newest-first list, oldest first, as the CLI lists them
+    from the database."""
+    items: list[dict[str, Any]] = client.items(path, key)
+    return items[::-1]
 
 
 def import_definition(
@@ -37,7 +22,7 @@ def import_definition(
 ) -> dict[str, Any]:
     """POST /api/definitions/import: the stored version's detail and `created` (False: the
     same content was there)."""
-    path = _with_query("/api/definitions/import", filename=filename, label=label)
+    path = with_query("/api/definitions/import", filename=filename, label=label)
     data: dict[str, Any] = client.upload(path, text.encode("utf-8"), "text/markdown")
     return data
 
@@ -87,7 +72,7 @@ def expand(client: ApiClient, body: dict[str, Any]) -> dict[str, Any]:
 
 def import_rubric(client: ApiClient, text: str, *, name: str, filename: str) -> dict[str, Any]:
     """POST /api/rubrics/import: the stored version (summary, values, content, created)."""
-    path = _with_query("/api/rubrics/import", name=name, filename=filename)
+    path = with_query("/api/rubrics/import", name=name, filename=filename)
     data: dict[str, Any] = client.upload(path, text.encode("utf-8"), "application/yaml")
     return data
 

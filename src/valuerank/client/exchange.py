@@ -14,9 +14,9 @@ from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import IO, Any
-from urllib.parse import unquote, urlencode
+from urllib.parse import unquote
 
-from valuerank.client.api import ApiClient, ApiError
+from valuerank.client.api import ApiClient, ApiError, with_query
 
 RUN_ID_HEADER = "X-Run-Id"  # the run's id (a run or table export)
 CLI_RUN_ID_HEADER = "X-Cli-Run-Id"  # the CLI run id in the run ZIP's manifest, %-quoted
@@ -47,16 +47,6 @@ class Saved:
                 hint="upgrade the server to this version of ValueRank",
             )
         return unquote(value)
-
-
-def query(path: str, **params: Any) -> str:
-    """`path` with the parameters given (None: left out; booleans as true/false)."""
-    given = {
-        k: ("true" if v else "false") if isinstance(v, bool) else v
-        for k, v in params.items()
-        if v is not None
-    }
-    return f"{path}?{urlencode(given)}" if given else path
 
 
 def save_download(
@@ -103,7 +93,7 @@ def zip_files(files: Mapping[str, bytes]) -> bytes:
 def upload_import(client: ApiClient, data: bytes, *, filename: str) -> dict[str, Any]:
     """POST /api/import: what the file held (`kind`) and what became of it."""
     answer: dict[str, Any] = client.upload(
-        query("/api/import", filename=filename), data, "application/zip"
+        with_query("/api/import", filename=filename), data, "application/zip"
     )
     return answer
 
@@ -118,6 +108,6 @@ def upload_table(
 ) -> dict[str, Any]:
     """POST /api/import/table: the table of dilemmas stored as a definition (its summary,
     `created`, `scenarios`, `table_dimensions`)."""
-    path = query("/api/import/table", filename=filename, name=name, preamble=preamble)
+    path = with_query("/api/import/table", filename=filename, name=name, preamble=preamble)
     answer: dict[str, Any] = client.upload(path, data, "application/octet-stream")
     return answer

@@ -4,14 +4,12 @@ when VALUERANK_API_URL is set. Each function answers what the command prints loc
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 from urllib.parse import urlencode
 
-from valuerank.client.api import ApiClient, ApiError, segment
+from valuerank.client.api import ApiClient, segment
 
-PAGE = 500  # the API's largest page
 POLL_SECONDS = 0.25
 DONE = ("succeeded", "failed", "cancelled")  # a job's ends (valuerank.queue.JobStatus)
 
@@ -37,31 +35,14 @@ def add_tag(client: ApiClient, task: str, text: str, tag_id: str | None) -> dict
     body: dict[str, Any] = {"text": text}
     if tag_id is not None:
         body["id"] = tag_id
-    # `download` keeps the answer's status, which says whether the tag is new.
-    with client.download("POST", f"{_task(task)}/tags", body) as answer:
-        status = int(answer.status)
-        raw = answer.read()
-    try:
-        tag: dict[str, Any] = json.loads(raw)["data"]
-    except (ValueError, KeyError, TypeError):
-        raise ApiError(
-            f"{client.base_url} sent an answer without the API's envelope",
-            code="BAD_API_RESPONSE",
-        ) from None
-    return {**tag, "created": status == 201}
+    tag, created = client.created(f"{_task(task)}/tags", body)
+    return {**tag, "created": created}
 
 
 def list_tags(client: ApiClient, task: str) -> list[dict[str, Any]]:
     """Every tag of the task, in the order they were added (page after page)."""
-    found: list[dict[str, Any]] = []
-    cursor: str | None = None
-    while True:
-        query = {"limit": PAGE, **({"cursor": cursor} if cursor else {})}
-        page = client.get(f"{_task(task)}/tags?{urlencode(query)}")
-        found += page["tags"]
-        cursor = page.get("next_cursor")
-        if not cursor:
-            return found
+    tags: list[dict[str, Any]] = client.items(f"{_task(task)}/tags", "tags")
+    return tags
 
 
 def record(

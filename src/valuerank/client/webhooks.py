@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from valuerank.client.admin import all_items
 from valuerank.client.api import ApiClient, ApiError, segment
 
 OUTBOX = "/api/system/notifications/outbox"
@@ -37,7 +36,7 @@ def add_webhook(
 
 
 def list_webhooks(client: ApiClient) -> list[dict[str, Any]]:
-    return all_items(client, "/api/webhooks", "webhooks")
+    return client.items("/api/webhooks", "webhooks")
 
 
 def remove_webhook(client: ApiClient, webhook_id: str) -> None:
@@ -59,8 +58,7 @@ def deliveries(
     found: dict[str, dict[str, Any]] = {}
     wanted: list[str | None] = [*statuses] or [None]  # the route filters by one at a time
     for status in wanted:
-        for entry in all_items(
-            client,
+        for entry in client.items(
             OUTBOX,
             "notifications",
             most=limit,
