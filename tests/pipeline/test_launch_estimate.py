@@ -85,6 +85,17 @@ async def test_judges_and_summaries_are_in_the_estimate(db: Database, org_id: st
     assert estimate.calls == conversations * 2 * 2 + transcripts * (2 + 1)
 
 
+async def _work_until_idle(db: Database) -> None:
+    """A real worker runs every queued job of the pipeline, then stops."""
+    worker = Worker(db, settings=FAST, concurrency=4, hooks=RUN_HOOKS)
+    ctx = PipelineContext(db, providers=ProviderPool(environ={}))
+    register_pipeline_handlers(worker, ctx)
+    try:
+        await worker.run_until_idle()
+    finally:
+        await ctx.aclose()
+
+
 async def test_the_estimate_counts_the_calls_a_run_makes(db: Database, org_id: str) -> None:
     """Run it: every probe turn, every judge's reading of every transcript and every summary
     the estimate counted is a call the run made, no more and no fewer."""
@@ -101,13 +112,7 @@ async def test_the_estimate_counts_the_calls_a_run_makes(db: Database, org_id: s
         )
         launched = await launch_run(conn, org_id, stored.version.id, config)
     run_id = launched.created.run.id
-    worker = Worker(db, settings=FAST, concurrency=4, hooks=RUN_HOOKS)
-    ctx = PipelineContext(db, providers=ProviderPool(environ={}))
-    register_pipeline_handlers(worker, ctx)
-    try:
-        await worker.run_until_idle()
-    finally:
-        await ctx.aclose()
+    await _work_until_idle(db)
     report = await read_report(db, org_id, run_id)
     assert report.run.status is RunStatus.COMPLETED
 
@@ -155,13 +160,7 @@ async def test_a_second_run_is_sized_by_the_first_runs_answers(db: Database, org
         stored, _ = await import_definition(conn, org_id, DEMO.read_text())
         first = await launch_run(conn, org_id, stored.version.id, config)
     assert first.estimate.upper_bound and first.estimate.to_dict()["upper_bound"] is True
-    worker = Worker(db, settings=FAST, concurrency=4, hooks=RUN_HOOKS)
-    ctx = PipelineContext(db, providers=ProviderPool(environ={}))
-    register_pipeline_handlers(worker, ctx)
-    try:
-        await worker.run_until_idle()
-    finally:
-        await ctx.aclose()
+    await _work_until_idle(db)
     async with db.transaction() as conn:
         answered = (
             await conn.execute(

@@ -50,10 +50,7 @@ async def report_route(
     headers = {
         "Content-Disposition": f'attachment; filename="report-{doc.run.short_id}.html"',
         RUN_HEADER: doc.run.id,
-        FIGURES_HEADER: json.dumps(
-            {name: len(svg.encode("utf-8")) for name, svg in doc.figures.items()},
-            ensure_ascii=True,
-        ),
+        FIGURES_HEADER: json.dumps(doc.figure_bytes(), ensure_ascii=True),
     }
     if doc.comparison is not None:
         headers[BASELINE_HEADER] = doc.comparison.baseline.id

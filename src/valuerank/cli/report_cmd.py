@@ -66,7 +66,7 @@ def report(
                 html.encode("utf-8"),
                 run_id=doc.run.id,
                 baseline_run_id=None if doc.comparison is None else doc.comparison.baseline.id,
-                figures={name: len(svg.encode("utf-8")) for name, svg in doc.figures.items()},
+                figures=doc.figure_bytes(),
             )
 
         def _remote(server: ApiClient) -> dict[str, Any]:

@@ -68,6 +68,10 @@ class ReportDocument:
     version: str = __version__
     code_version: str = CODE_VERSION
 
+    def figure_bytes(self) -> dict[str, int]:
+        """Each figure's size in the file (what `report --json` and the API's header say)."""
+        return {name: len(svg.encode("utf-8")) for name, svg in self.figures.items()}
+
 
 def fmt_number(value: float | None, digits: int = 2) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
